@@ -1,0 +1,175 @@
+"""Assembles one butler: database, migrations, spawner, server; and stops it cleanly.
+
+Start-up order: database (embedded when no URL is given), migrations, then the
+server accepts. On SIGTERM or SIGINT the spawner stops accepting and drains
+while the MCP server keeps serving (running sessions still need their
+tools); then the server stops and the embedded database is let go.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from dataclasses import dataclass
+from types import FrameType
+
+import uvicorn
+
+from butler.config import ButlerConfig
+from butler.runtimes.registry import get_adapter
+from butler.spawner.spawner import Spawner
+from butler.store.credentials import CredentialStore
+from butler.store.db import Database, redact_dsn
+from butler.store.embedded import EmbeddedPostgres
+from butler.store.memory import PostgresMemory
+from butler.store.migrations import migrate
+from butler.store.sessions import SessionStore
+from butler.store.state import StateStore
+from butler.telemetry import setup_telemetry
+from butler.tools.context import ButlerContext
+
+log = logging.getLogger("butler.daemon")
+
+#: How long a shutdown waits for running sessions before cancelling them.
+DRAIN_TIMEOUT_S = 30.0
+
+
+@dataclass
+class OpenDatabase:
+    """The database a daemon opened, and the embedded server behind it, if any."""
+
+    db: Database
+    embedded: EmbeddedPostgres | None = None
+
+    async def close(self) -> None:
+        await self.db.close()
+        if self.embedded is not None:
+            await self.embedded.stop()
+
+
+async def open_database(config: ButlerConfig) -> OpenDatabase:
+    """Connect to the configured database (or start the embedded one) and migrate."""
+    embedded = None
+    dsn = config.butler.db.url
+    if not dsn:
+        embedded = EmbeddedPostgres()
+        dsn = await embedded.start()
+        log.info("embedded database started", extra={"pgdata": str(embedded.pgdata)})
+    db = Database(dsn, config.db_schema)
+    try:
+        await db.connect()
+        applied = await migrate(db)
+    except BaseException:
+        await db.close()
+        if embedded is not None:
+            await embedded.stop()
+        raise
+    log.info(
+        "database ready",
+        extra={
+            "dsn": redact_dsn(dsn),
+            "schema": db.schema,
+            "migrations_applied": [m.version for m in applied],
+        },
+    )
+    return OpenDatabase(db, embedded)
+
+
+async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
+    """The butler's stores and spawner over an open database."""
+    sessions = SessionStore(db)
+    memory = PostgresMemory(db, config.butler.memory.max_episodes)
+    spawner = Spawner(
+        config,
+        get_adapter(config.runtime.type, config.runtime),
+        sessions,
+        CredentialStore(db),
+        memory=memory,
+    )
+    closed = await sessions.fail_unfinished("the daemon stopped while this session was open")
+    swept = spawner.sweep()
+    if closed or swept:
+        log.info("recovered from an earlier crash", extra={"sessions": closed, "temp": len(swept)})
+    return ButlerContext(
+        config=config, db=db, state=StateStore(db), sessions=sessions, spawner=spawner
+    )
+
+
+class ButlerServer(uvicorn.Server):
+    """uvicorn, with a first signal that drains the spawner before stopping."""
+
+    def __init__(self, config: uvicorn.Config, butler: ButlerContext, drain_s: float) -> None:
+        super().__init__(config)
+        self.butler = butler
+        self.drain_s = drain_s
+        self._draining: asyncio.Task[None] | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self._draining is not None:
+            self.force_exit = True
+            self.should_exit = True
+            return
+        log.info("shutting down", extra={"signal": signal.Signals(sig).name})
+        self.butler.spawner.stop_accepting()
+        self._draining = asyncio.get_event_loop().create_task(self._drain_then_exit())
+
+    async def _drain_then_exit(self) -> None:
+        cancelled = await self.butler.spawner.drain(self.drain_s)
+        if cancelled:
+            log.warning("cancelled running sessions at shutdown", extra={"count": cancelled})
+        self.should_exit = True
+
+
+async def serve(config: ButlerConfig, drain_s: float = DRAIN_TIMEOUT_S) -> None:
+    """Run one butler until a signal stops it."""
+    from butler.server import build_app
+
+    started = time.monotonic()
+    setup_telemetry(f"butler-{config.name}")
+    opened = await open_database(config)
+    try:
+        butler = await assemble(config, opened.db)
+        app = build_app(butler)
+        uv_config = uvicorn.Config(
+            app,
+            host=config.butler.host,
+            port=config.butler.port,
+            log_config=None,
+            lifespan="on",
+            timeout_graceful_shutdown=5,
+        )
+        server = ButlerServer(uv_config, butler, drain_s)
+        startup = asyncio.create_task(_announce(server, config, started))
+        try:
+            await server.serve()
+        finally:
+            startup.cancel()
+            await butler.spawner.drain(0)
+    finally:
+        await opened.close()
+    if not server.started:
+        from butler.errors import ButlerError
+
+        raise ButlerError(
+            f"could not serve on {config.butler.host}:{config.butler.port}; "
+            "expected a free port (is another butler using it?)"
+        )
+
+
+async def _announce(server: uvicorn.Server, config: ButlerConfig, started: float) -> None:
+    while not server.started:
+        await asyncio.sleep(0.02)
+    with contextlib.suppress(Exception):
+        log.info(
+            "butler serving",
+            extra={
+                "butler": config.name,
+                "url": config.mcp_base_url,
+                "mcp": f"{config.mcp_base_url}/mcp",
+                "sse": f"{config.mcp_base_url}/sse",
+                "startup_ms": int((time.monotonic() - started) * 1000),
+            },
+        )

@@ -1,0 +1,23 @@
+"""Where butler keeps its files: one data folder per user, one sub-folder per butler."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+
+def data_root() -> Path:
+    """The folder butler keeps its data in (``BUTLER_DATA_DIR`` overrides)."""
+    configured = os.environ.get("BUTLER_DATA_DIR")
+    root = Path(configured) if configured else Path(platformdirs.user_data_dir("butler"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def butler_dir(name: str) -> Path:
+    """The data folder of one butler (its runtime homes, logs, adapter files)."""
+    path = data_root() / "butlers" / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,149 @@
+"""The runtime adapter interface and the values that cross it.
+
+An adapter turns one :class:`Invocation` into a run of one agent CLI and
+returns a :class:`RuntimeResult`. Each adapter splits into a pure part (build
+argv, environment and config files; parse one event line, tested on captured
+real output) and the thin I/O shared by all of them in :mod:`.process`.
+Adapters know nothing of the database, the server or the tools.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from butler.config import RuntimeConfig
+
+#: Called with a short human-readable line while a session runs (progress).
+ProgressSink = Callable[[str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One MCP tool call made during a session, by its bare tool name."""
+
+    name: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    call_id: str | None = None
+    error: str | None = None
+    source: str = "runtime"
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"name": self.name, "arguments": self.arguments}
+        if self.call_id:
+            data["id"] = self.call_id
+        if self.error:
+            data["error"] = self.error
+        data["source"] = self.source
+        return data
+
+    def key(self) -> str:
+        """Identity used to merge what the runtime reported with what the server saw."""
+        return self.name + "\0" + json.dumps(self.arguments, sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts of a session, as the runtime reported them."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class McpEndpoint:
+    """How a runtime reaches its butler: exactly one server, keyed by the butler's name."""
+
+    name: str
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    transport: str = "http"
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """Everything one run of a runtime needs, decided by the spawner."""
+
+    prompt: str
+    system_prompt: str
+    cwd: Path
+    workdir: Path
+    home: Path
+    env: dict[str, str]
+    mcp: McpEndpoint | None
+    max_turns: int
+    timeout_s: float
+    model: str | None = None
+    args: tuple[str, ...] = ()
+    resume: str | None = None
+
+    def with_prompt(self, prompt: str) -> Invocation:
+        return replace(self, prompt=prompt)
+
+
+@dataclass
+class RuntimeResult:
+    """What a runtime produced. ``error`` is set when the runtime itself failed."""
+
+    output: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = None
+    runtime_session_id: str | None = None
+    error: str | None = None
+    num_turns: int | None = None
+
+
+class RuntimeFailure(Exception):
+    """A runtime run failed; carries whatever it produced before failing."""
+
+    def __init__(self, message: str, partial: RuntimeResult | None = None) -> None:
+        super().__init__(message)
+        self.partial = partial or RuntimeResult(error=message)
+
+
+class RuntimeAdapter(ABC):
+    """One agent CLI. Subclasses hold everything specific to it."""
+
+    #: The ``[butler.runtime] type`` this adapter serves.
+    type_name: ClassVar[str]
+    #: The executable looked up on PATH when no ``cli_path`` is configured.
+    binary_name: ClassVar[str]
+    #: The system prompt file this runtime reads in a butler folder, best first.
+    prompt_files: ClassVar[tuple[str, ...]] = ("CLAUDE.md",)
+    #: Whether :meth:`invoke` can continue a runtime session by its id.
+    supports_resume: ClassVar[bool] = False
+
+    def __init__(self, config: RuntimeConfig) -> None:
+        self.config = config
+
+    def create_worker(self) -> RuntimeAdapter:
+        """A fresh adapter with the same config, owned by one session at a time."""
+        return type(self)(self.config)
+
+    def parse_system_prompt_file(self, config_dir: Path) -> Path:
+        """The file holding this runtime's system prompt in a butler folder."""
+        for name in self.prompt_files:
+            candidate = config_dir / name
+            if candidate.is_file():
+                return candidate
+        return config_dir / self.prompt_files[-1]
+
+    @abstractmethod
+    def build_config_file(self, invocation: Invocation) -> Path:
+        """Write this runtime's locked-down config into the workspace; return its path."""
+
+    @abstractmethod
+    async def invoke(
+        self, invocation: Invocation, progress: ProgressSink | None = None
+    ) -> RuntimeResult:
+        """Run the runtime to completion; raise :class:`RuntimeFailure` on failure."""
+
+    def reset(self) -> None:  # noqa: B027 - optional hook, most adapters keep no state
+        """Forget per-run state after a failure, so the worker can be used again."""

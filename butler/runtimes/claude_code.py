@@ -1,0 +1,283 @@
+"""Claude Code, through claude-agent-sdk ``query()``.
+
+Pure parts: :func:`build_options` (the SDK options for one invocation) and
+:class:`ClaudeStream` (folds the SDK's typed messages into a result), both
+tested on captured real output. The I/O part runs ``query()`` under a time
+limit and, because the SDK merges the daemon's whole environment into the
+CLI's, starts the CLI through a launcher that keeps only the built
+environment and puts the CLI in its own process group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import claude_agent_sdk as sdk
+
+from butler.runtimes.base import (
+    Invocation,
+    ProgressSink,
+    RuntimeAdapter,
+    RuntimeFailure,
+    RuntimeResult,
+    ToolCall,
+    Usage,
+)
+from butler.runtimes.launcher import read_pid, write_launcher
+from butler.runtimes.process import terminate_group
+
+#: Environment that keeps Claude Code from calling home: a daemon runs pinned
+#: versions and sends nothing it was not asked to.
+HARDENING_ENV = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_AUTOUPDATER": "1",
+    "DISABLE_ERROR_REPORTING": "1",
+    # MCP tools in the request itself: a butler has few tools, and deferring them
+    # behind a search tool costs a model round trip on every session.
+    "ENABLE_TOOL_SEARCH": "false",
+}
+#: Variables the SDK sets for its own protocol; the launcher lets them through.
+SDK_ENV = (
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_AGENT_SDK_VERSION",
+    "CLAUDE_CODE_SDK_READS_SESSION_STATE",
+    "PWD",
+)
+#: Built-in tools a butler session may use: skills scripts and its config folder.
+BUILTIN_TOOLS = ("Bash", "Read", "Write", "Edit", "Glob", "Grep")
+STDERR_LINES = 200
+
+
+def bundled_cli() -> Path:
+    """The claude binary shipped inside the claude-agent-sdk wheel."""
+    return Path(sdk.__file__).parent / "_bundled" / "claude"
+
+
+def parse_extra_args(args: tuple[str, ...] | list[str]) -> dict[str, str | None]:
+    """``["--x", "v", "--flag", "--y=w"]`` as the SDK's ``extra_args`` mapping."""
+    extra: dict[str, str | None] = {}
+    items = list(args)
+    i = 0
+    while i < len(items):
+        item = items[i]
+        if not item.startswith("--"):
+            raise ValueError(f"runtime args: expected a --flag, found {item!r}")
+        name, eq, value = item[2:].partition("=")
+        if eq:
+            extra[name] = value
+        elif i + 1 < len(items) and not items[i + 1].startswith("--"):
+            extra[name] = items[i + 1]
+            i += 1
+        else:
+            extra[name] = None
+        i += 1
+    return extra
+
+
+def runtime_env(invocation: Invocation) -> dict[str, str]:
+    """The CLI's whole environment: the spawner's, a private home, hardening."""
+    home = invocation.home
+    return {
+        **invocation.env,
+        **HARDENING_ENV,
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+    }
+
+
+def build_options(invocation: Invocation, cli_path: Path) -> sdk.ClaudeAgentOptions:
+    """The SDK options for one invocation: one MCP server, no user settings."""
+    servers: dict[str, Any] = {}
+    allowed = list(BUILTIN_TOOLS)
+    if invocation.mcp is not None:
+        mcp = invocation.mcp
+        entry: dict[str, Any] = {"type": mcp.transport, "url": mcp.url}
+        if mcp.headers:
+            entry["headers"] = dict(mcp.headers)
+        servers[mcp.name] = entry
+        allowed.append(f"mcp__{mcp.name}")
+    return sdk.ClaudeAgentOptions(
+        system_prompt=invocation.system_prompt,
+        mcp_servers=servers,
+        strict_mcp_config=True,
+        setting_sources=[],
+        allowed_tools=allowed,
+        cwd=str(invocation.cwd),
+        max_turns=invocation.max_turns,
+        model=invocation.model,
+        resume=invocation.resume,
+        cli_path=str(cli_path),
+        env=runtime_env(invocation),
+        extra_args=parse_extra_args(invocation.args),
+    )
+
+
+def bare_tool_name(name: str, server: str | None) -> str:
+    """``mcp__<server>__state_set`` -> ``state_set`` for this butler's own tools."""
+    prefix = f"mcp__{server}__" if server else None
+    if prefix and name.startswith(prefix):
+        return name[len(prefix) :]
+    return name
+
+
+class ClaudeStream:
+    """Folds the SDK's messages of one run into a :class:`RuntimeResult`."""
+
+    def __init__(self, server: str | None) -> None:
+        self.server = server
+        self.texts: list[str] = []
+        self.calls: dict[str, ToolCall] = {}
+        self.result: sdk.ResultMessage | None = None
+        self.session_id: str | None = None
+        self.connected_servers: list[dict[str, Any]] = []
+
+    def feed(self, message: Any) -> str | None:
+        """Take one message; return a progress line worth reporting, if any."""
+        if isinstance(message, sdk.SystemMessage) and message.subtype == "init":
+            self.session_id = message.data.get("session_id") or self.session_id
+            self.connected_servers = list(message.data.get("mcp_servers") or [])
+            return "runtime started"
+        if isinstance(message, sdk.AssistantMessage):
+            for block in message.content:
+                if isinstance(block, sdk.TextBlock) and block.text.strip():
+                    self.texts.append(block.text)
+                elif isinstance(block, sdk.ToolUseBlock):
+                    name = bare_tool_name(block.name, self.server)
+                    self.calls[block.id] = ToolCall(name, dict(block.input), block.id)
+                    return f"calling {name}"
+            return None
+        if isinstance(message, sdk.UserMessage) and isinstance(message.content, list):
+            for block in message.content:
+                if isinstance(block, sdk.ToolResultBlock) and block.is_error:
+                    call = self.calls.get(block.tool_use_id)
+                    if call is not None:
+                        text = block.content if isinstance(block.content, str) else "tool error"
+                        self.calls[block.tool_use_id] = ToolCall(
+                            call.name, call.arguments, call.call_id, error=str(text)[:500]
+                        )
+            return None
+        if isinstance(message, sdk.ResultMessage):
+            self.result = message
+            self.session_id = message.session_id or self.session_id
+        return None
+
+    def error(self) -> str | None:
+        """The runtime's own failure, from its result message."""
+        result = self.result
+        if result is None:
+            return "runtime ended without a result"
+        if result.subtype == "error_max_turns":
+            return f"max turns reached ({result.num_turns} turns)"
+        if result.is_error:
+            detail = "; ".join(result.errors or []) or (result.result or result.subtype)
+            return f"runtime error: {detail}"
+        return None
+
+    def to_result(self) -> RuntimeResult:
+        result = self.result
+        usage = (result.usage if result else None) or {}
+        output = (result.result if result and result.result else None) or "\n".join(self.texts)
+        return RuntimeResult(
+            output=output,
+            tool_calls=list(self.calls.values()),
+            usage=Usage(
+                input_tokens=int(usage.get("input_tokens") or 0),
+                output_tokens=int(usage.get("output_tokens") or 0),
+                cache_read_tokens=int(usage.get("cache_read_input_tokens") or 0),
+                cache_write_tokens=int(usage.get("cache_creation_input_tokens") or 0),
+            ),
+            cost_usd=result.total_cost_usd if result else None,
+            runtime_session_id=self.session_id,
+            num_turns=result.num_turns if result else None,
+            error=self.error(),
+        )
+
+
+class ClaudeCodeAdapter(RuntimeAdapter):
+    """Claude Code through the SDK, its CLI in a clean environment and process group."""
+
+    type_name = "claude-code"
+    binary_name = "claude"
+    prompt_files = ("CLAUDE.md",)
+    supports_resume = True
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        self._workdir: Path | None = None
+
+    def cli_path(self) -> str:
+        return self.config.cli_path or str(bundled_cli())
+
+    def build_config_file(self, invocation: Invocation) -> Path:
+        return invocation.workdir / ".mcp.json"
+
+    async def invoke(
+        self, invocation: Invocation, progress: ProgressSink | None = None
+    ) -> RuntimeResult:
+        self._workdir = invocation.workdir
+        invocation.home.mkdir(parents=True, exist_ok=True)
+        env = runtime_env(invocation)
+        launcher = write_launcher(invocation.workdir, self.cli_path(), [*env, *SDK_ENV])
+        try:
+            options = build_options(invocation, launcher)
+        except ValueError as exc:
+            raise RuntimeFailure(str(exc)) from None
+        stderr: list[str] = []
+        options.stderr = lambda line: stderr.append(line) if len(stderr) < STDERR_LINES else None
+        stream = ClaudeStream(invocation.mcp.name if invocation.mcp else None)
+        try:
+            async with asyncio.timeout(invocation.timeout_s):
+                async for message in sdk.query(prompt=invocation.prompt, options=options):
+                    line = stream.feed(message)
+                    if line and progress is not None:
+                        await progress(line)
+        except TimeoutError:
+            await self._kill()
+            partial = stream.to_result()
+            raise RuntimeFailure(f"timeout after {invocation.timeout_s:g} s", partial) from None
+        except sdk.CLINotFoundError:
+            raise RuntimeFailure(
+                f"Claude Code not found at {self.cli_path()}; expected the claude-agent-sdk "
+                "bundled CLI or [butler.runtime] cli_path"
+            ) from None
+        except sdk.ClaudeSDKError as exc:
+            partial = stream.to_result()
+            detail = stream.error() if stream.result is not None else None
+            message = detail or _sdk_error_line(exc, stderr)
+            raise RuntimeFailure(message, partial) from None
+        finally:
+            await self._kill()
+        result = stream.to_result()
+        if result.error:
+            raise RuntimeFailure(result.error, result)
+        return result
+
+    async def _kill(self) -> None:
+        """End the CLI's process group, if the launcher recorded one."""
+        if self._workdir is None:
+            return
+        pgid = read_pid(self._workdir)
+        if pgid is not None:
+            await terminate_group(pgid, grace_s=1.0)
+
+    def reset(self) -> None:
+        if self._workdir is not None:
+            pgid = read_pid(self._workdir)
+            if pgid is not None:
+                from butler.runtimes.process import kill_group
+
+                kill_group(pgid)
+        self._workdir = None
+
+
+def _sdk_error_line(exc: Exception, stderr: list[str]) -> str:
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    tail = " | ".join(line for line in stderr[-3:] if line.strip())
+    with contextlib.suppress(Exception):
+        if tail and tail not in first:
+            return f"{first}: {tail}"[:1000]
+    return first[:1000]

@@ -1,0 +1,157 @@
+"""The I/O every subprocess adapter shares: start, stream lines, time out, reap.
+
+A runtime runs as the leader of its own session (``start_new_session``), so
+the whole tree it starts (MCP helpers, shells, language servers) is one
+process group. On timeout or cancellation the group gets SIGTERM, then
+SIGKILL after a grace period, and is reaped: nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Seconds a process group gets between SIGTERM and SIGKILL.
+KILL_GRACE_S = 3.0
+#: Keep at most this much of stderr for error messages.
+STDERR_LIMIT = 64 * 1024
+
+
+@dataclass(frozen=True)
+class ProcessOutcome:
+    """How a runtime process ended."""
+
+    returncode: int
+    stderr: str
+    timed_out: bool = False
+
+
+class ProcessTimeout(Exception):
+    """The process outlived its time limit and was killed."""
+
+    def __init__(self, timeout_s: float, stderr: str = "") -> None:
+        super().__init__(f"timeout after {timeout_s:g} s")
+        self.timeout_s = timeout_s
+        self.stderr = stderr
+
+
+def kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
+    """Signal a whole process group; False when it is already gone."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of the group still exists."""
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+async def terminate_group(pgid: int, grace_s: float = KILL_GRACE_S) -> None:
+    """SIGTERM the group, wait up to ``grace_s`` for it to go, then SIGKILL it."""
+    if not kill_group(pgid, signal.SIGTERM):
+        return
+    deadline = asyncio.get_running_loop().time() + grace_s
+    while group_alive(pgid) and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
+    kill_group(pgid, signal.SIGKILL)
+
+
+async def _pump_lines(stream: asyncio.StreamReader, on_line: Callable[[str], None]) -> None:
+    while True:
+        line = await stream.readline()
+        if not line:
+            return
+        on_line(line.decode("utf-8", errors="replace").rstrip("\r\n"))
+
+
+async def _collect(stream: asyncio.StreamReader) -> str:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        chunk = await stream.read(65536)
+        if not chunk:
+            break
+        if size < STDERR_LIMIT:
+            chunks.append(chunk)
+            size += len(chunk)
+    return b"".join(chunks).decode("utf-8", errors="replace")[:STDERR_LIMIT]
+
+
+class RuntimeProcess:
+    """One runtime subprocess in its own process group."""
+
+    def __init__(self) -> None:
+        self.pgid: int | None = None
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        env: dict[str, str],
+        cwd: Path,
+        timeout_s: float,
+        on_line: Callable[[str], None],
+        stdin_data: bytes | None = None,
+    ) -> ProcessOutcome:
+        """Run ``argv`` (never through a shell), feeding each stdout line to ``on_line``."""
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE if stdin_data is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=str(cwd),
+            env=env,
+            start_new_session=True,
+            limit=16 * 1024 * 1024,
+        )
+        self.pgid = proc.pid
+        assert proc.stdout is not None and proc.stderr is not None
+        stderr_task = asyncio.create_task(_collect(proc.stderr))
+        try:
+            if stdin_data is not None and proc.stdin is not None:
+                proc.stdin.write(stdin_data)
+                with contextlib.suppress(ConnectionError):
+                    await proc.stdin.drain()
+                proc.stdin.close()
+            async with asyncio.timeout(timeout_s):
+                await _pump_lines(proc.stdout, on_line)
+                returncode = await proc.wait()
+        except TimeoutError:
+            await self.stop()
+            await proc.wait()
+            raise ProcessTimeout(timeout_s, await _finish(stderr_task)) from None
+        except BaseException:
+            await self.stop()
+            with contextlib.suppress(ProcessLookupError):
+                await asyncio.shield(proc.wait())
+            stderr_task.cancel()
+            raise
+        # The leader exited; anything it started that is still around goes too.
+        kill_group(proc.pid)
+        return ProcessOutcome(returncode=returncode, stderr=await _finish(stderr_task))
+
+    async def stop(self) -> None:
+        """End the whole process group, if it is still running."""
+        if self.pgid is not None:
+            await terminate_group(self.pgid)
+
+
+async def _finish(task: asyncio.Task[str]) -> str:
+    try:
+        async with asyncio.timeout(2):
+            return await task
+    except TimeoutError:
+        task.cancel()
+        return ""

@@ -1,0 +1,342 @@
+"""The spawner: a trigger becomes one recorded, locked-down runtime session.
+
+Runtime-agnostic: it knows runtimes only through :class:`RuntimeAdapter`. For
+each trigger it admits or refuses, records the session before the runtime
+starts, builds the workspace, environment and system prompt, runs the
+adapter under a time limit, and completes the record whatever happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from opentelemetry.trace import Status, StatusCode
+
+from butler.config import ButlerConfig
+from butler.errors import ButlerError, SessionNotFound
+from butler.paths import butler_dir
+from butler.runtimes.base import (
+    Invocation,
+    McpEndpoint,
+    ProgressSink,
+    RuntimeAdapter,
+    RuntimeFailure,
+    RuntimeResult,
+)
+from butler.spawner.admission import Admission, Rejected, validate_trigger_source
+from butler.spawner.environment import build_runtime_env
+from butler.spawner.ledger import ToolCallLedger, merge_tool_calls
+from butler.spawner.prompt import compose_system_prompt
+from butler.spawner.result import SpawnerResult, rejected
+from butler.spawner.workspace import Workspace, sweep_leftovers
+from butler.store.credentials import CredentialStore
+from butler.store.memory import Memory
+from butler.store.sessions import NewSession, SessionOutcome, SessionStore
+from butler.telemetry import current_traceparent, trace_id_of, tracer
+
+log = logging.getLogger(__name__)
+
+SESSION_HEADER = "X-Butler-Session"
+#: Extra seconds the spawner grants an adapter past its own timeout to clean up.
+TIMEOUT_GRACE_S = 10.0
+
+
+@dataclass(frozen=True)
+class TriggerRequest:
+    """One request for a session."""
+
+    prompt: str
+    context: str | None = None
+    trigger_source: str = "external"
+    max_turns: int | None = None
+    timeout_s: float | None = None
+    resume_session_id: str | None = None
+    session_type: str = "trigger"
+
+    def full_prompt(self) -> str:
+        if self.context:
+            return f"{self.context.strip()}\n\n{self.prompt}"
+        return self.prompt
+
+
+class Spawner:
+    """Runs triggers of one butler through its runtime adapter."""
+
+    def __init__(
+        self,
+        config: ButlerConfig,
+        adapter: RuntimeAdapter,
+        sessions: SessionStore,
+        credentials: CredentialStore,
+        ledger: ToolCallLedger | None = None,
+        memory: Memory | None = None,
+    ) -> None:
+        self.config = config
+        self.adapter = adapter
+        self.sessions = sessions
+        self.credentials = credentials
+        self.ledger = ledger or ToolCallLedger()
+        self.memory = memory
+        rt = config.runtime
+        self.admission = Admission(rt.max_concurrent_sessions, rt.max_queued_sessions)
+        self._tasks: set[asyncio.Task[SpawnerResult]] = set()
+
+    @property
+    def workspace_prefix(self) -> str:
+        return f"butler_{self.config.name}_"
+
+    def sweep(self) -> list[Path]:
+        """Remove workspaces left by a crashed daemon of this butler."""
+        return sweep_leftovers(self.workspace_prefix)
+
+    @property
+    def in_flight(self) -> int:
+        return self.admission.running + self.admission.waiting
+
+    async def trigger(
+        self, request: TriggerRequest, progress: ProgressSink | None = None
+    ) -> SpawnerResult:
+        """Run one session to its end and return its result; never raises for a failure."""
+        try:
+            validate_trigger_source(request.trigger_source)
+            self.admission.check(request.trigger_source)
+        except (ValueError, Rejected) as exc:
+            return rejected(str(exc))
+        parent = await self._parent(request.resume_session_id)
+        task = asyncio.create_task(self._session(request, parent, progress))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.cancelled():
+                return rejected("cancelled: the butler is shutting down")
+            task.cancel()
+            raise
+
+    async def _parent(self, session_id: str | None) -> dict | None:
+        if session_id is None:
+            return None
+        row = await self.sessions.get(session_id)
+        if row is None:
+            raise SessionNotFound(f"session {session_id} not found; expected a recorded id")
+        if not row.get("runtime_session_id"):
+            raise SessionNotFound(
+                f"session {session_id} has no runtime session to resume "
+                f"(status {row['status']}); expected a session that ran"
+            )
+        if row["runtime"] != self.adapter.type_name or not self.adapter.supports_resume:
+            raise SessionNotFound(
+                f"session {session_id} ran on {row['runtime']}; this butler's runtime "
+                f"{self.adapter.type_name} cannot resume it"
+            )
+        return row
+
+    async def _session(
+        self, request: TriggerRequest, parent: dict | None, progress: ProgressSink | None
+    ) -> SpawnerResult:
+        rt = self.config.runtime
+        with tracer().start_as_current_span(
+            "butler.session",
+            attributes={
+                "butler.name": self.config.name,
+                "butler.trigger_source": request.trigger_source,
+                "butler.runtime": self.adapter.type_name,
+            },
+        ) as span:
+            new = NewSession(
+                prompt=request.full_prompt(),
+                trigger_source=request.trigger_source,
+                runtime=self.adapter.type_name,
+                model=rt.model,
+                type=request.session_type,
+                parent_session_id=uuid.UUID(parent["id"]) if parent else None,
+                trace_id=trace_id_of(span),
+            )
+            span.set_attribute("butler.session_id", str(new.id))
+            await self.sessions.create(new)
+            started = time.monotonic()
+            result = RuntimeResult()
+            status, error = "failed", None
+            sid = str(new.id)
+            self.ledger.open(sid)
+            worker = self.adapter.create_worker()
+            try:
+                if progress:
+                    await progress("queued")
+                async with self.admission.slot():
+                    await self.sessions.mark_running(new.id)
+                    started = time.monotonic()
+                    if progress:
+                        await progress("running")
+                    result = await self._run(worker, request, new.id, parent, progress)
+                status = "succeeded"
+            except RuntimeFailure as exc:
+                worker.reset()
+                result, error = exc.partial, str(exc)
+            except asyncio.CancelledError:
+                worker.reset()
+                status, error = "cancelled", "cancelled: the butler is shutting down"
+                raise
+            except ButlerError as exc:
+                worker.reset()
+                error = str(exc)
+            except Exception as exc:
+                worker.reset()
+                log.exception("session %s crashed", sid)
+                error = f"internal error: {type(exc).__name__}: {exc}"
+            finally:
+                calls = merge_tool_calls(result.tool_calls, self.ledger.close(sid))
+                outcome = _outcome(status, error, result, calls, started)
+                await asyncio.shield(self.sessions.complete(new.id, outcome))
+                if error:
+                    span.set_status(Status(StatusCode.ERROR, error))
+                log.info(
+                    "session finished",
+                    extra={"session_id": sid, "status": status, "ms": outcome.duration_ms},
+                )
+            if status == "succeeded":
+                await self._remember(new.id, request.full_prompt(), result.output)
+            return SpawnerResult(
+                output=outcome.output,
+                tool_calls=outcome.tool_calls,
+                success=outcome.success,
+                error=outcome.error,
+                session_id=sid,
+                usage={
+                    "input_tokens": outcome.input_tokens or 0,
+                    "output_tokens": outcome.output_tokens or 0,
+                    "cache_read_tokens": outcome.cache_read_tokens or 0,
+                    "cache_write_tokens": outcome.cache_write_tokens or 0,
+                },
+                cost_usd=outcome.cost_usd,
+                duration_ms=outcome.duration_ms,
+            )
+
+    async def _run(
+        self,
+        worker: RuntimeAdapter,
+        request: TriggerRequest,
+        session_id: uuid.UUID,
+        parent: dict | None,
+        progress: ProgressSink | None,
+    ) -> RuntimeResult:
+        rt = self.config.runtime
+        env = await build_runtime_env(self.config, self.credentials, current_traceparent())
+        memory = await self._memory_context()
+        prompt_file = worker.parse_system_prompt_file(self.config.config_dir)
+        system_prompt = compose_system_prompt(prompt_file, self.config.roster_dir, memory)
+        mcp = self.endpoint(str(session_id))
+        home = self._home(session_id, parent)
+        timeout_s = request.timeout_s or rt.timeout_s
+        with Workspace(self.workspace_prefix, mcp) as workspace:
+            invocation = Invocation(
+                prompt=request.full_prompt(),
+                system_prompt=system_prompt,
+                cwd=self.config.config_dir,
+                workdir=workspace.path,
+                home=home,
+                env=env,
+                mcp=mcp,
+                max_turns=request.max_turns or rt.max_turns,
+                timeout_s=timeout_s,
+                model=rt.model,
+                args=tuple(rt.args),
+                resume=parent["runtime_session_id"] if parent else None,
+            )
+            worker.build_config_file(invocation)
+            try:
+                async with asyncio.timeout(timeout_s + TIMEOUT_GRACE_S):
+                    return await worker.invoke(invocation, progress)
+            except TimeoutError:
+                raise RuntimeFailure(f"timeout after {timeout_s:g} s") from None
+
+    def endpoint(self, session_id: str) -> McpEndpoint:
+        """This butler's MCP server as a runtime of the given session reaches it."""
+        transport = self.config.runtime.transport
+        base = self.config.mcp_base_url
+        if transport == "sse":
+            url = f"{base}/sse"
+        else:
+            url = f"{base}/mcp?session={session_id}"
+        return McpEndpoint(
+            name=self.config.name,
+            url=url,
+            headers={SESSION_HEADER: session_id},
+            transport=transport,
+        )
+
+    def _home(self, session_id: uuid.UUID, parent: dict | None) -> Path:
+        """A private runtime home per session, seeded from the butler's, or its parent's."""
+        homes = butler_dir(self.config.name) / "homes"
+        home = homes / str(session_id)
+        seed = homes / parent["id"] if parent else butler_dir(self.config.name) / "home"
+        if seed.is_dir():
+            shutil.copytree(seed, home, symlinks=True, dirs_exist_ok=True)
+        home.mkdir(parents=True, exist_ok=True)
+        return home
+
+    async def _memory_context(self) -> str | None:
+        if self.memory is None or not self.config.butler.memory.enabled:
+            return None
+        try:
+            return await self.memory.fetch_memory_context()
+        except Exception as exc:
+            log.warning("memory context unavailable, going on without it: %s", exc)
+            return None
+
+    async def _remember(self, session_id: uuid.UUID, prompt: str, output: str) -> None:
+        if self.memory is None or not self.config.butler.memory.enabled:
+            return
+        try:
+            await self.memory.store_session_episode(session_id, prompt, output)
+        except Exception as exc:
+            log.warning("could not store the session episode: %s", exc)
+
+    def stop_accepting(self) -> None:
+        """Refuse every new trigger from now on."""
+        self.admission.accepting = False
+
+    async def drain(self, timeout: float = 30.0) -> int:
+        """Wait for in-flight sessions; cancel those still running after ``timeout``.
+
+        Returns how many sessions were cancelled.
+        """
+        self.stop_accepting()
+        pending = set(self._tasks)
+        if not pending:
+            return 0
+        _, still = await asyncio.wait(pending, timeout=timeout)
+        for task in still:
+            task.cancel()
+        if still:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait(still, timeout=TIMEOUT_GRACE_S)
+        return len(still)
+
+
+def _outcome(
+    status: str, error: str | None, result: RuntimeResult, calls: list, started: float
+) -> SessionOutcome:
+    usage = result.usage
+    return SessionOutcome(
+        status=status,
+        success=status == "succeeded",
+        output=result.output,
+        error=error,
+        tool_calls=[c.to_json() for c in calls],
+        duration_ms=int((time.monotonic() - started) * 1000),
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        cost_usd=result.cost_usd,
+        runtime_session_id=result.runtime_session_id,
+    )

@@ -1,0 +1,104 @@
+"""The butler's connection pool, confined to the butler's own schema.
+
+Every connection of the pool has ``search_path`` set to the butler's schema,
+so one PostgreSQL server can hold a whole roster and no butler reads
+another's tables.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import asyncpg
+
+from butler.errors import DatabaseError
+
+
+def quote_ident(name: str) -> str:
+    """Quote an SQL identifier (schema names are validated, this is belt and braces)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    for kind in ("jsonb", "json"):
+        await conn.set_type_codec(kind, encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+
+
+def redact_dsn(dsn: str) -> str:
+    """A DSN fit for a log line: the password, if any, replaced."""
+    if "@" not in dsn or "://" not in dsn:
+        return dsn
+    scheme, rest = dsn.split("://", 1)
+    creds, host = rest.rsplit("@", 1)
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}{':***' if ':' in creds else ''}@{host}"
+
+
+class Database:
+    """An asyncpg pool bound to one schema."""
+
+    def __init__(self, dsn: str, schema: str, *, min_size: int = 1, max_size: int = 10) -> None:
+        self.dsn = dsn
+        self.schema = schema
+        self._min_size = min_size
+        self._max_size = max_size
+        self._pool: asyncpg.Pool | None = None
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise DatabaseError("database is not connected")
+        return self._pool
+
+    async def connect(self) -> None:
+        """Create the schema if needed and open the pool."""
+        try:
+            conn = await asyncpg.connect(self.dsn, timeout=10)
+        except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+            raise DatabaseError(
+                f"cannot connect to PostgreSQL at {redact_dsn(self.dsn)}: {exc}; "
+                "expected a reachable server (set DATABASE_URL, or leave it unset "
+                "for the embedded one)"
+            ) from None
+        try:
+            await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(self.schema)}")
+        except asyncpg.UniqueViolationError:
+            pass  # another butler created it at the same moment
+        finally:
+            await conn.close()
+        self._pool = await asyncpg.create_pool(
+            self.dsn,
+            min_size=self._min_size,
+            max_size=self._max_size,
+            init=_init_connection,
+            server_settings={"search_path": quote_ident(self.schema)},
+        )
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+
+    async def ping(self) -> bool:
+        """Whether the database answers right now."""
+        if self._pool is None:
+            return False
+        try:
+            async with self._pool.acquire(timeout=2) as conn:
+                await conn.fetchval("SELECT 1")
+        except (OSError, asyncpg.PostgresError, TimeoutError, asyncpg.InterfaceError):
+            return False
+        return True
+
+    async def fetch(self, query: str, *args: Any) -> list[asyncpg.Record]:
+        return await self.pool.fetch(query, *args)
+
+    async def fetchrow(self, query: str, *args: Any) -> asyncpg.Record | None:
+        return await self.pool.fetchrow(query, *args)
+
+    async def fetchval(self, query: str, *args: Any) -> Any:
+        return await self.pool.fetchval(query, *args)
+
+    async def execute(self, query: str, *args: Any) -> str:
+        return await self.pool.execute(query, *args)

@@ -1,0 +1,87 @@
+"""Numbered SQL migrations, applied once each, safely from several daemons at once.
+
+Files are ``migrations/NNN_name.sql``. Each runs in its own transaction and is
+recorded in ``butler_migrations`` of the butler's schema. A session-level
+advisory lock per schema makes two daemons starting together apply each
+migration exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from butler.errors import DatabaseError
+from butler.store.db import Database
+
+_FILE = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One migration file."""
+
+    version: int
+    name: str
+    path: Path
+
+
+def migrations_dir() -> Path:
+    """The folder of migration files (``BUTLER_MIGRATIONS_DIR`` overrides)."""
+    configured = os.environ.get("BUTLER_MIGRATIONS_DIR")
+    if configured:
+        return Path(configured)
+    return Path(__file__).resolve().parents[2] / "migrations"
+
+
+def discover(folder: Path | None = None) -> list[Migration]:
+    """Every migration in ``folder``, in version order."""
+    folder = folder or migrations_dir()
+    if not folder.is_dir():
+        raise DatabaseError(f"{folder}: migrations folder not found")
+    found: list[Migration] = []
+    for path in sorted(folder.glob("*.sql")):
+        match = _FILE.match(path.name)
+        if match is None:
+            raise DatabaseError(f"{path}: expected a migration named like 001_name.sql")
+        found.append(Migration(int(match.group(1)), match.group(2), path))
+    versions = [m.version for m in found]
+    if len(versions) != len(set(versions)):
+        raise DatabaseError(f"{folder}: two migrations share a version number")
+    return found
+
+
+def _lock_key(schema: str) -> int:
+    return zlib.crc32(f"butler-migrate:{schema}".encode()) - 2**31
+
+
+async def migrate(db: Database, folder: Path | None = None) -> list[Migration]:
+    """Apply every migration not yet recorded; return the ones applied now."""
+    pending = discover(folder)
+    applied_now: list[Migration] = []
+    async with db.pool.acquire() as conn:
+        await conn.execute("SELECT pg_advisory_lock($1)", _lock_key(db.schema))
+        try:
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS butler_migrations ("
+                " version integer PRIMARY KEY, name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            done = {r["version"] for r in await conn.fetch("SELECT version FROM butler_migrations")}
+            for migration in pending:
+                if migration.version in done:
+                    continue
+                async with conn.transaction():
+                    await conn.execute(migration.path.read_text(encoding="utf-8"))
+                    await conn.execute(
+                        "INSERT INTO butler_migrations (version, name) VALUES ($1, $2)",
+                        migration.version,
+                        migration.name,
+                    )
+                applied_now.append(migration)
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock($1)", _lock_key(db.schema))
+    return applied_now

@@ -1,0 +1,156 @@
+"""The ``sessions`` table: one row per runtime session, whatever happened to it."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from butler.store.db import Database
+
+STATUSES = ("pending", "running", "succeeded", "failed", "cancelled")
+
+
+@dataclass(frozen=True)
+class NewSession:
+    """What is known of a session before its runtime starts."""
+
+    prompt: str
+    trigger_source: str
+    runtime: str
+    model: str | None = None
+    type: str = "trigger"
+    parent_session_id: uuid.UUID | None = None
+    trace_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    id: uuid.UUID = field(default_factory=uuid.uuid4)
+
+
+@dataclass(frozen=True)
+class SessionOutcome:
+    """What is known of a session after its runtime ended."""
+
+    status: str
+    success: bool
+    output: str
+    error: str | None
+    tool_calls: list[dict[str, Any]]
+    duration_ms: int
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cost_usd: float | None = None
+    runtime_session_id: str | None = None
+
+
+def _row(record: Any) -> dict[str, Any]:
+    data = dict(record)
+    for key, value in data.items():
+        if isinstance(value, uuid.UUID):
+            data[key] = str(value)
+        elif isinstance(value, Decimal):
+            data[key] = float(value)
+        elif hasattr(value, "isoformat"):
+            data[key] = value.isoformat()
+    return data
+
+
+class SessionStore:
+    """Create, complete and read session rows."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def create(self, new: NewSession, status: str = "pending") -> uuid.UUID:
+        await self.db.execute(
+            "INSERT INTO sessions (id, prompt, trigger_source, runtime, model, status, type,"
+            " parent_session_id, trace_id, metadata, started_at)"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
+            " CASE WHEN $6 = 'running' THEN now() END)",
+            new.id,
+            new.prompt,
+            new.trigger_source,
+            new.runtime,
+            new.model,
+            status,
+            new.type,
+            new.parent_session_id,
+            new.trace_id,
+            new.metadata,
+        )
+        return new.id
+
+    async def mark_running(self, session_id: uuid.UUID) -> None:
+        await self.db.execute(
+            "UPDATE sessions SET status = 'running', started_at = now() WHERE id = $1",
+            session_id,
+        )
+
+    async def update_metadata(self, session_id: uuid.UUID, metadata: dict[str, Any]) -> None:
+        await self.db.execute(
+            "UPDATE sessions SET metadata = metadata || $2::jsonb WHERE id = $1",
+            session_id,
+            metadata,
+        )
+
+    async def complete(self, session_id: uuid.UUID, outcome: SessionOutcome) -> None:
+        await self.db.execute(
+            "UPDATE sessions SET status = $2, success = $3, output = $4, error = $5,"
+            " tool_calls = $6, duration_ms = $7, input_tokens = $8, output_tokens = $9,"
+            " cache_read_tokens = $10, cache_write_tokens = $11, cost_usd = $12,"
+            " runtime_session_id = COALESCE($13, runtime_session_id),"
+            " completed_at = now(), started_at = COALESCE(started_at, now())"
+            " WHERE id = $1",
+            session_id,
+            outcome.status,
+            outcome.success,
+            outcome.output,
+            outcome.error,
+            outcome.tool_calls,
+            outcome.duration_ms,
+            outcome.input_tokens,
+            outcome.output_tokens,
+            outcome.cache_read_tokens,
+            outcome.cache_write_tokens,
+            outcome.cost_usd,
+            outcome.runtime_session_id,
+        )
+
+    async def get(self, session_id: uuid.UUID | str) -> dict[str, Any] | None:
+        try:
+            key = uuid.UUID(str(session_id))
+        except ValueError:
+            return None
+        record = await self.db.fetchrow("SELECT * FROM sessions WHERE id = $1", key)
+        return _row(record) if record else None
+
+    async def list(
+        self,
+        *,
+        limit: int = 50,
+        status: str | None = None,
+        trigger_source: str | None = None,
+        type: str | None = None,
+    ) -> list[dict[str, Any]]:
+        records = await self.db.fetch(
+            "SELECT * FROM sessions WHERE ($1::text IS NULL OR status = $1)"
+            " AND ($2::text IS NULL OR trigger_source = $2)"
+            " AND ($3::text IS NULL OR type = $3)"
+            " ORDER BY created_at DESC LIMIT $4",
+            status,
+            trigger_source,
+            type,
+            limit,
+        )
+        return [_row(r) for r in records]
+
+    async def fail_unfinished(self, reason: str) -> int:
+        """Close rows a crashed daemon left pending or running; return how many."""
+        result = await self.db.execute(
+            "UPDATE sessions SET status = 'failed', success = false, error = $1,"
+            " completed_at = now() WHERE status IN ('pending', 'running')",
+            reason,
+        )
+        return int(result.split()[-1])

@@ -1,0 +1,24 @@
+"""The running butler as its MCP tools see it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from butler.config import ButlerConfig
+from butler.spawner.spawner import Spawner
+from butler.store.db import Database
+from butler.store.sessions import SessionStore
+from butler.store.state import StateStore
+
+
+@dataclass
+class ButlerContext:
+    """Everything the tools of one butler call into."""
+
+    config: ButlerConfig
+    db: Database
+    state: StateStore
+    sessions: SessionStore
+    spawner: Spawner
+    started_at: float = field(default_factory=time.time)

@@ -1,0 +1,71 @@
+"""Session tools: ``trigger`` a session and read recorded ones."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastmcp import Context, FastMCP
+from fastmcp.exceptions import ToolError
+
+from butler.errors import ButlerError
+from butler.spawner.result import SpawnerResult
+from butler.spawner.spawner import TriggerRequest
+from butler.tools.context import ButlerContext
+from butler.tools.ledger_middleware import calling_session
+
+
+def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
+    """Add ``trigger``, ``session_get`` and ``session_list`` to ``mcp``."""
+
+    @mcp.tool
+    async def trigger(
+        prompt: str,
+        context: str | None = None,
+        max_turns: int | None = None,
+        timeout_s: float | None = None,
+        ctx: Context | None = None,
+    ) -> SpawnerResult:
+        """Run a session of this butler's agent runtime on ``prompt`` and return its result.
+
+        ``context`` is prepended to the prompt. A session of this butler calling
+        ``trigger`` is refused at once when no slot is free (it would deadlock).
+        """
+        source = "trigger" if calling_session(butler.spawner.ledger) else "external"
+        step = 0
+
+        async def progress(message: str) -> None:
+            nonlocal step
+            step += 1
+            if ctx is not None:
+                await ctx.report_progress(step, None, message)
+
+        request = TriggerRequest(
+            prompt=prompt,
+            context=context,
+            trigger_source=source,
+            max_turns=max_turns,
+            timeout_s=timeout_s,
+        )
+        try:
+            return await butler.spawner.trigger(request, progress)
+        except ButlerError as exc:
+            raise ToolError(str(exc)) from None
+
+    @mcp.tool
+    async def session_get(session_id: str) -> dict[str, Any]:
+        """The whole record of one session: prompt, output, tool calls, usage, timing."""
+        row = await butler.sessions.get(session_id)
+        if row is None:
+            raise ToolError(f"session {session_id} not found")
+        return row
+
+    @mcp.tool
+    async def session_list(
+        limit: int = 20, status: str | None = None, trigger_source: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Recent sessions, newest first, optionally by status or trigger source."""
+        rows = await butler.sessions.list(
+            limit=max(1, min(limit, 500)), status=status, trigger_source=trigger_source
+        )
+        keep = ("id", "status", "trigger_source", "runtime", "created_at", "duration_ms", "error")
+        return [{k: r[k] for k in keep} for r in rows]

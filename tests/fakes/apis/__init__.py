@@ -1,0 +1,1 @@
+"""One module per model API the fake server impersonates."""
