@@ -95,7 +95,7 @@ def run(
     database_url: Annotated[
         str | None,
         typer.Option(
-            "--database-url", help="PostgreSQL URL (default: DATABASE_URL, else embedded)."
+            "--database-url", help="PostgreSQL URL (default DATABASE_URL, else embedded)."
         ),
     ] = None,
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
