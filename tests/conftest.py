@@ -1,0 +1,74 @@
+"""Shared fixtures: a real PostgreSQL, throwaway butler folders, daemon processes."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from butler.store.db import Database, quote_ident
+from butler.store.migrations import migrate
+from tests.helpers import free_port, write_butler
+
+#: The test database: the machine's PostgreSQL (CI starts it), or TEST_DATABASE_URL.
+TEST_DSN = os.environ.get("TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+@pytest.fixture(scope="session")
+def pg_dsn() -> str:
+    return TEST_DSN
+
+
+@pytest.fixture(autouse=True)
+def _isolated_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Every test gets its own butler data folder, never the user's."""
+    data = tmp_path_factory.mktemp("butler-data")
+    monkeypatch.setenv("BUTLER_DATA_DIR", str(data))
+    return data
+
+
+@pytest.fixture
+def schema_name() -> Iterator[str]:
+    """A fresh schema name, dropped with everything in it after the test."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    yield name
+    import asyncio
+
+    async def drop() -> None:
+        conn = await asyncpg.connect(TEST_DSN)
+        try:
+            await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(name)} CASCADE")
+        finally:
+            await conn.close()
+
+    asyncio.run(drop())
+
+
+@pytest.fixture
+async def db(schema_name: str) -> AsyncIterator[Database]:
+    """A migrated database in a schema of its own."""
+    database = Database(TEST_DSN, schema_name)
+    await database.connect()
+    await migrate(database)
+    try:
+        yield database
+    finally:
+        await database.close()
+
+
+@pytest.fixture
+def roster(tmp_path: Path) -> Path:
+    """An empty roster folder with the shared snippets folder."""
+    root = tmp_path / "roster"
+    (root / "shared").mkdir(parents=True)
+    return root
+
+
+@pytest.fixture
+def butler_dir(roster: Path, schema_name: str) -> Path:
+    """A minimal butler folder in its own schema, on a free port."""
+    return write_butler(roster, "tester", port=free_port(), schema=schema_name)

@@ -1,0 +1,138 @@
+"""Helpers for tests: butler folders on disk and butler daemons as real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def write_butler(
+    roster: Path,
+    name: str,
+    *,
+    port: int,
+    schema: str | None = None,
+    runtime: dict[str, Any] | None = None,
+    extra: str = "",
+    prompt: str = "You are a test butler. Do what you are asked.\n",
+) -> Path:
+    """Write ``roster/<name>/`` with a butler.toml and CLAUDE.md; return the folder."""
+    folder = roster / name
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = ["[butler]", f'name = "{name}"', f"port = {port}", ""]
+    if schema:
+        lines += ["[butler.db]", f'schema = "{schema}"', ""]
+    if runtime:
+        lines.append("[butler.runtime]")
+        for key, value in runtime.items():
+            lines.append(f"{key} = {json.dumps(value)}")
+        lines.append("")
+    (folder / "butler.toml").write_text("\n".join(lines) + extra, encoding="utf-8")
+    (folder / "CLAUDE.md").write_text(prompt, encoding="utf-8")
+    return folder
+
+
+def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.05) -> Any:
+    """Poll ``predicate`` until it returns a truthy value or the deadline passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"condition not met within {timeout} s")
+        time.sleep(interval)
+
+
+def get_json(url: str, timeout: float = 2.0) -> tuple[int, dict[str, Any]]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+class DaemonProcess:
+    """``butler run`` as a real subprocess, stopped with SIGTERM."""
+
+    def __init__(
+        self,
+        config_dir: Path,
+        *,
+        port: int,
+        database_url: str | None,
+        env: dict[str, str] | None = None,
+        log_path: Path | None = None,
+    ) -> None:
+        self.config_dir = config_dir
+        self.port = port
+        self.database_url = database_url
+        self.env = {**os.environ, **(env or {})}
+        self.log_path = log_path or config_dir / "daemon.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def argv(self) -> list[str]:
+        argv = [sys.executable, "-m", "butler.cli", "run", "--config", str(self.config_dir)]
+        argv += ["--port", str(self.port)]
+        if self.database_url:
+            argv += ["--database-url", self.database_url]
+        return argv
+
+    def start(self, timeout: float = 60.0) -> DaemonProcess:
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            self.argv(), stdout=log, stderr=subprocess.STDOUT, env=self.env, cwd=REPO
+        )
+        log.close()
+
+        def healthy() -> bool:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"daemon exited early:\n{self.logs()}")
+            try:
+                status, _ = get_json(f"{self.url}/health", timeout=1)
+            except OSError:
+                return False
+            return status == 200
+
+        wait_until(healthy, timeout=timeout)
+        return self
+
+    def logs(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def stop(self, timeout: float = 30.0) -> int:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    def __enter__(self) -> DaemonProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
