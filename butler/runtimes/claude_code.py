@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -208,6 +209,8 @@ class ClaudeCodeAdapter(RuntimeAdapter):
     def __init__(self, config: Any) -> None:
         super().__init__(config)
         self._workdir: Path | None = None
+        # The CLI is pinned with the SDK; asking it its version costs a process per session.
+        os.environ.setdefault("CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK", "1")
 
     def cli_path(self) -> str:
         return self.config.cli_path or str(bundled_cli())
@@ -219,9 +222,15 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         self, invocation: Invocation, progress: ProgressSink | None = None
     ) -> RuntimeResult:
         self._workdir = invocation.workdir
+        cli = self.cli_path()
+        if not os.access(cli, os.X_OK):
+            raise RuntimeFailure(
+                f"Claude Code not found at {cli}; expected the claude-agent-sdk bundled CLI "
+                "or an executable [butler.runtime] cli_path"
+            )
         invocation.home.mkdir(parents=True, exist_ok=True)
         env = runtime_env(invocation)
-        launcher = write_launcher(invocation.workdir, self.cli_path(), [*env, *SDK_ENV])
+        launcher = write_launcher(invocation.workdir, cli, [*env, *SDK_ENV])
         try:
             options = build_options(invocation, launcher)
         except ValueError as exc:
@@ -239,11 +248,6 @@ class ClaudeCodeAdapter(RuntimeAdapter):
             await self._kill()
             partial = stream.to_result()
             raise RuntimeFailure(f"timeout after {invocation.timeout_s:g} s", partial) from None
-        except sdk.CLINotFoundError:
-            raise RuntimeFailure(
-                f"Claude Code not found at {self.cli_path()}; expected the claude-agent-sdk "
-                "bundled CLI or [butler.runtime] cli_path"
-            ) from None
         except sdk.ClaudeSDKError as exc:
             partial = stream.to_result()
             detail = stream.error() if stream.result is not None else None

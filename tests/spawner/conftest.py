@@ -1,0 +1,115 @@
+"""Spawner fixtures: a real database, a butler folder, and an in-process fake adapter."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from butler.config import load_config
+from butler.runtimes.base import (
+    Invocation,
+    ProgressSink,
+    RuntimeAdapter,
+    RuntimeFailure,
+    RuntimeResult,
+    ToolCall,
+    Usage,
+)
+from butler.spawner.spawner import Spawner
+from butler.store.credentials import CredentialStore
+from butler.store.memory import PostgresMemory
+from butler.store.sessions import SessionStore
+from tests.helpers import free_port, write_butler
+
+FAKE_CLAUDE = Path(__file__).resolve().parents[1] / "runtimes" / "fake_claude.py"
+
+
+class FakeAdapter(RuntimeAdapter):
+    """An in-process runtime: records what it was given and does what the test says."""
+
+    type_name = "fake"
+    binary_name = "fake"
+    supports_resume = True
+
+    def __init__(self, config: Any = None, script: Any = None) -> None:
+        from butler.config import RuntimeConfig
+
+        super().__init__(config or RuntimeConfig())
+        self.invocations: list[Invocation] = []
+        self.workspaces: list[dict[str, Any]] = []
+        self.resets = 0
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+        self.release.set()
+        self.script = script
+
+    def create_worker(self) -> RuntimeAdapter:
+        return self  # one shared instance, so the test sees every call
+
+    def build_config_file(self, invocation: Invocation) -> Path:
+        return invocation.workdir / "mcp.json"
+
+    async def invoke(
+        self, invocation: Invocation, progress: ProgressSink | None = None
+    ) -> RuntimeResult:
+        import json
+
+        self.invocations.append(invocation)
+        mcp_json = invocation.workdir / "mcp.json"
+        self.workspaces.append(
+            {"path": invocation.workdir, "mcp": json.loads(mcp_json.read_text())}
+        )
+        self.started.set()
+        await self.release.wait()
+        if self.script is not None:
+            return await self.script(invocation)
+        return RuntimeResult(
+            output=f"echo: {invocation.prompt}",
+            tool_calls=[ToolCall("state_get", {"key": "tasks"}, "t1")],
+            usage=Usage(100, 20, 5, 1),
+            cost_usd=0.01,
+            runtime_session_id="rt-1",
+        )
+
+    def reset(self) -> None:
+        self.resets += 1
+
+
+async def failing(invocation: Invocation) -> RuntimeResult:
+    raise RuntimeFailure("Connection refused", RuntimeResult(output="partial words"))
+
+
+@pytest.fixture
+def make_spawner(db, roster):
+    """Build a Spawner over the test database with a fake or real adapter."""
+
+    def build(
+        adapter: RuntimeAdapter | None = None,
+        *,
+        runtime: dict[str, Any] | None = None,
+        extra: str = "",
+        prompt: str = "You are a test butler.\n",
+        environ: dict[str, str] | None = None,
+    ) -> Spawner:
+        folder = write_butler(
+            roster,
+            "tester",
+            port=free_port(),
+            schema=db.schema,
+            runtime=runtime,
+            extra=extra,
+            prompt=prompt,
+        )
+        config = load_config(folder)
+        return Spawner(
+            config,
+            adapter or FakeAdapter(config.runtime),
+            SessionStore(db),
+            CredentialStore(db, environ or {"ANTHROPIC_API_KEY": "sk-test"}),
+            memory=PostgresMemory(db),
+        )
+
+    return build

@@ -1,0 +1,275 @@
+"""The spawner's lifecycle, admission and drain, with an in-process fake runtime."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from butler.runtimes.base import Invocation, RuntimeResult, ToolCall
+from butler.spawner.spawner import TriggerRequest
+from tests.spawner.conftest import FakeAdapter, failing
+
+
+async def test_successful_session_is_recorded(make_spawner):
+    spawner = make_spawner()
+    result = await spawner.trigger(TriggerRequest("Check overdue tasks"))
+    assert result.success and result.error is None
+    assert result.output == "echo: Check overdue tasks"
+    row = await spawner.sessions.get(result.session_id)
+    assert row["status"] == "succeeded" and row["success"] is True
+    assert row["output"] == "echo: Check overdue tasks" and row["error"] is None
+    assert row["prompt"] == "Check overdue tasks"
+    assert row["trigger_source"] == "external" and row["runtime"] == "fake"
+    assert (row["input_tokens"], row["output_tokens"]) == (100, 20)
+    assert (row["cache_read_tokens"], row["cache_write_tokens"]) == (5, 1)
+    assert row["cost_usd"] == pytest.approx(0.01)
+    assert row["runtime_session_id"] == "rt-1"
+    assert row["duration_ms"] >= 0 and row["completed_at"] >= row["started_at"]
+    assert row["tool_calls"][0]["name"] == "state_get"
+
+
+async def test_failed_session_keeps_error_and_partial_output_and_resets(make_spawner):
+    adapter = FakeAdapter(script=failing)
+    spawner = make_spawner(adapter)
+    result = await spawner.trigger(TriggerRequest("Process this"))
+    assert result.success is False and result.error == "Connection refused"
+    assert result.output == "partial words"
+    assert adapter.resets == 1
+    row = await spawner.sessions.get(result.session_id)
+    assert (row["status"], row["success"], row["error"]) == ("failed", False, "Connection refused")
+    assert row["output"] == "partial words"
+
+
+async def test_context_is_prepended_to_the_prompt(make_spawner):
+    adapter = FakeAdapter()
+    spawner = make_spawner(adapter)
+    await spawner.trigger(TriggerRequest("Process this", context="User sent: hello"))
+    sent = adapter.invocations[0].prompt
+    assert sent.index("User sent: hello") < sent.index("Process this")
+
+
+async def test_max_turns_defaults_to_20_and_can_be_set_per_trigger(make_spawner):
+    adapter = FakeAdapter()
+    spawner = make_spawner(adapter)
+    await spawner.trigger(TriggerRequest("a"))
+    await spawner.trigger(TriggerRequest("b", max_turns=5))
+    assert [i.max_turns for i in adapter.invocations] == [20, 5]
+
+
+async def test_mcp_config_names_only_this_butler_in_a_fresh_temp_dir(make_spawner, tmp_path):
+    adapter = FakeAdapter()
+    spawner = make_spawner(adapter)
+    first = await spawner.trigger(TriggerRequest("one"))
+    await spawner.trigger(TriggerRequest("two"))
+    paths = [w["path"] for w in adapter.workspaces]
+    assert paths[0] != paths[1]
+    for workspace in adapter.workspaces:
+        assert workspace["path"].name.startswith("butler_tester_")
+        uuid.UUID(workspace["path"].name.removeprefix("butler_tester_"))
+        servers = workspace["mcp"]["mcpServers"]
+        assert list(servers) == ["tester"]
+        assert not workspace["path"].exists()  # cleaned up after the session
+    url = adapter.workspaces[0]["mcp"]["mcpServers"]["tester"]["url"]
+    port = spawner.config.butler.port
+    assert url == f"http://127.0.0.1:{port}/mcp?session={first.session_id}"
+
+
+async def test_sse_transport_carries_the_session_in_a_header(make_spawner):
+    adapter = FakeAdapter()
+    spawner = make_spawner(adapter, runtime={"transport": "sse"})
+    result = await spawner.trigger(TriggerRequest("one"))
+    entry = adapter.workspaces[0]["mcp"]["mcpServers"]["tester"]
+    assert entry["url"].endswith("/sse") and entry["type"] == "sse"
+    assert entry["headers"] == {"X-Butler-Session": result.session_id}
+
+
+async def test_temp_dir_removed_on_failure_and_cancellation(make_spawner):
+    adapter = FakeAdapter(script=failing)
+    spawner = make_spawner(adapter)
+    await spawner.trigger(TriggerRequest("x"))
+    assert not adapter.workspaces[0]["path"].exists()
+
+    hanging = FakeAdapter()
+    hanging.release.clear()
+    spawner = make_spawner(hanging)
+    task = asyncio.create_task(spawner.trigger(TriggerRequest("y")))
+    await hanging.started.wait()
+    assert hanging.workspaces[0]["path"].exists()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.wait_for(_until(lambda: not hanging.workspaces[0]["path"].exists()), 5)
+
+
+async def _until(predicate) -> None:
+    while not predicate():
+        await asyncio.sleep(0.01)
+
+
+async def test_serial_dispatch_second_trigger_waits(make_spawner):
+    adapter = FakeAdapter()
+    adapter.release.clear()
+    spawner = make_spawner(adapter)
+    first = asyncio.create_task(spawner.trigger(TriggerRequest("first")))
+    await adapter.started.wait()
+    second = asyncio.create_task(spawner.trigger(TriggerRequest("second")))
+    await _until(lambda: spawner.admission.waiting == 1)
+    assert len(adapter.invocations) == 1  # the second has not started
+    pending = await spawner.sessions.list(status="pending")
+    assert [r["prompt"] for r in pending] == ["second"]
+    adapter.release.set()
+    results = await asyncio.gather(first, second)
+    assert all(r.success for r in results)
+    assert [i.prompt for i in adapter.invocations] == ["first", "second"]
+
+
+async def test_self_trigger_rejected_at_once_when_no_slot_is_free(make_spawner):
+    adapter = FakeAdapter()
+    adapter.release.clear()
+    spawner = make_spawner(adapter)
+    running = asyncio.create_task(spawner.trigger(TriggerRequest("busy")))
+    await adapter.started.wait()
+    result = await spawner.trigger(TriggerRequest("again", trigger_source="trigger"))
+    assert result.success is False and "self-trigger" in result.error
+    adapter.release.set()
+    await running
+
+
+async def test_queue_full_is_rejected_at_once(make_spawner):
+    adapter = FakeAdapter()
+    adapter.release.clear()
+    spawner = make_spawner(adapter, runtime={"max_queued_sessions": 1})
+    running = asyncio.create_task(spawner.trigger(TriggerRequest("one")))
+    await adapter.started.wait()
+    queued = asyncio.create_task(spawner.trigger(TriggerRequest("two")))
+    await _until(lambda: spawner.admission.waiting == 1)
+    result = await spawner.trigger(TriggerRequest("three"))
+    assert result.success is False and result.error.startswith("queue full")
+    adapter.release.set()
+    assert all(r.success for r in await asyncio.gather(running, queued))
+
+
+async def test_concurrency_limit_allows_parallel_sessions(make_spawner):
+    adapter = FakeAdapter()
+    adapter.release.clear()
+    spawner = make_spawner(adapter, runtime={"max_concurrent_sessions": 2})
+    tasks = [asyncio.create_task(spawner.trigger(TriggerRequest(p))) for p in ("a", "b", "c")]
+    await _until(lambda: len(adapter.invocations) == 2 and spawner.admission.waiting == 1)
+    adapter.release.set()
+    assert all(r.success for r in await asyncio.gather(*tasks))
+
+
+@pytest.mark.parametrize(
+    "source", ["tick", "external", "trigger", "route", "schedule:daily_digest"]
+)
+async def test_valid_trigger_sources_are_recorded(make_spawner, source):
+    spawner = make_spawner()
+    result = await spawner.trigger(TriggerRequest("x", trigger_source=source))
+    assert result.success
+    assert (await spawner.sessions.get(result.session_id))["trigger_source"] == source
+
+
+@pytest.mark.parametrize("source", ["cron", "schedule:", "schedule:Bad Name", ""])
+async def test_invalid_trigger_source_is_refused(make_spawner, source):
+    spawner = make_spawner()
+    result = await spawner.trigger(TriggerRequest("x", trigger_source=source))
+    assert result.success is False and "invalid trigger source" in result.error
+    assert await spawner.sessions.list() == []
+
+
+async def test_tool_calls_merge_runtime_reports_with_server_sightings(make_spawner):
+    async def script(invocation: Invocation) -> RuntimeResult:
+        sid = invocation.mcp.headers["X-Butler-Session"]
+        ledger = spawner.ledger
+        # The server saw the reported call and one the runtime never reported.
+        ledger.record(sid, ToolCall("state_get", {"key": "tasks"}, source="server"))
+        ledger.record(sid, ToolCall("state_set", {"key": "last", "value": 1}, source="server"))
+        return RuntimeResult(output="ok", tool_calls=[ToolCall("state_get", {"key": "tasks"})])
+
+    spawner = make_spawner(FakeAdapter(script=script))
+    result = await spawner.trigger(TriggerRequest("x"))
+    names = [(c["name"], c["source"]) for c in result.tool_calls]
+    assert names == [("state_get", "runtime"), ("state_set", "server")]
+
+
+async def test_drain_waits_for_sessions_that_finish_in_time(make_spawner):
+    adapter = FakeAdapter()
+    adapter.release.clear()
+    spawner = make_spawner(adapter)
+    task = asyncio.create_task(spawner.trigger(TriggerRequest("x")))
+    await adapter.started.wait()
+    asyncio.get_running_loop().call_later(0.2, adapter.release.set)
+    assert await spawner.drain(timeout=30.0) == 0
+    assert (await task).success
+    refused = await spawner.trigger(TriggerRequest("late"))
+    assert refused.success is False and "shutting down" in refused.error
+
+
+async def test_drain_timeout_cancels_and_records_cancelled(make_spawner):
+    adapter = FakeAdapter()
+    adapter.release.clear()
+    spawner = make_spawner(adapter)
+    task = asyncio.create_task(spawner.trigger(TriggerRequest("forever")))
+    await adapter.started.wait()
+    assert await spawner.drain(timeout=0.2) == 1
+    result = await task
+    assert result.success is False and "cancelled" in result.error
+    rows = await spawner.sessions.list()
+    assert rows[0]["status"] == "cancelled"
+    assert adapter.resets == 1
+
+
+async def test_stop_accepting_rejects_new_triggers(make_spawner):
+    spawner = make_spawner()
+    spawner.stop_accepting()
+    result = await spawner.trigger(TriggerRequest("x"))
+    assert result.success is False and "shutting down" in result.error
+
+
+async def test_memory_context_is_appended_and_episode_stored(make_spawner, db):
+    adapter = FakeAdapter()
+    spawner = make_spawner(adapter, extra="\n[butler.memory]\nenabled = true\n")
+    await spawner.trigger(TriggerRequest("Remember the milk"))
+    await spawner.trigger(TriggerRequest("What did I ask?"))
+    first, second = (i.system_prompt for i in adapter.invocations)
+    assert "Memory" not in first
+    base, memory = second.split("\n\n# Memory", 1)
+    assert base.strip() == "You are a test butler."
+    assert "Remember the milk" in memory
+
+
+async def test_memory_failure_does_not_block_the_session(make_spawner, caplog):
+    class BrokenMemory:
+        async def fetch_memory_context(self):
+            raise ConnectionError("memory store down")
+
+        async def store_session_episode(self, *args):
+            raise ConnectionError("memory store down")
+
+    adapter = FakeAdapter()
+    spawner = make_spawner(adapter, extra="\n[butler.memory]\nenabled = true\n")
+    spawner.memory = BrokenMemory()
+    result = await spawner.trigger(TriggerRequest("x"))
+    assert result.success
+    assert adapter.invocations[0].system_prompt.strip() == "You are a test butler."
+    assert "memory store down" in caplog.text
+
+
+async def test_resume_links_parent_and_passes_runtime_session(make_spawner):
+    adapter = FakeAdapter()
+    spawner = make_spawner(adapter)
+    first = await spawner.trigger(TriggerRequest("start"))
+    second = await spawner.trigger(TriggerRequest("continue", resume_session_id=first.session_id))
+    assert adapter.invocations[1].resume == "rt-1"
+    row = await spawner.sessions.get(second.session_id)
+    assert row["parent_session_id"] == first.session_id
+
+
+async def test_resume_of_unknown_session_is_a_clear_error(make_spawner):
+    from butler.errors import SessionNotFound
+
+    spawner = make_spawner()
+    with pytest.raises(SessionNotFound, match="not found"):
+        await spawner.trigger(TriggerRequest("x", resume_session_id=str(uuid.uuid4())))
