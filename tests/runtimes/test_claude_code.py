@@ -26,7 +26,7 @@ CAPTURE = CAPTURES / "claude_stream_json_stdout_mcp.jsonl"
 
 
 def test_unknown_runtime_lists_available_adapters():
-    with pytest.raises(ValueError, match="available adapters: .*claude-code"):
+    with pytest.raises(ValueError, match=r"available adapters: .*claude-code"):
         get_adapter("no-such-runtime")
 
 

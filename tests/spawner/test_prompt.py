@@ -46,7 +46,7 @@ def test_include_cycle_is_an_error(roster):
     (roster / "shared" / "B.md").write_text("<!-- @include shared/A.md -->")
     prompt = roster / "x.md"
     prompt.write_text("<!-- @include shared/A.md -->")
-    with pytest.raises(ConfigError, match="include cycle x.md -> A.md -> B.md -> A.md"):
+    with pytest.raises(ConfigError, match=r"include cycle x\.md -> A\.md -> B\.md -> A\.md"):
         compose_system_prompt(prompt, roster)
 
 
