@@ -11,7 +11,7 @@ import os
 
 from opentelemetry import propagate, trace
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
 _configured = False
@@ -39,16 +39,22 @@ def _otlp_exporter() -> SpanExporter | None:
     return OTLPSpanExporter()
 
 
-def setup_telemetry(service_name: str, extra: SpanExporter | None = None) -> TracerProvider | None:
-    """Install the tracer provider once per process; export where configured."""
+def setup_telemetry(service_name: str, extra: SpanProcessor | None = None) -> TracerProvider | None:
+    """Install the tracer provider once per process; export where configured.
+
+    ``extra`` adds a span processor (tests use an in-memory exporter).
+    Returns None when a provider was already installed.
+    """
     global _configured
     if _configured:
         return None
     resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", service_name)})
     provider = TracerProvider(resource=resource)
-    for exporter in (_otlp_exporter(), extra):
-        if exporter is not None:
-            provider.add_span_processor(BatchSpanProcessor(exporter))
+    exporter = _otlp_exporter()
+    if exporter is not None:
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+    if extra is not None:
+        provider.add_span_processor(extra)
     trace.set_tracer_provider(provider)
     _configured = True
     return provider

@@ -75,3 +75,17 @@ def roster(tmp_path: Path) -> Path:
 def butler_dir(roster: Path, schema_name: str) -> Path:
     """A minimal butler folder in its own schema, on a free port."""
     return write_butler(roster, "tester", port=free_port(), schema=schema_name)
+
+
+@pytest.fixture(scope="session")
+def span_exporter():
+    """Every span this test process records, in memory (one provider per process)."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from butler.telemetry import setup_telemetry
+
+    exporter = InMemorySpanExporter()
+    if setup_telemetry("butler-tests", SimpleSpanProcessor(exporter)) is None:
+        pytest.skip("a tracer provider was installed before this fixture")
+    return exporter
