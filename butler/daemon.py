@@ -20,12 +20,14 @@ import uvicorn
 
 from butler.config import ButlerConfig
 from butler.runtimes.registry import get_adapter
+from butler.scheduler import Scheduler
 from butler.spawner.spawner import Spawner
 from butler.store.credentials import CredentialStore
 from butler.store.db import Database, redact_dsn
 from butler.store.embedded import EmbeddedPostgres
 from butler.store.memory import PostgresMemory
 from butler.store.migrations import migrate
+from butler.store.schedules import ScheduleStore
 from butler.store.sessions import SessionStore
 from butler.store.state import StateStore
 from butler.telemetry import setup_telemetry
@@ -94,7 +96,12 @@ async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
     if closed or swept:
         log.info("recovered from an earlier crash", extra={"sessions": closed, "temp": len(swept)})
     return ButlerContext(
-        config=config, db=db, state=StateStore(db), sessions=sessions, spawner=spawner
+        config=config,
+        db=db,
+        state=StateStore(db),
+        sessions=sessions,
+        spawner=spawner,
+        scheduler=Scheduler(config.butler.schedule, ScheduleStore(db), spawner),
     )
 
 
@@ -143,10 +150,12 @@ async def serve(config: ButlerConfig, drain_s: float = DRAIN_TIMEOUT_S) -> None:
         )
         server = ButlerServer(uv_config, butler, drain_s)
         startup = asyncio.create_task(_announce(server, config, started))
+        schedules = asyncio.create_task(start_schedules(server, butler))
         try:
             await server.serve()
         finally:
             startup.cancel()
+            await stop_schedules(schedules, butler)
             await butler.spawner.drain(0)
     finally:
         await opened.close()
@@ -157,6 +166,26 @@ async def serve(config: ButlerConfig, drain_s: float = DRAIN_TIMEOUT_S) -> None:
             f"could not serve on {config.butler.host}:{config.butler.port}; "
             "expected a free port (is another butler using it?)"
         )
+
+
+async def start_schedules(server: uvicorn.Server, butler: ButlerContext) -> None:
+    """Start firing schedules once the server accepts: their sessions call back into it."""
+    while not server.started:
+        await asyncio.sleep(0.02)
+    if butler.scheduler is not None:
+        try:
+            await butler.scheduler.start()
+        except Exception:
+            log.exception("schedules could not start; the butler serves without them")
+
+
+async def stop_schedules(starting: asyncio.Task[None], butler: ButlerContext) -> None:
+    """Stop firing schedules (sessions they started were drained with the spawner's)."""
+    starting.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await starting
+    if butler.scheduler is not None:
+        await butler.scheduler.stop()
 
 
 async def _announce(server: uvicorn.Server, config: ButlerConfig, started: float) -> None:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from butler.config import ButlerConfig
 from butler.spawner.spawner import Spawner
 from butler.store.db import Database
 from butler.store.sessions import SessionStore
 from butler.store.state import StateStore
+
+if TYPE_CHECKING:
+    from butler.scheduler import Scheduler
 
 
 @dataclass
@@ -22,3 +26,4 @@ class ButlerContext:
     sessions: SessionStore
     spawner: Spawner
     started_at: float = field(default_factory=time.time)
+    scheduler: Scheduler | None = None
