@@ -28,7 +28,11 @@ def _plant_decoys(data_dir: Path, config_dir: Path, decoy_url: str) -> None:
     """A decoy MCP server in every place Claude Code reads user or project servers."""
     decoy = {"mcpServers": {"decoy": {"type": "http", "url": decoy_url}}}
     home = data_dir / "butlers" / "tester" / "home"
-    for path in (home / ".claude.json", home / ".claude" / ".claude.json", config_dir / ".mcp.json"):
+    for path in (
+        home / ".claude.json",
+        home / ".claude" / ".claude.json",
+        config_dir / ".mcp.json",
+    ):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(decoy))
     settings = home / ".claude" / "settings.json"
@@ -64,7 +68,7 @@ async def test_trigger_runs_claude_which_calls_the_butlers_own_tools(
         assert result["output"] == "Done. 3 tasks checked."
         stored = await client.call_tool("state_get", {"key": "last_check"})
         assert stored.content[0].text == "2026-02-09"
-        row = (await client.call_tool("session_get", {"session_id": result["session_id"]}))
+        row = await client.call_tool("session_get", {"session_id": result["session_id"]})
         row = row.structured_content
 
     assert row["status"] == "succeeded" and row["trigger_source"] == "external"
@@ -86,3 +90,19 @@ async def test_trigger_runs_claude_which_calls_the_butlers_own_tools(
     # The workspace is gone and nothing of the session is left running.
     leftovers = glob.glob(os.path.join(tempfile.gettempdir(), "butler_tester_*"))
     assert leftovers == []
+
+
+async def test_a_session_triggering_its_own_butler_is_refused_not_deadlocked(
+    claude_daemon, fake_model
+):
+    fake_model.script = [ToolCall("trigger", {"prompt": "recurse"}), Text("Could not recurse.")]
+    async with Client(f"{claude_daemon.url}/mcp", timeout=120) as client:
+        result = await client.call_tool("trigger", {"prompt": "Try to recurse"})
+        result = result.structured_content
+        listed = (await client.call_tool("session_list", {})).structured_content["result"]
+    assert result["success"] is True and result["output"] == "Could not recurse."
+    assert [c["name"] for c in result["tool_calls"]] == ["trigger"]
+    assert len(listed) == 1  # the refused trigger never became a session
+    # The runtime saw the refusal as its tool result.
+    last = [r.body for r in fake_model.requests if r.api == "anthropic"][-1]
+    assert "self-trigger refused" in json.dumps(last["messages"])
