@@ -13,6 +13,7 @@ from butler.runtimes.base import RuntimeAdapter
 
 _ADAPTERS: dict[str, str] = {
     "claude-code": "butler.runtimes.claude_code:ClaudeCodeAdapter",
+    "codex": "butler.runtimes.codex:CodexAdapter",
 }
 
 

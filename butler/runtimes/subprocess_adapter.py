@@ -1,0 +1,147 @@
+"""The shared shape of every adapter that runs its CLI as a plain subprocess.
+
+A subclass supplies the pure parts: :meth:`command` (argv, environment, stdin
+and config files for one invocation) and :meth:`parser` (a
+:class:`StreamParser` folding stdout lines into a result). This class does
+the I/O: resolve the binary, write files, run the process in its own
+process group under the time limit, report progress, map failures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from abc import abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from butler.runtimes.base import (
+    Invocation,
+    ProgressSink,
+    RuntimeAdapter,
+    RuntimeFailure,
+    RuntimeResult,
+)
+from butler.runtimes.process import ProcessOutcome, ProcessTimeout, RuntimeProcess, kill_group
+
+
+class StreamParser(Protocol):
+    """Folds a runtime's stdout, one line at a time, into a result."""
+
+    def feed(self, line: str) -> str | None:
+        """Take one line; return a progress message worth reporting, if any."""
+
+    def result(self) -> RuntimeResult:
+        """What was parsed so far; ``error`` set when the runtime reported a failure."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """One run of a CLI: never a shell line, always an argv list."""
+
+    argv: list[str]
+    env: dict[str, str]
+    stdin: str | None = None
+    files: dict[Path, str] = field(default_factory=dict)
+
+
+def stderr_tail(stderr: str, lines: int = 3) -> str:
+    """The last non-empty lines of stderr, joined for a one-line message."""
+    kept = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return " | ".join(kept[-lines:])[:800]
+
+
+class SubprocessAdapter(RuntimeAdapter):
+    """A runtime whose CLI is started directly and speaks JSON lines (or text) on stdout."""
+
+    #: Packages to install when the binary is missing, for the error message.
+    install_hint: str = ""
+
+    def __init__(self, config: object) -> None:
+        super().__init__(config)  # type: ignore[arg-type]
+        self._process: RuntimeProcess | None = None
+
+    def binary(self, env: dict[str, str]) -> str:
+        """``cli_path`` if configured, else ``binary_name`` on the runtime's PATH."""
+        if self.config.cli_path:
+            path = self.config.cli_path
+            if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+                raise RuntimeFailure(
+                    f"{self.binary_name} not found at {path}; expected an executable"
+                )
+            return path
+        found = shutil.which(self.binary_name, path=env.get("PATH"))
+        if found is None:
+            hint = f" (install: {self.install_hint})" if self.install_hint else ""
+            raise RuntimeFailure(
+                f"{self.binary_name} not found on PATH{hint}; expected it installed "
+                "or [butler.runtime] cli_path"
+            )
+        return found
+
+    @abstractmethod
+    def command(self, invocation: Invocation, binary: str) -> Command:
+        """The argv, environment, stdin and files for one invocation."""
+
+    @abstractmethod
+    def parser(self, invocation: Invocation) -> StreamParser:
+        """A fresh parser for one run."""
+
+    def exit_error(self, outcome: ProcessOutcome) -> str:
+        """A readable error for a non-zero exit that the stream did not explain."""
+        tail = stderr_tail(outcome.stderr)
+        return f"{self.binary_name} exited with status {outcome.returncode}" + (
+            f": {tail}" if tail else ""
+        )
+
+    def build_config_file(self, invocation: Invocation) -> Path:
+        return invocation.workdir / "mcp.json"
+
+    async def invoke(
+        self, invocation: Invocation, progress: ProgressSink | None = None
+    ) -> RuntimeResult:
+        invocation.home.mkdir(parents=True, exist_ok=True)
+        binary = self.binary(invocation.env)
+        command = self.command(invocation, binary)
+        for path, text in command.files.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        parser = self.parser(invocation)
+        pending: set[asyncio.Task[None]] = set()
+
+        def on_line(line: str) -> None:
+            message = parser.feed(line)
+            if message and progress is not None:
+                task = asyncio.get_running_loop().create_task(progress(message))
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+
+        self._process = RuntimeProcess()
+        try:
+            outcome = await self._process.run(
+                command.argv,
+                env=command.env,
+                cwd=invocation.cwd,
+                timeout_s=invocation.timeout_s,
+                on_line=on_line,
+                stdin_data=command.stdin.encode() if command.stdin is not None else None,
+            )
+        except ProcessTimeout as exc:
+            raise RuntimeFailure(str(exc), parser.result()) from None
+        finally:
+            if pending:
+                await asyncio.gather(*pending, return_exceptions=True)
+        result = parser.result()
+        if result.error:
+            raise RuntimeFailure(result.error, result)
+        if outcome.returncode != 0:
+            result.error = self.exit_error(outcome)
+            raise RuntimeFailure(result.error, result)
+        return result
+
+    def reset(self) -> None:
+        if self._process is not None and self._process.pgid is not None:
+            kill_group(self._process.pgid)
+        self._process = None
