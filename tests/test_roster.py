@@ -1,0 +1,191 @@
+"""``butler up`` and ``butler list``: a whole roster in one real process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from subprocess import Popen
+
+import asyncpg
+import pytest
+from fastmcp import Client
+
+from butler.store.db import quote_ident
+from tests.conftest import TEST_DSN
+from tests.helpers import REPO, free_port, get_json, wait_until, write_butler
+
+SCHEDULE = """
+[[butler.schedule]]
+name = "morning"
+cron = "0 8 * * *"
+prompt = "Good morning."
+"""
+
+
+def butler_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "butler.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def schemas() -> Iterator[list[str]]:
+    """Schema names for the roster's butlers, dropped after the test."""
+    prefix = f"t_{uuid.uuid4().hex[:8]}"
+    names = [f"{prefix}_{i}" for i in range(4)]
+    yield names
+
+    async def drop() -> None:
+        conn = await asyncpg.connect(TEST_DSN)
+        try:
+            for name in names:
+                await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(name)} CASCADE")
+        finally:
+            await conn.close()
+
+    asyncio.run(drop())
+
+
+@pytest.fixture
+def four(roster: Path, schemas: list[str]) -> dict[str, int]:
+    """A roster of four butlers on free ports; returns their ports by name."""
+    ports = {}
+    for name, schema in zip(("alpha", "beta", "gamma", "delta"), schemas, strict=True):
+        ports[name] = free_port()
+        extra = SCHEDULE if name == "alpha" else ""
+        write_butler(roster, name, port=ports[name], schema=schema, extra=extra)
+    return ports
+
+
+def healthy(port: int) -> bool:
+    try:
+        status, body = get_json(f"http://127.0.0.1:{port}/health", timeout=1)
+    except OSError:
+        return False
+    return status == 200 and body["database"] is True
+
+
+def refused(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+def table_rows(text: str) -> dict[str, list[str]]:
+    """The body rows of a rich table, by their first cell."""
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in text.splitlines()]
+    return {row[0]: row for row in rows if row}
+
+
+async def call(port: int, tool: str, **arguments: object) -> object:
+    async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+        return (await client.call_tool(tool, arguments)).data
+
+
+@contextlib.contextmanager
+def roster_up(roster: Path, log: Path, *args: str, env: dict[str, str]) -> Iterator[Popen]:
+    """``butler up`` as a real process; killed if the test did not stop it."""
+    argv = [sys.executable, "-m", "butler.cli", "up", "--roster", str(roster), *args]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def wait_healthy(proc: Popen, ports: list[int], log: Path) -> None:
+    wait_until(lambda: proc.poll() is not None or all(healthy(p) for p in ports), timeout=90)
+    assert proc.poll() is None, log.read_text()
+
+
+def test_up_serves_three_butlers_from_one_process_each_in_its_own_schema(roster, four, tmp_path):
+    log = tmp_path / "up.log"
+    only = ["--only", "alpha,beta,gamma", "--database-url", TEST_DSN]
+    with roster_up(roster, log, *only, env=dict(os.environ)) as proc:
+        up = [four["alpha"], four["beta"], four["gamma"]]
+        wait_healthy(proc, up, log)
+        for name in ("alpha", "beta", "gamma"):
+            assert get_json(f"http://127.0.0.1:{four[name]}/health")[1]["butler"] == name
+        assert refused(four["delta"])
+
+        asyncio.run(call(four["alpha"], "state_set", key="secret", value={"only": "alpha"}))
+        assert asyncio.run(call(four["alpha"], "state_get", key="secret")) == {"only": "alpha"}
+        assert asyncio.run(call(four["beta"], "state_get", key="secret")) is None
+        schedules = asyncio.run(call(four["alpha"], "schedule_list"))
+        assert [s["name"] for s in schedules] == ["morning"]
+
+        listed = butler_cli("list", "--roster", str(roster))
+        assert listed.returncode == 0, listed.stderr
+        rows = table_rows(listed.stdout)
+        assert rows["alpha"] == ["alpha", str(four["alpha"]), "claude-code", "1", "up"]
+        assert [rows[n][-1] for n in ("beta", "gamma", "delta")] == ["up", "up", "down"]
+
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        assert all(refused(p) for p in up)
+
+
+def test_up_with_no_database_shares_one_embedded_postgresql(roster, tmp_path):
+    ports = {name: free_port() for name in ("alpha", "beta", "gamma")}
+    for name, port in ports.items():
+        write_butler(roster, name, port=port)
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    log = tmp_path / "up.log"
+    with roster_up(roster, log, env=env) as proc:
+        wait_healthy(proc, list(ports.values()), log)
+        asyncio.run(call(ports["alpha"], "state_set", key="k", value=1))
+        assert asyncio.run(call(ports["gamma"], "state_get", key="k")) is None
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    assert log.read_text().count("embedded database started") == 1
+    pgdata = Path(os.environ["BUTLER_DATA_DIR"]) / "pgdata"
+    assert pgdata.is_dir()
+    assert not (pgdata / "postmaster.pid").exists()
+
+
+def test_up_refuses_two_butlers_on_one_port_in_one_line(roster):
+    port = free_port()
+    write_butler(roster, "alpha", port=port)
+    write_butler(roster, "beta", port=port)
+    result = butler_cli("up", "--roster", str(roster))
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert f"port {port} is claimed by both alpha" in lines[0]
+    assert "and beta" in lines[0]
+
+
+def test_up_names_an_unknown_butler_and_the_known_ones(roster):
+    write_butler(roster, "alpha", port=free_port())
+    result = butler_cli("up", "--roster", str(roster), "--only", "alpha,zeta")
+    assert result.returncode == 2
+    assert "no butler named 'zeta'" in result.stderr
+    assert "expected some of alpha" in result.stderr
+
+
+def test_up_says_which_butler_cannot_have_its_port(roster, schemas):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        write_butler(roster, "alpha", port=port, schema=schemas[0])
+        result = butler_cli("up", "--roster", str(roster), "--database-url", TEST_DSN)
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"butler: error: alpha: cannot listen on 127.0.0.1:{port}: Address already in use; "
+        "expected a free port (is another butler using it?)"
+    )
