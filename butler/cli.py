@@ -140,6 +140,7 @@ def db_migrate(
 
     run_async(go())
 
+
 from butler.cli_roster import register_roster  # noqa: E402
 
 register_roster(app)
