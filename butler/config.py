@@ -297,19 +297,23 @@ def load_config(config_dir: str | Path, **overrides: Any) -> ButlerConfig:
         errors = exc.errors()
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise ConfigError(_describe(errors[0], path) + more) from None
-    _check_runtime_type(section.runtime.type, path)
+    _check_runtime_type(section.runtime, path)
     prompt = folder / "CLAUDE.md"
     if not prompt.is_file():
         raise ConfigError(f"{folder}: missing CLAUDE.md (the butler's system prompt)")
     return ButlerConfig(butler=section, config_dir=folder, system_prompt_path=prompt)
 
 
-def _check_runtime_type(kind: str, path: Path) -> None:
-    from butler.runtimes.registry import available_runtimes
+def _check_runtime_type(runtime: RuntimeConfig, path: Path) -> None:
+    from butler.runtimes.registry import adapter_class, available_runtimes
 
     names = available_runtimes()
-    if kind not in names:
+    if runtime.type not in names:
         raise ConfigError(
-            f"{path}: butler.runtime.type: unknown runtime {kind!r}; "
+            f"{path}: butler.runtime.type: unknown runtime {runtime.type!r}; "
             f"expected one of {', '.join(names)}"
         )
+    try:
+        adapter_class(runtime.type).validate_config(runtime)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: butler.runtime.{exc}") from None

@@ -123,6 +123,14 @@ class RuntimeAdapter(ABC):
     def __init__(self, config: RuntimeConfig) -> None:
         self.config = config
 
+    @classmethod
+    def validate_config(cls, config: RuntimeConfig) -> None:
+        """Raise ValueError when ``[butler.runtime]`` cannot work with this adapter.
+
+        Most adapters accept any runtime table; those with required keys override this.
+        """
+        return None
+
     def create_worker(self) -> RuntimeAdapter:
         """A fresh adapter with the same config, owned by one session at a time."""
         return type(self)(self.config)

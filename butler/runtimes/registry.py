@@ -14,6 +14,7 @@ from butler.runtimes.base import RuntimeAdapter
 _ADAPTERS: dict[str, str] = {
     "claude-code": "butler.runtimes.claude_code:ClaudeCodeAdapter",
     "codex": "butler.runtimes.codex:CodexAdapter",
+    "command": "butler.runtimes.command:CommandAdapter",
 }
 
 

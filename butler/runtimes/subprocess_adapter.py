@@ -130,6 +130,8 @@ class SubprocessAdapter(RuntimeAdapter):
             )
         except ProcessTimeout as exc:
             raise RuntimeFailure(str(exc), parser.result()) from None
+        except (FileNotFoundError, PermissionError) as exc:
+            raise RuntimeFailure(f"cannot start {command.argv[0]}: {exc.strerror}") from None
         finally:
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)

@@ -1,0 +1,119 @@
+"""Any other agent CLI, described in ``butler.toml`` by a command template.
+
+    [butler.runtime]
+    type = "command"
+    command = ["my-agent", "--prompt-file", "{prompt_file}", "--mcp-config", "{mcp_config}"]
+
+Each argv element may hold placeholders, replaced inside that element only;
+the command never passes through a shell, so no text of the prompt can
+become a shell word. The answer is stdout; a non-zero exit is an error
+carrying stderr. A user adds a runtime without touching butler's code.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from typing import ClassVar
+
+from butler.config import RuntimeConfig
+from butler.runtimes.base import Invocation, RuntimeFailure, RuntimeResult
+from butler.runtimes.subprocess_adapter import Command, SubprocessAdapter
+
+PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+#: What a template may name, and what each becomes.
+PLACEHOLDERS = (
+    "prompt",
+    "prompt_file",
+    "system_prompt_file",
+    "mcp_config",
+    "workdir",
+    "cwd",
+    "home",
+    "model",
+    "max_turns",
+)
+
+
+def check_template(template: list[str], key: str = "command") -> None:
+    """Raise ValueError for an empty template or an unknown placeholder."""
+    if not template:
+        raise ValueError(f"{key}: expected a non-empty argv list for the command runtime")
+    for element in template:
+        for name in PLACEHOLDER.findall(element):
+            if name not in PLACEHOLDERS:
+                raise ValueError(
+                    f"{key}: unknown placeholder {{{name}}} in {element!r}; expected one of "
+                    + ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+                )
+
+
+def render(template: list[str], values: dict[str, str]) -> list[str]:
+    """Substitute placeholders element by element; never joins, never splits."""
+    return [PLACEHOLDER.sub(lambda m: values[m.group(1)], element) for element in template]
+
+
+def template_values(invocation: Invocation) -> dict[str, str]:
+    """Write the prompt files into the workspace; the values placeholders stand for."""
+    prompt_file = invocation.workdir / "prompt.md"
+    system_file = invocation.workdir / "system_prompt.md"
+    prompt_file.write_text(invocation.prompt, encoding="utf-8")
+    system_file.write_text(invocation.system_prompt, encoding="utf-8")
+    return {
+        "prompt": invocation.prompt,
+        "prompt_file": str(prompt_file),
+        "system_prompt_file": str(system_file),
+        "mcp_config": str(invocation.workdir / "mcp.json"),
+        "workdir": str(invocation.workdir),
+        "cwd": str(invocation.cwd),
+        "home": str(invocation.home),
+        "model": invocation.model or "",
+        "max_turns": str(invocation.max_turns),
+    }
+
+
+class TextStream:
+    """The whole of stdout is the answer."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def feed(self, line: str) -> str | None:
+        self.lines.append(line)
+        return None
+
+    def result(self) -> RuntimeResult:
+        return RuntimeResult(output="\n".join(self.lines).strip("\n"))
+
+
+class CommandAdapter(SubprocessAdapter):
+    """A CLI given as an argv template in ``[butler.runtime] command``."""
+
+    type_name = "command"
+    binary_name = "command"
+    placeholders: ClassVar[tuple[str, ...]] = PLACEHOLDERS
+
+    @classmethod
+    def validate_config(cls, config: RuntimeConfig) -> None:
+        check_template(list(config.command))
+        if config.interactive_command:
+            check_template(list(config.interactive_command), "interactive_command")
+
+    def binary(self, env: dict[str, str]) -> str:
+        program = self.config.command[0]
+        found = shutil.which(program, path=env.get("PATH"))
+        if found is None:
+            raise RuntimeFailure(
+                f"command runtime: {program!r} not found on PATH; expected an installed program "
+                "or an absolute path as the first element of [butler.runtime] command"
+            )
+        return found
+
+    def command(self, invocation: Invocation, binary: str) -> Command:
+        argv = [binary, *render(list(self.config.command[1:]), template_values(invocation))]
+        argv += list(invocation.args)
+        env = {**invocation.env, "HOME": str(invocation.home)}
+        return Command(argv=argv, env=env)
+
+    def parser(self, invocation: Invocation) -> TextStream:
+        return TextStream()
