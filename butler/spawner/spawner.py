@@ -14,8 +14,9 @@ import logging
 import shutil
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from opentelemetry.trace import Status, StatusCode
 
@@ -59,6 +60,7 @@ class TriggerRequest:
     timeout_s: float | None = None
     resume_session_id: str | None = None
     session_type: str = "trigger"
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     def full_prompt(self) -> str:
         if self.context:
@@ -105,14 +107,9 @@ class Spawner:
     ) -> SpawnerResult:
         """Run one session to its end and return its result; never raises for a failure."""
         try:
-            validate_trigger_source(request.trigger_source)
-            self.admission.check(request.trigger_source)
-        except (ValueError, Rejected) as exc:
+            _, task = await self.start(request, progress)
+        except Rejected as exc:
             return rejected(str(exc))
-        parent = await self._parent(request.resume_session_id)
-        task = asyncio.create_task(self._session(request, parent, progress))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
@@ -120,6 +117,30 @@ class Spawner:
                 return rejected("cancelled: the butler is shutting down")
             task.cancel()
             raise
+
+    async def start(
+        self, request: TriggerRequest, progress: ProgressSink | None = None
+    ) -> tuple[str, asyncio.Task[SpawnerResult]]:
+        """Admit a request and start its session; return its id once it is recorded.
+
+        Raises :class:`Rejected` when the request is refused, and
+        :class:`SessionNotFound` when it resumes a session that cannot be resumed.
+        """
+        try:
+            validate_trigger_source(request.trigger_source)
+        except ValueError as exc:
+            raise Rejected(str(exc)) from None
+        self.admission.check(request.trigger_source)
+        parent = await self._parent(request.resume_session_id)
+        recorded: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(self._session(request, parent, progress, recorded))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        await asyncio.wait([recorded, task], return_when=asyncio.FIRST_COMPLETED)
+        if not recorded.done():
+            task.result()  # the session failed before it was recorded: raise why
+            raise ButlerError("session ended before it was recorded")
+        return recorded.result(), task
 
     async def _parent(self, session_id: str | None) -> dict | None:
         if session_id is None:
@@ -140,9 +161,12 @@ class Spawner:
         return row
 
     async def _session(
-        self, request: TriggerRequest, parent: dict | None, progress: ProgressSink | None
+        self,
+        request: TriggerRequest,
+        parent: dict | None,
+        progress: ProgressSink | None,
+        recorded: asyncio.Future[str],
     ) -> SpawnerResult:
-        rt = self.config.runtime
         with tracer().start_as_current_span(
             "butler.session",
             attributes={
@@ -151,74 +175,78 @@ class Spawner:
                 "butler.runtime": self.adapter.type_name,
             },
         ) as span:
-            new = NewSession(
-                prompt=request.full_prompt(),
-                trigger_source=request.trigger_source,
-                runtime=self.adapter.type_name,
-                model=rt.model,
-                type=request.session_type,
-                parent_session_id=uuid.UUID(parent["id"]) if parent else None,
-                trace_id=trace_id_of(span),
-            )
+            new = self._new_session(request, parent, trace_id_of(span))
             span.set_attribute("butler.session_id", str(new.id))
             await self.sessions.create(new)
-            started = time.monotonic()
-            result = RuntimeResult()
-            status, error = "failed", None
-            sid = str(new.id)
-            self.ledger.open(sid)
-            worker = self.adapter.create_worker()
-            try:
+            recorded.set_result(str(new.id))
+            outcome = await self._execute(new, request, parent, progress)
+            if outcome.error:
+                span.set_status(Status(StatusCode.ERROR, outcome.error))
+            if outcome.success:
+                await self._remember(new.id, request.full_prompt(), outcome.output)
+            return _spawner_result(str(new.id), outcome)
+
+    def _new_session(
+        self, request: TriggerRequest, parent: dict | None, trace_id: str | None
+    ) -> NewSession:
+        return NewSession(
+            prompt=request.full_prompt(),
+            trigger_source=request.trigger_source,
+            runtime=self.adapter.type_name,
+            model=self.config.runtime.model,
+            type=request.session_type,
+            parent_session_id=uuid.UUID(parent["id"]) if parent else None,
+            trace_id=trace_id,
+            metadata=dict(request.metadata),
+        )
+
+    async def _execute(
+        self,
+        new: NewSession,
+        request: TriggerRequest,
+        parent: dict | None,
+        progress: ProgressSink | None,
+    ) -> SessionOutcome:
+        """Wait for a slot, run the runtime, and record the outcome whatever happens."""
+        sid = str(new.id)
+        started = time.monotonic()
+        result = RuntimeResult()
+        status, error = "failed", None
+        self.ledger.open(sid)
+        worker = self.adapter.create_worker()
+        try:
+            if progress:
+                await progress("queued")
+            async with self.admission.slot():
+                await self.sessions.mark_running(new.id)
+                started = time.monotonic()
                 if progress:
-                    await progress("queued")
-                async with self.admission.slot():
-                    await self.sessions.mark_running(new.id)
-                    started = time.monotonic()
-                    if progress:
-                        await progress("running")
-                    result = await self._run(worker, request, new.id, parent, progress)
-                status = "succeeded"
-            except RuntimeFailure as exc:
-                worker.reset()
-                result, error = exc.partial, str(exc)
-            except asyncio.CancelledError:
-                worker.reset()
-                status, error = "cancelled", "cancelled: the butler is shutting down"
-                raise
-            except ButlerError as exc:
-                worker.reset()
-                error = str(exc)
-            except Exception as exc:
-                worker.reset()
-                log.exception("session %s crashed", sid)
-                error = f"internal error: {type(exc).__name__}: {exc}"
-            finally:
-                calls = merge_tool_calls(result.tool_calls, self.ledger.close(sid))
-                outcome = _outcome(status, error, result, calls, started)
-                await asyncio.shield(self.sessions.complete(new.id, outcome))
-                if error:
-                    span.set_status(Status(StatusCode.ERROR, error))
-                log.info(
-                    "session finished",
-                    extra={"session_id": sid, "status": status, "ms": outcome.duration_ms},
-                )
-            if status == "succeeded":
-                await self._remember(new.id, request.full_prompt(), result.output)
-            return SpawnerResult(
-                output=outcome.output,
-                tool_calls=outcome.tool_calls,
-                success=outcome.success,
-                error=outcome.error,
-                session_id=sid,
-                usage={
-                    "input_tokens": outcome.input_tokens or 0,
-                    "output_tokens": outcome.output_tokens or 0,
-                    "cache_read_tokens": outcome.cache_read_tokens or 0,
-                    "cache_write_tokens": outcome.cache_write_tokens or 0,
-                },
-                cost_usd=outcome.cost_usd,
-                duration_ms=outcome.duration_ms,
+                    await progress("running")
+                result = await self._run(worker, request, new.id, parent, progress)
+            status = "succeeded"
+        except RuntimeFailure as exc:
+            worker.reset()
+            result, error = exc.partial, str(exc)
+        except asyncio.CancelledError:
+            worker.reset()
+            status, error = "cancelled", "cancelled: the butler is shutting down"
+            raise
+        except ButlerError as exc:
+            worker.reset()
+            error = str(exc)
+        except Exception as exc:
+            worker.reset()
+            log.exception("session %s crashed", sid)
+            error = f"internal error: {type(exc).__name__}: {exc}"
+        finally:
+            calls = merge_tool_calls(result.tool_calls, self.ledger.close(sid))
+            outcome = _outcome(status, error, result, calls, started)
+            await asyncio.shield(self.sessions.complete(new.id, outcome))
+            log.info(
+                "session finished",
+                extra={"session_id": sid, "status": status, "ms": outcome.duration_ms},
             )
+        return outcome
 
     async def _run(
         self,
@@ -339,4 +367,22 @@ def _outcome(
         cache_write_tokens=usage.cache_write_tokens,
         cost_usd=result.cost_usd,
         runtime_session_id=result.runtime_session_id,
+    )
+
+
+def _spawner_result(session_id: str, outcome: SessionOutcome) -> SpawnerResult:
+    return SpawnerResult(
+        output=outcome.output,
+        tool_calls=outcome.tool_calls,
+        success=outcome.success,
+        error=outcome.error,
+        session_id=session_id,
+        usage={
+            "input_tokens": outcome.input_tokens or 0,
+            "output_tokens": outcome.output_tokens or 0,
+            "cache_read_tokens": outcome.cache_read_tokens or 0,
+            "cache_write_tokens": outcome.cache_write_tokens or 0,
+        },
+        cost_usd=outcome.cost_usd,
+        duration_ms=outcome.duration_ms,
     )

@@ -137,7 +137,15 @@ async def test_canary_variable_never_reaches_the_runtime(fake_cli_spawner, monke
     assert "BUTLER_CANARY_SECRET" not in env
     assert env["ANTHROPIC_API_KEY"] == "sk-test"  # from the credential store, not the daemon
     # LC_CTYPE is set by the fake CLI's own Python interpreter (PEP 538), not passed in.
-    allowed = {"PATH", "ANTHROPIC_API_KEY", "HOME", "CLAUDE_CONFIG_DIR", "PWD", "LC_CTYPE"}
+    allowed = {
+        "PATH",
+        "ANTHROPIC_API_KEY",
+        "HOME",
+        "CLAUDE_CONFIG_DIR",
+        "PWD",
+        "LC_CTYPE",
+        "TRACEPARENT",
+    }
     extra = {k for k in env if k not in allowed}
     unexpected = {k for k in extra if not k.startswith(("CLAUDE_", "DISABLE_", "ENABLE_"))}
     assert not unexpected
