@@ -1,0 +1,61 @@
+# syntax=docker/dockerfile:1
+# One image for every butler: Python 3.11, the project, Node 20 and the agent
+# CLIs at exactly the versions butler's conformance suite verifies
+# (clis/package.json, locked by clis/package-lock.json). See docs/deployment.md.
+
+# --- The agent CLIs, installed from the lock file ------------------------------
+# The full node image has the compilers that native add-ons of the CLIs need; only
+# the result is copied into the slim runtime image below.
+FROM node:20-bookworm AS clis
+WORKDIR /opt/clis
+COPY clis/package.json clis/package-lock.json ./
+# npm ci installs the lock file as it is; the check fails the build if any CLI's
+# installed version is not the one package.json pins.
+RUN npm ci --omit=dev --no-audit --no-fund --loglevel=error \
+ && node -e "const fs = require('fs'); \
+const pins = JSON.parse(fs.readFileSync('package.json')).dependencies; \
+for (const [name, want] of Object.entries(pins)) { \
+  const got = JSON.parse(fs.readFileSync('node_modules/' + name + '/package.json')).version; \
+  if (got !== want) { console.error(name + ' is ' + got + ', expected ' + want); process.exit(1); } \
+}"
+
+# --- The butler image ------------------------------------------------------------
+FROM python:3.11-slim-bookworm
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+COPY --from=clis /usr/local/bin/node /usr/local/bin/node
+COPY --from=clis /opt/clis /opt/clis
+
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY butler ./butler
+RUN pip install .
+COPY migrations ./migrations
+COPY roster ./roster
+
+# A non-root user owns /data: runtime homes (CLI logins) and workspaces live there,
+# on a volume, so they survive a container's restart.
+RUN useradd --create-home --uid 10001 butler \
+ && mkdir -p /data \
+ && chown butler:butler /data
+
+# BUTLER_PORT is left unset on purpose: it would override every butler.toml port.
+# Set it (compose does) when the butler's port is not 8100, for the health check.
+ENV PATH="/opt/clis/node_modules/.bin:${PATH}" \
+    BUTLER_DATA_DIR=/data \
+    BUTLER_MIGRATIONS_DIR=/app/migrations \
+    BUTLER_HOST=0.0.0.0
+
+USER butler
+VOLUME ["/data"]
+EXPOSE 8100
+
+# Python, not curl: the slim base has no curl. A 503 (database down) fails it too.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+  CMD python -c "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:' + os.environ.get('BUTLER_PORT', '8100') + '/health', timeout=4)"
+
+CMD ["butler", "run", "--config", "roster/general", "--port", "8100"]

@@ -1,0 +1,291 @@
+"""The docker compose deployment, as far as it can be checked without a Docker engine.
+
+The structure of docker-compose.yml and the Dockerfile is checked against the
+roster and the pinned CLIs; then each butler service's exact command runs here
+with the environment its container would get (the image's ENV, .env from
+.env.example, the service's environment), only the database host, the port
+and the container paths swapped for this machine's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import asyncpg
+import pytest
+import yaml
+
+from butler.roster import load_roster
+from butler.store.db import quote_ident
+from tests.conftest import TEST_DSN
+from tests.helpers import REPO, free_port, get_json, wait_until
+
+COMPOSE = REPO / "docker-compose.yml"
+DOCKERFILE = REPO / "Dockerfile"
+ENV_EXAMPLE = REPO / ".env.example"
+ROSTER = {c.name: c for c in load_roster(REPO / "roster")}
+_VARIABLE = re.compile(r"\$\{(\w+)(?:(:?[-?])([^}]*))?\}")
+
+
+def env_file(path: Path) -> dict[str, str]:
+    """KEY=VALUE lines, as compose reads an env_file."""
+    pairs = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            key, _, value = line.partition("=")
+            pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def interpolate(value: Any, variables: dict[str, str]) -> Any:
+    """Compose's ``${NAME}``, ``${NAME:-default}`` and ``${NAME:?error}``."""
+    if not isinstance(value, str):
+        return value
+
+    def one(match: re.Match[str]) -> str:
+        name, kind, rest = match.groups()
+        if variables.get(name):
+            return variables[name]
+        if kind and kind.endswith("?"):
+            raise AssertionError(f"{name} is required: {rest}")
+        return rest if kind else ""
+
+    return _VARIABLE.sub(one, value)
+
+
+def compose_file() -> dict[str, Any]:
+    return yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
+
+
+def service_environment(name: str) -> dict[str, str]:
+    """What compose puts in the service's environment: env_file, then environment."""
+    dotenv = env_file(ENV_EXAMPLE)
+    service = compose_file()["services"][name]
+    env = dict(dotenv) if service.get("env_file") == ".env" else {}
+    for key, value in service.get("environment", {}).items():
+        env[key] = str(interpolate(value, dotenv))
+    return env
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) of the Dockerfile, continuation lines joined."""
+    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text(encoding="utf-8"))
+    found = []
+    for line in text.splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            word, _, rest = line.strip().partition(" ")
+            found.append((word.upper(), rest.strip()))
+    return found
+
+
+def final_stage() -> list[tuple[str, str]]:
+    instructions = dockerfile_instructions()
+    last_from = max(i for i, (word, _) in enumerate(instructions) if word == "FROM")
+    return instructions[last_from:]
+
+
+def image_env() -> dict[str, str]:
+    """The ENV of the final image stage."""
+    env: dict[str, str] = {}
+    for word, rest in final_stage():
+        if word == "ENV":
+            for pair in shlex.split(rest):
+                key, _, value = pair.partition("=")
+                env[key] = value
+    return env
+
+
+def test_every_roster_butler_has_a_service_on_its_own_port():
+    services = compose_file()["services"]
+    for name, config in ROSTER.items():
+        port = config.butler.port
+        service = services[name]
+        assert service["command"] == [
+            "butler",
+            "run",
+            "--config",
+            f"roster/{name}",
+            "--port",
+            str(port),
+        ]
+        assert service["ports"] == [f"{port}:{port}"]
+        env = service_environment(name)
+        assert env["BUTLER_PORT"] == str(port)
+        assert env["BUTLER_HOST"] == "0.0.0.0"
+        assert urlsplit(env["DATABASE_URL"]).hostname == "postgres"
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://lgtm:4318"
+        assert service["env_file"] == ".env"
+        assert any(v.endswith(":/data") for v in service["volumes"])
+    assert set(services) == {*ROSTER, "postgres", "lgtm"}
+
+
+def test_butlers_start_after_a_healthy_database_and_are_health_checked():
+    services = compose_file()["services"]
+    postgres = services["postgres"]
+    assert postgres["image"] == "postgres:16"
+    assert "pg_isready" in " ".join(postgres["healthcheck"]["test"])
+    assert any(v.endswith(":/var/lib/postgresql/data") for v in postgres["volumes"])
+    assert services["lgtm"]["image"].startswith("grafana/otel-lgtm:")
+    assert services["lgtm"]["ports"] == ["3000:3000", "4317:4317", "4318:4318"]
+    for name in ROSTER:
+        service = services[name]
+        assert service["depends_on"]["postgres"] == {"condition": "service_healthy"}
+        assert "/health" in " ".join(service["healthcheck"]["test"])
+    healthchecks = [rest for word, rest in final_stage() if word == "HEALTHCHECK"]
+    assert len(healthchecks) == 1 and "/health" in healthchecks[0]
+
+
+def test_no_secret_is_written_in_the_deployment_files():
+    # Provider key prefixes, or 32+ characters of letters and digits mixed: a token.
+    looks_secret = re.compile(
+        r"sk-[A-Za-z0-9_-]{8,}|AIza[0-9A-Za-z_-]{20,}"
+        r"|(?=[A-Za-z0-9+/_-]*\d)(?=[A-Za-z0-9+/_-]*[A-Za-z])[A-Za-z0-9+/_-]{32,}"
+    )
+    for path in (COMPOSE, DOCKERFILE, ENV_EXAMPLE):
+        assert not looks_secret.search(path.read_text(encoding="utf-8")), path
+    secret_name = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+    for service in compose_file()["services"].values():
+        for key, value in service.get("environment", {}).items():
+            if secret_name.search(key):
+                assert str(value).startswith("${"), f"{key} must come from .env"
+    for key, value in env_file(ENV_EXAMPLE).items():
+        if secret_name.search(key):
+            assert value in ("", "change-me"), f".env.example: {key} holds a value"
+    ignored = (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()
+    assert ".env" in ignored
+    assert ".env" in (REPO / ".dockerignore").read_text(encoding="utf-8").splitlines()
+
+
+def test_the_image_installs_the_clis_at_the_pinned_versions():
+    pins = json.loads((REPO / "clis" / "package.json").read_text())["dependencies"]
+    lock = json.loads((REPO / "clis" / "package-lock.json").read_text())["packages"]
+    for name, version in pins.items():
+        assert re.fullmatch(r"\d+\.\d+\.\d+", version), f"{name} is not pinned exactly"
+        assert lock[f"node_modules/{name}"]["version"] == version, name
+    steps = dockerfile_instructions()
+    froms = [rest for word, rest in steps if word == "FROM"]
+    assert froms[0].startswith("node:20") and froms[-1].startswith("python:3.11-slim")
+    assert ("COPY", "clis/package.json clis/package-lock.json ./") in steps
+    assert any(word == "RUN" and rest.startswith("npm ci") for word, rest in steps)
+    users = [rest for word, rest in final_stage() if word == "USER"]
+    assert users and users[-1] not in ("root", "0")
+    assert image_env()["BUTLER_DATA_DIR"] == "/data"
+    assert "BUTLER_PORT" not in image_env()
+
+
+def docker_compose() -> list[str] | None:
+    """The compose client of this machine, if any (no engine is needed for ``config``)."""
+    docker = shutil.which("docker")
+    if (
+        docker
+        and subprocess.run([docker, "compose", "version"], capture_output=True).returncode == 0
+    ):
+        return [docker, "compose"]
+    legacy = shutil.which("docker-compose")
+    return [legacy] if legacy else None
+
+
+def test_docker_compose_reads_the_file_as_these_tests_do(tmp_path):
+    client = docker_compose()
+    if client is None:
+        pytest.skip("no docker compose client on this machine")
+    shutil.copy(COMPOSE, tmp_path / "docker-compose.yml")
+    shutil.copy(ENV_EXAMPLE, tmp_path / ".env")
+    result = subprocess.run(
+        [*client, "-f", "docker-compose.yml", "config"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    resolved = yaml.safe_load(result.stdout)["services"]
+    for name in ROSTER:
+        assert resolved[name]["command"] == compose_file()["services"][name]["command"]
+        assert resolved[name]["environment"] == service_environment(name)
+        assert resolved[name]["depends_on"]["postgres"]["condition"] == "service_healthy"
+
+
+@pytest.fixture
+def schema() -> Iterator[str]:
+    """A schema of its own for the daemon, dropped after the test."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    yield name
+
+    async def drop() -> None:
+        conn = await asyncpg.connect(TEST_DSN)
+        try:
+            await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(name)} CASCADE")
+        finally:
+            await conn.close()
+
+    asyncio.run(drop())
+
+
+def container_env(name: str, port: int, data: Path, schema: str) -> dict[str, str]:
+    """The container's environment, moved to this machine."""
+    host_path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
+    env = {"HOME": str(data), "PATH": host_path}
+    places = {"/app": REPO, "/data": data}
+    for key, value in image_env().items():
+        top = "/" + value.split("/")[1] if value.startswith("/") else ""
+        if top in places:
+            value = str(places[top]) + value[len(top) :]
+        env[key] = value.replace("${PATH}", host_path)
+    env.update(service_environment(name))
+    database = urlsplit(env["DATABASE_URL"])
+    assert (database.hostname, database.port) == ("postgres", 5432)
+    env["DATABASE_URL"] = TEST_DSN
+    env["BUTLER_DB_SCHEMA"] = schema  # one schema per test, as every test here
+    env["BUTLER_PORT"] = str(port)
+    env.pop("OTEL_EXPORTER_OTLP_ENDPOINT")  # no OpenTelemetry backend runs here
+    return env
+
+
+@pytest.mark.parametrize("name", sorted(ROSTER))
+def test_the_service_command_serves_health_with_the_container_environment(name, tmp_path, schema):
+    port = free_port()
+    env = container_env(name, port, tmp_path, schema)
+    command = [str(c) for c in compose_file()["services"][name]["command"]]
+    command[command.index("--port") + 1] = str(port)
+    workdir = [rest for word, rest in final_stage() if word == "WORKDIR"][-1]
+    assert workdir == "/app"
+    log = (tmp_path / "daemon.log").open("wb")
+    proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+
+        def answering() -> bool:
+            assert proc.poll() is None, (tmp_path / "daemon.log").read_text()
+            try:
+                return get_json(f"http://127.0.0.1:{port}/health", timeout=1)[0] == 200
+            except OSError:
+                return False
+
+        wait_until(answering, timeout=60)
+        body = get_json(f"http://127.0.0.1:{port}/health")[1]
+        assert (body["butler"], body["database"]) == (name, True)
+        compose_check = compose_file()["services"][name]["healthcheck"]["test"]
+        assert compose_check[0] == "CMD"
+        assert subprocess.run(compose_check[1:], env=env, timeout=30).returncode == 0
+        image_check = next(r for w, r in final_stage() if w == "HEALTHCHECK").split("CMD ", 1)[1]
+        assert subprocess.run(["sh", "-c", image_check], env=env, timeout=30).returncode == 0
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.close()
