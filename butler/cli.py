@@ -141,6 +141,10 @@ def db_migrate(
     run_async(go())
 
 
+from butler.cli_ask import register_ask  # noqa: E402
+
+register_ask(app)
+
 from butler.cli_roster import register_roster  # noqa: E402
 
 register_roster(app)

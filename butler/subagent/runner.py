@@ -1,0 +1,154 @@
+"""SubagentRunner: ask an agent CLI about configured sources, or chat with it.
+
+Each call gets a private temp folder ``<system temp>/butler-ask-<uuid>/``:
+
+- empty MCP configs in every CLI's format (``.mcp.json``,
+  ``.gemini/settings.json``, ``.cursor/mcp.json``, ``opencode.json``, and
+  butler's own ``mcp.json``), so the agent cannot call back into any MCP
+  server, least of all a butler that is itself running ``ask``;
+- one symlink per requested source, named after the source;
+- for ``ask`` only, ``prompt.md`` rendered from the user's prompt template.
+
+The default agent's command runs there: an argv whose ``{placeholders}`` are
+filled element by element exactly as the command runtime fills its own,
+never through a shell. The folder is removed however the call ends;
+removing it unlinks the symlinks, never the sources they point to.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from butler.errors import RuntimeAdapterError, UserError
+from butler.runtimes.command import render  # the command runtime's argv templating
+from butler.spawner.workspace import Workspace, sweep_leftovers
+from butler.subagent.process import Completed, TimedOut, run_captured, run_interactive
+from butler.subagent.sources import AgentCommand, AgentSettings, Source, Sources
+from butler.subagent.template import load_template, render_prompt
+
+WORKSPACE_PREFIX = "butler-ask-"
+PROMPT_FILE = "prompt.md"
+MCP_CONFIG = ".mcp.json"
+#: How much of an agent's stderr an error message carries (the end matters most).
+STDERR_TAIL = 4000
+#: Claude Code refuses to start when it believes it runs inside itself; an
+#: agent asking butler a question is exactly that case, and it is legitimate.
+DROPPED_ENV = ("CLAUDECODE",)
+
+
+class AgentFailed(RuntimeAdapterError):
+    """The agent failed (non-zero exit, signal, time-out); the message carries its stderr."""
+
+    def __init__(
+        self, agent: str, returncode: int | None, stderr: str, *, reason: str | None = None
+    ) -> None:
+        self.agent = agent
+        self.returncode = returncode
+        self.stderr = stderr
+        if reason is None:
+            code = returncode or 0
+            reason = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        detail = stderr.strip()[-STDERR_TAIL:] or "(nothing on stderr)"
+        super().__init__(f"agent {agent!r} {reason}: {detail}")
+
+
+class AgentTimedOut(AgentFailed):
+    """The agent gave no answer within the time limit; its process group was killed."""
+
+    def __init__(self, agent: str, timeout_s: float, stderr: str) -> None:
+        reason = f"gave no answer within {timeout_s:g} s and was stopped"
+        super().__init__(agent, None, stderr, reason=reason)
+
+
+def source_entry(source: Source) -> str:
+    """How the prompt names a source: ``./name/`` for a folder, ``./name`` for a file."""
+    return f"./{source.name}/" if source.path.is_dir() else f"./{source.name}"
+
+
+def agent_env() -> dict[str, str]:
+    """The user's own environment: an ask runs their CLI with their credentials."""
+    return {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
+
+
+class SubagentRunner:
+    """Runs the default agent over symlinked sources in an isolated temp folder."""
+
+    def __init__(self, config: AgentSettings, sources: Sources) -> None:
+        self.config = config
+        self.sources = sources
+
+    async def ask(
+        self, sources: Sequence[str], question: str, *, timeout_s: float | None = None
+    ) -> str:
+        """Ask ``question`` about ``sources`` headless; return the agent's stdout."""
+        agent = self.config.agent()
+        workspace = self._prepare(sources, question)
+        try:
+            prompt_file = workspace.path / PROMPT_FILE
+            values = self._values(workspace)
+            values["prompt_file"] = str(prompt_file)
+            values["prompt"] = prompt_file.read_text(encoding="utf-8")
+            argv = render(list(agent.ask), values)
+            limit = timeout_s or self.config.ask_timeout_s
+            completed = await self._run_headless(agent, argv, workspace.path, limit)
+            if completed.returncode != 0:
+                raise AgentFailed(agent.name, completed.returncode, completed.stderr)
+            return completed.stdout
+        finally:
+            workspace.remove()
+
+    async def chat(self, sources: Sequence[str]) -> int:
+        """Open the agent interactively over ``sources``; return its exit status."""
+        agent = self.config.agent()
+        workspace = self._prepare(sources, None)
+        try:
+            argv = render(list(agent.chat), self._values(workspace))
+            try:
+                return await run_interactive(argv, cwd=workspace.path, env=agent_env())
+            except OSError as exc:
+                raise self._cannot_start(agent, argv, exc) from None
+        finally:
+            workspace.remove()
+
+    def _prepare(self, names: Sequence[str], question: str | None) -> Workspace:
+        """Make the temp folder: MCP configs, symlinks, and prompt.md when asking."""
+        # Everything that can be the user's mistake is checked before any file exists.
+        resolved = [self.sources.get(name) for name in dict.fromkeys(names)]
+        template = load_template(self.config.folder) if question is not None else None
+        sweep_leftovers(WORKSPACE_PREFIX)
+        workspace = Workspace(WORKSPACE_PREFIX).create()
+        try:
+            for source in resolved:
+                link = workspace.path / source.name
+                link.symlink_to(source.path, target_is_directory=source.path.is_dir())
+            if template is not None and question is not None:
+                entries = [source_entry(source) for source in resolved]
+                prompt = render_prompt(template, question, entries)
+                (workspace.path / PROMPT_FILE).write_text(prompt, encoding="utf-8")
+        except BaseException:
+            workspace.remove()
+            raise
+        return workspace
+
+    @staticmethod
+    def _values(workspace: Workspace) -> dict[str, str]:
+        return {"mcp_config": str(workspace.path / MCP_CONFIG), "workdir": str(workspace.path)}
+
+    async def _run_headless(
+        self, agent: AgentCommand, argv: list[str], cwd: Path, timeout_s: float
+    ) -> Completed:
+        try:
+            return await run_captured(argv, cwd=cwd, env=agent_env(), timeout_s=timeout_s)
+        except TimedOut as exc:
+            raise AgentTimedOut(agent.name, exc.timeout_s, exc.stderr) from None
+        except OSError as exc:
+            raise self._cannot_start(agent, argv, exc) from None
+
+    def _cannot_start(self, agent: AgentCommand, argv: list[str], exc: OSError) -> UserError:
+        reason = "not found" if isinstance(exc, FileNotFoundError) else exc.strerror or str(exc)
+        return UserError(
+            f"agent {agent.name!r}: cannot run {argv[0]!r} ({reason}); install it or change "
+            f"[agents.{agent.name}] in {self.config.config_file}"
+        )
