@@ -12,11 +12,14 @@ import signal
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
 from butler.errors import ButlerError, UserError
+
+if TYPE_CHECKING:
+    from butler.subagent.runner import SubagentRunner
 
 T = TypeVar("T")
 
@@ -122,7 +125,8 @@ def _names(sources: str) -> list[str]:
     return names
 
 
-def _runner() -> Any:
+def _runner() -> SubagentRunner:
+    """The runner over the user's config; a bad config is one line and exit 2."""
     from butler.subagent.runner import SubagentRunner
     from butler.subagent.sources import load_user_config
 
