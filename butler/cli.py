@@ -149,6 +149,10 @@ from butler.cli_roster import register_roster  # noqa: E402
 
 register_roster(app)
 
+from butler.cli_adapter import register_adapter  # noqa: E402
+
+register_adapter(app)
+
 
 def main() -> None:
     """Console entry point."""

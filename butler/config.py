@@ -127,7 +127,7 @@ class ButlerSection(_Section):
     """The ``[butler]`` table."""
 
     name: str
-    port: int = Field(default=8100, ge=1, le=65535)
+    port: int = 8100
     description: str = ""
     host: str = "127.0.0.1"
     runtime: RuntimeConfig = Field(default_factory=RuntimeConfig)
@@ -145,6 +145,13 @@ class ButlerSection(_Section):
                 "expected a lower-case name of letters, digits, '-' or '_' "
                 f"(at most 40, starting with a letter), found {value!r}"
             )
+        return value
+
+    @field_validator("port")
+    @classmethod
+    def _port(cls, value: int) -> int:
+        if not 1 <= value <= 65535:
+            raise ValueError(f"expected a port number from 1 to 65535, found {value}")
         return value
 
 
@@ -196,62 +203,161 @@ class ButlerConfig(BaseModel):
         return f"http://{host}:{self.butler.port}"
 
 
+_TOML_TYPES: dict[type, str] = {
+    bool: "a boolean",
+    int: "an integer",
+    float: "a float",
+    str: "a string",
+    list: "an array",
+    dict: "a table",
+}
+
+_EXPECTED: dict[str, str] = {
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "string_type": "a string",
+    "bool_type": "a boolean (true or false)",
+    "bool_parsing": "a boolean (true or false)",
+    "list_type": "an array",
+    "dict_type": "a table",
+    "model_type": "a table",
+    "model_attributes_type": "a table",
+}
+
+_BOUNDS: dict[str, str] = {
+    "greater_than_equal": "at least {ge}",
+    "greater_than": "more than {gt}",
+    "less_than_equal": "at most {le}",
+    "less_than": "less than {lt}",
+}
+
+
 def _where(loc: tuple[Any, ...]) -> str:
     """Render a pydantic error location as the TOML key a person wrote."""
-    parts = [str(p) for p in loc if not isinstance(p, int)]
-    if parts and parts[-1] == "schema_":
-        parts[-1] = "schema"
-    indexes = [p for p in loc if isinstance(p, int)]
-    key = ".".join(parts)
-    return f"{key}[{indexes[0]}]" if indexes else key
+    key = ""
+    for part in loc:
+        if isinstance(part, int):
+            key += f"[{part}]"
+        else:
+            key += ("." if key else "") + ("schema" if part == "schema_" else str(part))
+    return key
 
 
-def _describe(error: Any, path: Path) -> str:
-    """One line for the first pydantic error: what was wrong, where, what is expected."""
+def _found(value: Any) -> str:
+    kind = next((name for t, name in _TOML_TYPES.items() if isinstance(value, t)), None)
+    shown = str(value).lower() if isinstance(value, bool) else repr(value)
+    return f"{shown} ({kind})" if kind else shown
+
+
+def _table_keys(loc: tuple[Any, ...]) -> list[str]:
+    """The keys a table accepts, for the table at ``loc`` below ``[butler]``."""
+    model: Any = ButlerSection
+    mapping = False
+    for part in loc:
+        if isinstance(part, int) or mapping:
+            mapping = False
+            continue
+        field = model.model_fields.get("schema_" if part == "schema" else part)
+        if field is None:
+            return []
+        inner = field.annotation
+        mapping = getattr(inner, "__origin__", None) is dict
+        args = getattr(inner, "__args__", ())
+        inner = args[-1] if args else inner
+        model = inner if isinstance(inner, type) and issubclass(inner, BaseModel) else None
+        if model is None:
+            return []
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _describe(error: Any) -> str:
+    """What was wrong and what is expected, for one pydantic error (without the where)."""
     kind = error["type"]
-    loc = ("butler", *error["loc"])
     found = error.get("input")
     if kind == "extra_forbidden":
-        table = _where(loc[:-1])
-        return f"{path}: unknown key '{loc[-1]}' in [{table}]"
+        keys = _table_keys(error["loc"][:-1])
+        expected = f"; expected one of: {', '.join(keys)}" if keys else ""
+        return f"unknown key '{error['loc'][-1]}'{expected}"
     if kind == "missing":
-        return f"{path}: missing required key '{_where(loc)}'"
-    msg = error["msg"].removeprefix("Value error, ")
+        return "missing required key"
+    msg = str(error["msg"]).removeprefix("Value error, ")
+    if kind in _EXPECTED:
+        return f"expected {_EXPECTED[kind]}, found {_found(found)}"
+    if kind in _BOUNDS:
+        return f"expected {_BOUNDS[kind].format(**error['ctx'])}, found {_found(found)}"
+    if kind == "literal_error":
+        return f"expected {msg.removeprefix('Input should be ')}, found {_found(found)}"
     if "found" in msg:
-        return f"{path}: {_where(loc)}: {msg}"
-    return f"{path}: {_where(loc)}: {msg.lower()}, found {found!r} ({type(found).__name__})"
+        return msg
+    return f"{msg[:1].lower()}{msg[1:]}, found {_found(found)}"
+
+
+def _validation_error(exc: ValidationError, path: Path, sources: dict[tuple[str, ...], str]) -> str:
+    """One line for the first error of ``exc``, blaming the file or the override it came from."""
+    errors = exc.errors()
+    first = errors[0]
+    loc = tuple(first["loc"])
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    source = next((s for key, s in sources.items() if loc[: len(key)] == key), None)
+    if first["type"] == "extra_forbidden":
+        table = _where(("butler", *loc[:-1]))
+        return f"{path}: [{table}]: {_describe(first)}{more}"
+    where = f"{source} (butler.{_where(loc)})" if source else f"{path}: butler.{_where(loc)}"
+    return f"{where}: {_describe(first)}{more}"
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: expected a UTF-8 text file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML {_toml_position(str(exc), text)}") from None
 
 
-def _apply_env(table: dict[str, Any], env: EnvOverrides) -> dict[str, Any]:
+def _toml_position(message: str, text: str) -> str:
+    """tomllib's message rewritten to lead with the line and column."""
+    match = re.fullmatch(r"(.*) \(at line (\d+), column (\d+)\)", message)
+    if match:
+        return f"at line {match[2]}, column {match[3]}: {match[1]}"
+    reason = message.removesuffix(" (at end of document)")
+    lines = text.split("\n")
+    return f"at line {len(lines)}, column {len(lines[-1]) + 1} (end of file): {reason}"
+
+
+def _apply_env(
+    table: dict[str, Any], env: EnvOverrides, sources: dict[tuple[str, ...], str]
+) -> dict[str, Any]:
+    """``table`` with the environment's values put in; ``sources`` notes which came from where."""
     table = dict(table)
-    db = dict(table.get("db") or {})
-    runtime = dict(table.get("runtime") or {})
-    if env.DATABASE_URL:
-        db["url"] = env.DATABASE_URL
-    if env.BUTLER_DB_SCHEMA:
-        db["schema"] = env.BUTLER_DB_SCHEMA
-    if env.BUTLER_PORT is not None:
-        table["port"] = env.BUTLER_PORT
-    if env.BUTLER_HOST:
-        table["host"] = env.BUTLER_HOST
-    if env.BUTLER_RUNTIME:
-        runtime["type"] = env.BUTLER_RUNTIME
-    if env.BUTLER_MODEL:
-        runtime["model"] = env.BUTLER_MODEL
-    if db:
-        table["db"] = db
-    if runtime:
-        table["runtime"] = runtime
+    values: dict[tuple[str, ...], tuple[str, Any]] = {
+        ("db", "url"): ("DATABASE_URL", env.DATABASE_URL or None),
+        ("db", "schema"): ("BUTLER_DB_SCHEMA", env.BUTLER_DB_SCHEMA or None),
+        ("port",): ("BUTLER_PORT", env.BUTLER_PORT),
+        ("host",): ("BUTLER_HOST", env.BUTLER_HOST or None),
+        ("runtime", "type"): ("BUTLER_RUNTIME", env.BUTLER_RUNTIME or None),
+        ("runtime", "model"): ("BUTLER_MODEL", env.BUTLER_MODEL or None),
+    }
+    for key, (variable, value) in values.items():
+        if value is not None:
+            _put(table, key, value)
+            sources[key] = f"environment variable {variable}"
     return table
+
+
+def _put(table: dict[str, Any], key: tuple[str, ...], value: Any) -> None:
+    if len(key) == 1:
+        table[key[0]] = value
+        return
+    inner = table.get(key[0])
+    table[key[0]] = {**(inner if isinstance(inner, dict) else {}), key[1]: value}
 
 
 def _env_overrides() -> EnvOverrides:
@@ -259,10 +365,7 @@ def _env_overrides() -> EnvOverrides:
         return EnvOverrides()
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise ConfigError(
-            f"environment variable {first['loc'][0]}: {first['msg'].lower()}, "
-            f"found {first.get('input')!r}"
-        ) from None
+        raise ConfigError(f"environment variable {first['loc'][0]}: {_describe(first)}") from None
 
 
 def load_config(config_dir: str | Path, **overrides: Any) -> ButlerConfig:
@@ -272,48 +375,57 @@ def load_config(config_dir: str | Path, **overrides: Any) -> ButlerConfig:
     ``db_url``); they win over the environment, which wins over the file.
     """
     folder = Path(config_dir).expanduser().resolve()
+    expected = "expected a butler folder holding butler.toml and CLAUDE.md"
+    if not folder.exists():
+        raise ConfigError(f"{config_dir}: no such folder; {expected}")
     if not folder.is_dir():
-        raise ConfigError(f"{config_dir}: expected a butler folder holding butler.toml")
+        raise ConfigError(f"{config_dir}: not a folder; {expected}")
     path = folder / "butler.toml"
     if not path.is_file():
-        raise ConfigError(f"{folder}: no butler.toml found; expected a butler folder")
+        raise ConfigError(f"{folder}: no butler.toml found; {expected}")
     data = _read_toml(path)
     unknown = sorted(set(data) - {"butler"})
     if unknown:
         raise ConfigError(f"{path}: unknown table '{unknown[0]}'; expected only [butler]")
     table = data.get("butler")
     if not isinstance(table, dict):
-        raise ConfigError(f"{path}: missing [butler] table")
+        raise ConfigError(f"{path}: missing [butler] table; expected one with at least name = ...")
     if "name" not in table:
-        raise ConfigError(f"{path}: missing required key 'butler.name'")
-    table = _apply_env(table, _env_overrides())
+        raise ConfigError(f"{path}: [butler]: missing required key 'name' (the butler's name)")
+    sources: dict[tuple[str, ...], str] = {}
+    table = _apply_env(table, _env_overrides(), sources)
     if overrides.get("port") is not None:
-        table["port"] = overrides["port"]
+        _put(table, ("port",), overrides["port"])
+        sources[("port",)] = "--port"
     if overrides.get("db_url"):
-        table["db"] = {**(table.get("db") or {}), "url": overrides["db_url"]}
+        _put(table, ("db", "url"), overrides["db_url"])
+        sources[("db", "url")] = "--database-url"
     try:
-        section = ButlerSection.model_validate(table)
+        # Strict: a TOML value has a type; "8100" or true is no port number.
+        section = ButlerSection.model_validate(table, strict=True)
     except ValidationError as exc:
-        errors = exc.errors()
-        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-        raise ConfigError(_describe(errors[0], path) + more) from None
-    _check_runtime_type(section.runtime, path)
+        raise ConfigError(_validation_error(exc, path, sources)) from None
+    _check_runtime_type(section.runtime, path, sources.get(("runtime", "type"), str(path)))
     prompt = folder / "CLAUDE.md"
     if not prompt.is_file():
         raise ConfigError(f"{folder}: missing CLAUDE.md (the butler's system prompt)")
     return ButlerConfig(butler=section, config_dir=folder, system_prompt_path=prompt)
 
 
-def _check_runtime_type(runtime: RuntimeConfig, path: Path) -> None:
-    from butler.runtimes.registry import adapter_class, available_runtimes
+def _check_runtime_type(runtime: RuntimeConfig, path: Path, where: str) -> None:
+    from butler.runtimes.registry import adapter_class, available_runtimes, load_roster_runtimes
 
+    try:
+        load_roster_runtimes(path.parent.parent)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     names = available_runtimes()
     if runtime.type not in names:
         raise ConfigError(
-            f"{path}: butler.runtime.type: unknown runtime {runtime.type!r}; "
+            f"{where}: butler.runtime.type: unknown runtime {runtime.type!r}; "
             f"expected one of {', '.join(names)}"
         )
     try:
         adapter_class(runtime.type).validate_config(runtime)
     except ValueError as exc:
-        raise ConfigError(f"{path}: butler.runtime.{exc}") from None
+        raise ConfigError(f"{where}: butler.runtime.{exc}") from None

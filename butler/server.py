@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from butler.tools.context import ButlerContext
+from butler.tools.contract import register_contract_tools
 from butler.tools.core import register_core_tools, status_of
 from butler.tools.ledger_middleware import LedgerMiddleware
 from butler.tools.schedules import register_schedule_tools
@@ -28,6 +29,7 @@ def build_mcp(butler: ButlerContext) -> FastMCP:
     mcp.add_middleware(LedgerMiddleware(butler.spawner.ledger))
     register_core_tools(mcp, butler)
     register_session_tools(mcp, butler)
+    register_contract_tools(mcp, butler)
     register_schedule_tools(mcp, butler)
     return mcp
 

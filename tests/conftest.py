@@ -15,7 +15,7 @@ from butler.store.migrations import migrate
 from tests.helpers import free_port, write_butler
 
 #: The fake model server and MCP probe fixtures serve every test package.
-pytest_plugins = ["tests.fakes.conftest"]
+pytest_plugins = ["tests.fakes.fixtures"]
 
 #: The test database: the machine's PostgreSQL (CI starts it), or TEST_DATABASE_URL.
 TEST_DSN = os.environ.get("TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")

@@ -104,8 +104,13 @@ class RuntimeProcess:
         timeout_s: float,
         on_line: Callable[[str], None],
         stdin_data: bytes | None = None,
+        reap_group: bool = True,
     ) -> ProcessOutcome:
-        """Run ``argv`` (never through a shell), feeding each stdout line to ``on_line``."""
+        """Run ``argv`` (never through a shell), feeding each stdout line to ``on_line``.
+
+        With ``reap_group`` (the default) whatever the process left running in its
+        group is killed when it exits; without, the caller ends the group later.
+        """
         proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE if stdin_data is not None else asyncio.subprocess.DEVNULL,
@@ -138,8 +143,9 @@ class RuntimeProcess:
                 await asyncio.shield(proc.wait())
             stderr_task.cancel()
             raise
-        # The leader exited; anything it started that is still around goes too.
-        kill_group(proc.pid)
+        if reap_group:
+            # The leader exited; anything it started that is still around goes too.
+            kill_group(proc.pid)
         return ProcessOutcome(returncode=returncode, stderr=await _finish(stderr_task))
 
     async def stop(self) -> None:

@@ -7,6 +7,7 @@ listing them (for config validation and error messages) costs nothing.
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 from butler.config import RuntimeConfig
 from butler.runtimes.base import RuntimeAdapter
@@ -18,6 +19,23 @@ _ADAPTERS: dict[str, str] = {
 }
 
 
+#: External runtimes registered by rosters' ``agent_runtime.json`` files.
+_EXTERNAL: dict[str, type[RuntimeAdapter]] = {}
+
+
+def load_roster_runtimes(roster: Path) -> list[str]:
+    """Register the external runtimes of a roster's ``agent_runtime.json``; ValueError if bad."""
+    from butler.runtimes.external import adapter_for, load_runtimes_file
+
+    names = []
+    for spec in load_runtimes_file(roster):
+        if spec.name in _ADAPTERS:
+            raise ValueError(f"{roster}: external runtime {spec.name!r} shadows a built-in one")
+        _EXTERNAL[spec.name] = adapter_for(spec)
+        names.append(spec.name)
+    return names
+
+
 def register(type_name: str, target: str) -> None:
     """Register an adapter class given as ``"module:Class"``."""
     _ADAPTERS[type_name] = target
@@ -25,11 +43,13 @@ def register(type_name: str, target: str) -> None:
 
 def available_runtimes() -> list[str]:
     """Every registered runtime type, sorted."""
-    return sorted(_ADAPTERS)
+    return sorted({*_ADAPTERS, *_EXTERNAL})
 
 
 def adapter_class(type_name: str) -> type[RuntimeAdapter]:
     """The adapter class for a runtime type; ``ValueError`` lists the known ones."""
+    if type_name in _EXTERNAL:
+        return _EXTERNAL[type_name]
     target = _ADAPTERS.get(type_name)
     if target is None:
         raise ValueError(

@@ -146,6 +146,15 @@ class SessionStore:
         )
         return [_row(r) for r in records]
 
+    async def find_active(self, dedupe_key: str) -> str | None:
+        """The id of a pending or running session started with ``dedupe_key``, if any."""
+        value = await self.db.fetchval(
+            "SELECT id FROM sessions WHERE metadata->>'dedupe_key' = $1"
+            " AND status IN ('pending', 'running') ORDER BY created_at DESC LIMIT 1",
+            dedupe_key,
+        )
+        return str(value) if value else None
+
     async def fail_unfinished(self, reason: str) -> int:
         """Close rows a crashed daemon left pending or running; return how many."""
         result = await self.db.execute(

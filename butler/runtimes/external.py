@@ -1,0 +1,210 @@
+"""External runtimes: any executable implementing the adapter contract (spec 002).
+
+A roster registers them in ``agent_runtime.json`` beside its butlers:
+
+    {"runtimes": {"file-agent": {"command": "adapters/file_agent.sh",
+                                 "timeout_minutes": 10}}}
+
+and a butler selects one with ``[butler.runtime] type = "file-agent"``. butler
+then calls ``<command> spawn BRIEF STATE PROMPT`` (stdout: a session id),
+polls ``<command> check_status ID`` until ``completed`` or ``failed``, and
+``<command> resume ID STATE PROMPT`` to continue. Every call is argv, never a
+shell line; the calls run in one process group that is killed on timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from butler.runtimes.base import (
+    Invocation,
+    ProgressSink,
+    RuntimeAdapter,
+    RuntimeFailure,
+    RuntimeResult,
+)
+from butler.runtimes.process import ProcessTimeout, RuntimeProcess, kill_group
+from butler.runtimes.subprocess_adapter import stderr_tail
+
+RUNTIMES_FILE = "agent_runtime.json"
+STATUSES = ("pending", "active", "completed", "failed")
+
+
+@dataclass(frozen=True)
+class ExternalSpec:
+    """One entry of ``agent_runtime.json``."""
+
+    name: str
+    command: Path
+    timeout_minutes: float | None = None
+    poll_interval_s: float = 0.5
+
+
+def load_runtimes_file(roster: Path) -> list[ExternalSpec]:
+    """The external runtimes a roster registers; ValueError names what is wrong."""
+    path = roster / RUNTIMES_FILE
+    if not path.is_file():
+        return []
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}") from None
+    entries = data.get("runtimes") if isinstance(data, dict) else None
+    if not isinstance(entries, dict):
+        raise ValueError(f'{path}: expected an object {{"runtimes": {{NAME: {{...}}}}}}')
+    specs = []
+    for name, entry in entries.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+            raise ValueError(f"{path}: runtimes.{name}: expected an object with a 'command' path")
+        command = (roster / entry["command"]).resolve()
+        if not command.is_relative_to(roster.resolve()):
+            raise ValueError(f"{path}: runtimes.{name}.command leaves the roster folder")
+        specs.append(
+            ExternalSpec(
+                name=name,
+                command=command,
+                timeout_minutes=entry.get("timeout_minutes"),
+                poll_interval_s=float(entry.get("poll_interval_s", 0.5)),
+            )
+        )
+    return specs
+
+
+class ExternalAdapter(RuntimeAdapter):
+    """Drives an executable that implements spawn / resume / check_status."""
+
+    spec: ClassVar[ExternalSpec]
+    binary_name = "external"
+    supports_resume = True
+
+    def __init__(self, config: Any) -> None:
+        super().__init__(config)
+        self._processes: list[RuntimeProcess] = []
+
+    def build_config_file(self, invocation: Invocation) -> Path:
+        return invocation.workdir / "mcp.json"
+
+    async def _call(
+        self, args: list[str], invocation: Invocation, timeout_s: float, keep: bool = False
+    ) -> str:
+        """Run one contract call; ``keep`` leaves what it started running (spawn, resume)."""
+        lines: list[str] = []
+        process = RuntimeProcess()
+        self._processes.append(process)
+        env = {
+            **invocation.env,
+            "HOME": str(invocation.home),
+            "BUTLER_MCP_CONFIG": str(invocation.workdir / "mcp.json"),
+        }
+        try:
+            outcome = await process.run(
+                [str(self.spec.command), *args],
+                env=env,
+                cwd=invocation.cwd,
+                timeout_s=timeout_s,
+                on_line=lines.append,
+                reap_group=not keep,
+            )
+        except (FileNotFoundError, PermissionError) as exc:
+            raise RuntimeFailure(f"cannot run {self.spec.command}: {exc.strerror}") from None
+        if outcome.returncode != 0:
+            tail = stderr_tail(outcome.stderr) or "no message on stderr"
+            raise RuntimeFailure(
+                f"{self.spec.name} {args[0]} failed ({outcome.returncode}): {tail}"
+            )
+        return "\n".join(lines).strip()
+
+    async def invoke(
+        self, invocation: Invocation, progress: ProgressSink | None = None
+    ) -> RuntimeResult:
+        invocation.home.mkdir(parents=True, exist_ok=True)
+        limit = invocation.timeout_s
+        if self.spec.timeout_minutes:
+            limit = min(limit, self.spec.timeout_minutes * 60)
+        deadline = time.monotonic() + limit
+        state = invocation.home / "state.json"
+        brief = invocation.workdir / "brief.md"
+        brief.write_text(
+            f"# Task\n\n{invocation.prompt}\n\n# Instructions\n\n{invocation.system_prompt}",
+            encoding="utf-8",
+        )
+        try:
+            if invocation.resume:
+                session_id = invocation.resume
+                await self._call(
+                    ["resume", session_id, str(state), invocation.prompt], invocation, limit, True
+                )
+            else:
+                session_id = await self._call(
+                    ["spawn", str(brief), str(state), invocation.prompt], invocation, limit, True
+                )
+                session_id = session_id.splitlines()[-1].strip() if session_id else ""
+                if not session_id:
+                    raise RuntimeFailure(f"{self.spec.name} spawn printed no session id")
+            status = await self._poll(session_id, invocation, deadline, progress)
+        except ProcessTimeout:
+            raise RuntimeFailure(f"timeout after {limit:g} s") from None
+        finally:
+            self.reset()  # whatever spawn or resume left running ends with the session
+        result = _result_from_state(state, session_id)
+        if status == "failed":
+            raise RuntimeFailure(f"{self.spec.name} reported the session failed", result)
+        return result
+
+    async def _poll(
+        self,
+        session_id: str,
+        invocation: Invocation,
+        deadline: float,
+        progress: ProgressSink | None,
+    ) -> str:
+        last = None
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RuntimeFailure(f"timeout after {invocation.timeout_s:g} s")
+            status = await self._call(["check_status", session_id], invocation, left)
+            if status not in STATUSES:
+                raise RuntimeFailure(
+                    f"{self.spec.name} check_status printed {status!r}; expected one of "
+                    + ", ".join(STATUSES)
+                )
+            if status != last and progress is not None:
+                await progress(status)
+            last = status
+            if status in ("completed", "failed"):
+                return status
+            await asyncio.sleep(self.spec.poll_interval_s)
+
+    def reset(self) -> None:
+        for process in self._processes:
+            if process.pgid is not None:
+                kill_group(process.pgid)
+        self._processes.clear()
+
+
+def _result_from_state(state: Path, session_id: str) -> RuntimeResult:
+    """The state file is the runtime's only report: its ``output`` or the whole state."""
+    try:
+        data = json.loads(state.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        data = {}
+    output = data.get("output") if isinstance(data, dict) else None
+    return RuntimeResult(
+        output=str(output) if output is not None else json.dumps(data),
+        runtime_session_id=session_id,
+    )
+
+
+def adapter_for(spec: ExternalSpec) -> type[ExternalAdapter]:
+    """An adapter class bound to one registered external runtime."""
+    return type(
+        f"External_{spec.name}",
+        (ExternalAdapter,),
+        {"spec": spec, "type_name": spec.name, "binary_name": spec.command.name},
+    )

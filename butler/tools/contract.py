@@ -1,0 +1,95 @@
+"""Tools behind the adapter contract: start, check and resume sessions by id.
+
+``session_start`` returns a session id at once while the session runs on;
+starting again with the same ``dedupe_key`` while that session is pending or
+running returns the same id instead of a second run. Statuses are reported in
+the contract's words: pending, active, completed, failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError
+
+from butler.errors import ButlerError
+from butler.spawner.admission import Rejected
+from butler.spawner.spawner import TriggerRequest
+from butler.tools.context import ButlerContext
+
+#: Session statuses as the adapter contract names them.
+CONTRACT_STATUS = {
+    "pending": "pending",
+    "running": "active",
+    "succeeded": "completed",
+    "failed": "failed",
+    "cancelled": "failed",
+}
+
+
+def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
+    """Add ``session_start``, ``session_status`` and ``session_resume`` to ``mcp``."""
+    starting = asyncio.Lock()
+
+    async def start(request: TriggerRequest) -> str:
+        try:
+            session_id, _ = await butler.spawner.start(request)
+        except (Rejected, ButlerError) as exc:
+            raise ToolError(str(exc)) from None
+        return session_id
+
+    @mcp.tool
+    async def session_start(
+        prompt: str,
+        dedupe_key: str | None = None,
+        timeout_s: float | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Start a session in the background; return its id at once.
+
+        With ``dedupe_key``, a pending or running session started with the same
+        key is returned instead of starting a second one.
+        """
+        meta = dict(metadata or {})
+        async with starting:
+            if dedupe_key:
+                meta["dedupe_key"] = dedupe_key
+                existing = await butler.sessions.find_active(dedupe_key)
+                if existing:
+                    return {"session_id": existing, "started": False}
+            request = TriggerRequest(prompt, timeout_s=timeout_s, metadata=meta)
+            return {"session_id": await start(request), "started": True}
+
+    @mcp.tool
+    async def session_status(session_id: str) -> dict[str, Any]:
+        """One of pending, active, completed, failed, with the recorded detail."""
+        row = await butler.sessions.get(session_id)
+        if row is None:
+            raise ToolError(f"session {session_id} not found")
+        return {
+            "session_id": row["id"],
+            "status": CONTRACT_STATUS[row["status"]],
+            "session_status": row["status"],
+            "error": row["error"],
+            "metadata": row["metadata"],
+        }
+
+    @mcp.tool
+    async def session_resume(
+        session_id: str, prompt: str, wait: bool = True, timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        """Continue a session's runtime conversation with ``prompt`` in a new, linked session.
+
+        With ``wait`` (the default) returns the new session's result; without,
+        returns its id at once.
+        """
+        request = TriggerRequest(prompt, resume_session_id=session_id, timeout_s=timeout_s)
+        if not wait:
+            return {"session_id": await start(request), "started": True}
+        try:
+            result = await butler.spawner.trigger(request)
+        except ButlerError as exc:
+            raise ToolError(str(exc)) from None
+        return result.to_dict()
