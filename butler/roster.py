@@ -192,13 +192,18 @@ async def serve_all(
     servers = [_server(b, drain_s) for b in butlers]
     loop = asyncio.get_running_loop()
 
-    def stop_all(sig: int = signal.SIGTERM) -> None:
+    def on_signal(sig: int) -> None:
+        # Every server drains at once; a second signal forces them all out.
+        for server in servers:
+            server.handle_exit(sig, None)
+
+    def stop_the_rest() -> None:
         for server in servers:
             if not server.stopping:
-                server.handle_exit(sig, None)
+                server.handle_exit(signal.SIGTERM, None)
 
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop_all, sig)
+        loop.add_signal_handler(sig, on_signal, sig)
     schedules = [asyncio.create_task(start_schedules(s, s.butler)) for s in servers]
     announce = asyncio.create_task(_announce(servers, started))
     tasks = [
@@ -209,7 +214,7 @@ async def serve_all(
         # A butler that stops on its own takes the others down with it: a
         # roster that is only partly up would look healthy to nobody.
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        stop_all()
+        stop_the_rest()
         await asyncio.wait(tasks)
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):

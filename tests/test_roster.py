@@ -157,6 +157,44 @@ def test_up_with_no_database_shares_one_embedded_postgresql(roster, tmp_path):
     assert not (pgdata / "postmaster.pid").exists()
 
 
+#: A runtime that takes a few seconds: long enough to be running when SIGTERM comes.
+SLOW_RUNTIME = {
+    "type": "command",
+    "command": [
+        sys.executable,
+        "-c",
+        "import sys, time; time.sleep(3); print('done: ' + open(sys.argv[1]).read())",
+        "{prompt_file}",
+    ],
+}
+
+
+async def session_statuses(schema: str) -> list[str]:
+    conn = await asyncpg.connect(TEST_DSN)
+    try:
+        rows = await conn.fetch(f"SELECT status FROM {quote_ident(schema)}.sessions")
+    finally:
+        await conn.close()
+    return [r["status"] for r in rows]
+
+
+def test_sigterm_lets_every_butlers_running_session_finish(roster, schemas, tmp_path):
+    ports = {"alpha": free_port(), "beta": free_port()}
+    for (name, port), schema in zip(ports.items(), schemas, strict=False):
+        write_butler(roster, name, port=port, schema=schema, runtime=SLOW_RUNTIME, extra=SCHEDULE)
+    log = tmp_path / "up.log"
+    with roster_up(roster, log, "--database-url", TEST_DSN, env=dict(os.environ)) as proc:
+        wait_healthy(proc, list(ports.values()), log)
+        for port in ports.values():
+            asyncio.run(call(port, "schedule_run", name="morning"))
+        for schema in schemas[:2]:
+            wait_until(lambda s=schema: asyncio.run(session_statuses(s)) == ["running"])
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, log.read_text()
+    for schema in schemas[:2]:
+        assert asyncio.run(session_statuses(schema)) == ["succeeded"]
+
+
 def test_up_refuses_two_butlers_on_one_port_in_one_line(roster):
     port = free_port()
     write_butler(roster, "alpha", port=port)
