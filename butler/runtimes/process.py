@@ -50,12 +50,25 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
 
 
 def group_alive(pgid: int) -> bool:
-    """Whether any process of the group still exists."""
+    """Whether any process of the group is still running (zombies do not count)."""
     try:
         os.killpg(pgid, 0)
     except (ProcessLookupError, PermissionError):
         return False
-    return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # /proc/<pid>/stat: "pid (comm) state ppid pgrp ..."; comm may hold spaces.
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
 
 
 async def terminate_group(pgid: int, grace_s: float = KILL_GRACE_S) -> None:

@@ -22,6 +22,8 @@ session_dir() {
 work() {  # the agent itself, detached: $1 session folder, $2 state file
   local dir="$1" state="$2" words runs status=completed
   sleep "${FILE_AGENT_DELAY:-0}"
+  # An orchestrator (or a test) may hold the agent until a gate file appears.
+  while [ -n "${FILE_AGENT_GATE:-}" ] && [ ! -e "$FILE_AGENT_GATE" ]; do sleep 0.1; done
   words=$(wc -w < "$dir/brief.md")
   runs=$(wc -l < "$dir/prompts")
   if grep -q "FAIL" "$dir/prompts"; then status=failed; fi

@@ -25,11 +25,13 @@ class Text:
 
 @dataclass(frozen=True)
 class ToolCall:
-    """Answer with a call to the offered tool whose name ends with `tool`.
+    """Answer with a call to the offered tool named `tool` behind any prefix.
 
     Each CLI prefixes MCP tools its own way (`mcp__srv__state_set`,
     `mcp_srv_state_set`, `srv_state_set`, `srv-state_set`, or a `mcp__srv`
-    namespace holding `state_set`), so the base name is enough.
+    namespace holding `state_set`), so the base name is enough; see
+    `find_tool` for the exact rule. When no offered tool matches, the answer
+    is a text saying so, listing what was offered.
     """
 
     tool: str
@@ -100,22 +102,19 @@ def choose_step(script: Sequence[Step], tool_results: int) -> Step:
 
 
 def find_tool(offered: Sequence[OfferedTool], base_name: str) -> OfferedTool | None:
-    """Find the offered tool whose name is, or ends with, `base_name`.
+    """Find the offered tool whose name is `base_name` behind the least prefix.
 
-    An exact match wins; otherwise the suffix must follow a separator, so
-    `set` does not pick `state_set` when a `set` tool is also offered.
+    A prefix must end in a separator (`_`, `-`, `.`), so `set` does not pick
+    `reset`; among several candidates the shortest name wins, so `set` picks
+    `probe-set` over `probe_state_set`.
     """
-    for tool in offered:
-        if tool.name == base_name:
-            return tool
-    for separator in ("__", "_", "-", "."):
-        for tool in offered:
-            if tool.name.endswith(separator + base_name):
-                return tool
-    for tool in offered:
-        if tool.name.endswith(base_name):
-            return tool
-    return None
+    candidates = [
+        tool
+        for tool in offered
+        if tool.name == base_name
+        or any(tool.name.endswith(separator + base_name) for separator in "_-.")
+    ]
+    return min(candidates, key=lambda tool: len(tool.name), default=None)
 
 
 def no_such_tool_text(base_name: str, offered: Sequence[OfferedTool]) -> str:
