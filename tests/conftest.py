@@ -78,14 +78,25 @@ def butler_dir(roster: Path, schema_name: str) -> Path:
 
 
 @pytest.fixture(scope="session")
-def span_exporter():
-    """Every span this test process records, in memory (one provider per process)."""
+def _telemetry_memory():
+    """Every span and metric this test process records, in memory (one provider per process)."""
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from butler.telemetry import setup_telemetry
 
-    exporter = InMemorySpanExporter()
-    if setup_telemetry("butler-tests", SimpleSpanProcessor(exporter)) is None:
+    exporter, reader = InMemorySpanExporter(), InMemoryMetricReader()
+    if setup_telemetry("butler-tests", SimpleSpanProcessor(exporter), reader) is None:
         pytest.skip("a tracer provider was installed before this fixture")
-    return exporter
+    return exporter, reader
+
+
+@pytest.fixture
+def span_exporter(_telemetry_memory):
+    return _telemetry_memory[0]
+
+
+@pytest.fixture
+def metric_reader(_telemetry_memory):
+    return _telemetry_memory[1]

@@ -136,3 +136,51 @@ class DaemonProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class InProcessButler:
+    """A whole butler served by uvicorn inside the test's event loop.
+
+    For what a subprocess hides from a test: its in-memory spans and metrics.
+    """
+
+    def __init__(self, config_dir: Path, *, database_url: str) -> None:
+        self.config_dir = config_dir
+        self.database_url = database_url
+
+    async def __aenter__(self) -> InProcessButler:
+        import asyncio
+
+        import uvicorn
+
+        from butler.config import load_config
+        from butler.daemon import assemble, open_database
+        from butler.server import build_app
+
+        self.config = load_config(self.config_dir, db_url=self.database_url)
+        self.opened = await open_database(self.config)
+        self.butler = await assemble(self.config, self.opened.db)
+        server_config = uvicorn.Config(
+            build_app(self.butler),
+            host="127.0.0.1",
+            port=self.config.butler.port,
+            log_config=None,
+            lifespan="on",
+        )
+        self.server = uvicorn.Server(server_config)
+        self.task = asyncio.create_task(self.server.serve())
+        while not self.server.started:
+            if self.task.done():
+                self.task.result()
+            await asyncio.sleep(0.02)
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.config.butler.port}"
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.butler.spawner.drain(5)
+        self.server.should_exit = True
+        await self.task
+        await self.opened.close()

@@ -7,17 +7,26 @@ session id here; the spawner merges both lists without duplicates.
 
 from __future__ import annotations
 
+from opentelemetry.context import Context
+
 from butler.runtimes.base import ToolCall
 
 
 class ToolCallLedger:
-    """Tool calls seen by the server, per open session id."""
+    """Tool calls seen by the server, per open session id, and each session's trace."""
 
     def __init__(self) -> None:
         self._open: dict[str, list[ToolCall]] = {}
+        self._traces: dict[str, Context] = {}
 
-    def open(self, session_id: str) -> None:
+    def open(self, session_id: str, trace_context: Context | None = None) -> None:
         self._open[session_id] = []
+        if trace_context is not None:
+            self._traces[session_id] = trace_context
+
+    def trace_context(self, session_id: str) -> Context | None:
+        """The session's trace, so its tool calls join the trace of its trigger."""
+        return self._traces.get(session_id)
 
     def is_open(self, session_id: str) -> bool:
         return session_id in self._open
@@ -31,6 +40,7 @@ class ToolCallLedger:
         return True
 
     def close(self, session_id: str) -> list[ToolCall]:
+        self._traces.pop(session_id, None)
         return self._open.pop(session_id, [])
 
 

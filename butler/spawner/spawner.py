@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from opentelemetry import context as otel_context
 from opentelemetry.trace import Status, StatusCode
 
 from butler.config import ButlerConfig
@@ -40,7 +41,7 @@ from butler.spawner.workspace import Workspace, sweep_leftovers
 from butler.store.credentials import CredentialStore
 from butler.store.memory import Memory
 from butler.store.sessions import NewSession, SessionOutcome, SessionStore
-from butler.telemetry import current_traceparent, trace_id_of, tracer
+from butler.telemetry import SessionMetrics, current_traceparent, trace_id_of, tracer
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,7 @@ class Spawner:
         rt = config.runtime
         self.admission = Admission(rt.max_concurrent_sessions, rt.max_queued_sessions)
         self._tasks: set[asyncio.Task[SpawnerResult]] = set()
+        self.metrics = SessionMetrics.create(lambda: self.admission.waiting, config.name)
 
     @property
     def workspace_prefix(self) -> str:
@@ -212,7 +214,7 @@ class Spawner:
         started = time.monotonic()
         result = RuntimeResult()
         status, error = "failed", None
-        self.ledger.open(sid)
+        self.ledger.open(sid, otel_context.get_current())
         worker = self.adapter.create_worker()
         try:
             if progress:
@@ -242,6 +244,7 @@ class Spawner:
             calls = merge_tool_calls(result.tool_calls, self.ledger.close(sid))
             outcome = _outcome(status, error, result, calls, started)
             await asyncio.shield(self.sessions.complete(new.id, outcome))
+            self._measure(outcome)
             log.info(
                 "session finished",
                 extra={"session_id": sid, "status": status, "ms": outcome.duration_ms},
@@ -285,6 +288,15 @@ class Spawner:
                     return await worker.invoke(invocation, progress)
             except TimeoutError:
                 raise RuntimeFailure(f"timeout after {timeout_s:g} s") from None
+
+    def _measure(self, outcome: SessionOutcome) -> None:
+        labels = {"butler": self.config.name, "runtime": self.adapter.type_name}
+        self.metrics.sessions.add(1, {**labels, "status": outcome.status})
+        self.metrics.duration.record(outcome.duration_ms, labels)
+        for kind in ("input", "output", "cache_read", "cache_write"):
+            count = getattr(outcome, f"{kind}_tokens") or 0
+            if count:
+                self.metrics.tokens.add(count, {**labels, "kind": kind})
 
     def endpoint(self, session_id: str) -> McpEndpoint:
         """This butler's MCP server as a runtime of the given session reaches it."""

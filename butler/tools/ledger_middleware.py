@@ -16,6 +16,7 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 from butler.runtimes.base import ToolCall
 from butler.spawner.ledger import ToolCallLedger
 from butler.spawner.spawner import SESSION_HEADER
+from butler.telemetry import tracer
 
 
 def request_session_id() -> str | None:
@@ -47,12 +48,17 @@ class LedgerMiddleware(Middleware):
             return await call_next(context)
         name = context.message.name
         arguments = dict(context.message.arguments or {})
-        try:
-            result = await call_next(context)
-        except Exception as exc:
-            self.ledger.record(
-                session_id, ToolCall(name, arguments, error=str(exc)[:500], source="server")
-            )
-            raise
+        # The runtime knows nothing of our trace; the session id ties its call to it.
+        with tracer().start_as_current_span(
+            f"butler.tool_call {name}",
+            context=self.ledger.trace_context(session_id),
+            attributes={"butler.session_id": session_id, "gen_ai.tool.name": name},
+        ):
+            try:
+                result = await call_next(context)
+            except Exception as exc:
+                call = ToolCall(name, arguments, error=str(exc)[:500], source="server")
+                self.ledger.record(session_id, call)
+                raise
         self.ledger.record(session_id, ToolCall(name, arguments, source="server"))
         return result
