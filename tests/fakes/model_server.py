@@ -15,6 +15,7 @@ Gemini); the path says which one a request speaks.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gzip
 import json
 import zlib
@@ -238,13 +239,19 @@ class FakeModelServer:
         self._hang_release = asyncio.Event()
 
     def _call_in_loop(self, callback: Callable[[], None]) -> None:
+        # Waits for the callback, so that once reset() returns a new Hang
+        # step cannot be released by the previous test's release.
         loop = self._loop
         if loop is None or loop.is_closed():
             return
+
+        async def call() -> None:
+            callback()
+
         try:
-            loop.call_soon_threadsafe(callback)
-        except RuntimeError:
-            pass  # the loop closed between the check and the call: nothing hangs
+            asyncio.run_coroutine_threadsafe(call(), loop).result(timeout=5)
+        except (RuntimeError, concurrent.futures.TimeoutError):
+            pass  # the loop is closing: nothing is left to release
 
 
 def _decode_body(raw: bytes, encoding: str) -> Any:
