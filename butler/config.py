@@ -65,6 +65,18 @@ class DbConfig(_Section):
     url: str | None = None
     schema_: str | None = Field(default=None, alias="schema")
 
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("postgresql://", "postgres://")):
+            from butler.store.db import redact_dsn
+
+            raise ValueError(
+                "expected a URL like postgresql://user@host:5432/database, "
+                f"found {redact_dsn(value)!r}"
+            )
+        return value
+
     @field_validator("schema_")
     @classmethod
     def _schema(cls, value: str | None) -> str | None:
@@ -130,6 +142,7 @@ class ButlerSection(_Section):
     port: int = 8100
     description: str = ""
     host: str = "127.0.0.1"
+    shutdown_timeout_s: float = Field(default=30.0, ge=0)
     runtime: RuntimeConfig = Field(default_factory=RuntimeConfig)
     env: EnvConfig = Field(default_factory=EnvConfig)
     db: DbConfig = Field(default_factory=DbConfig)

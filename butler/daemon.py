@@ -12,13 +12,15 @@ import asyncio
 import contextlib
 import logging
 import signal
+import socket
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import FrameType
 
 import uvicorn
 
 from butler.config import ButlerConfig
+from butler.errors import ButlerError
 from butler.runtimes.registry import get_adapter
 from butler.scheduler import Scheduler
 from butler.spawner.spawner import Spawner
@@ -26,7 +28,7 @@ from butler.store.credentials import CredentialStore
 from butler.store.db import Database, redact_dsn
 from butler.store.embedded import EmbeddedPostgres
 from butler.store.memory import PostgresMemory
-from butler.store.migrations import migrate
+from butler.store.migrations import Migration, migrate
 from butler.store.schedules import ScheduleStore
 from butler.store.sessions import SessionStore
 from butler.store.state import StateStore
@@ -35,8 +37,9 @@ from butler.tools.context import ButlerContext
 
 log = logging.getLogger("butler.daemon")
 
-#: How long a shutdown waits for running sessions before cancelling them.
+#: How long ``butler up`` waits for running sessions at shutdown before cancelling them.
 DRAIN_TIMEOUT_S = 30.0
+
 
 
 @dataclass
@@ -45,6 +48,7 @@ class OpenDatabase:
 
     db: Database
     embedded: EmbeddedPostgres | None = None
+    applied: list[Migration] = field(default_factory=list)
 
     async def close(self) -> None:
         await self.db.close()
@@ -77,7 +81,7 @@ async def open_database(config: ButlerConfig) -> OpenDatabase:
             "migrations_applied": [m.version for m in applied],
         },
     )
-    return OpenDatabase(db, embedded)
+    return OpenDatabase(db, embedded, applied)
 
 
 async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
@@ -130,13 +134,18 @@ class ButlerServer(uvicorn.Server):
         self.should_exit = True
 
 
-async def serve(config: ButlerConfig, drain_s: float = DRAIN_TIMEOUT_S) -> None:
+async def serve(config: ButlerConfig, drain_s: float | None = None) -> None:
     """Run one butler until a signal stops it."""
     from butler.server import build_app
 
     started = time.monotonic()
     setup_telemetry(f"butler-{config.name}")
-    opened = await open_database(config)
+    sock = listen(config)
+    try:
+        opened = await open_database(config)
+    except BaseException:
+        sock.close()
+        raise
     try:
         butler = await assemble(config, opened.db)
         app = build_app(butler)
@@ -148,24 +157,40 @@ async def serve(config: ButlerConfig, drain_s: float = DRAIN_TIMEOUT_S) -> None:
             lifespan="on",
             timeout_graceful_shutdown=5,
         )
-        server = ButlerServer(uv_config, butler, drain_s)
+        drain = config.butler.shutdown_timeout_s if drain_s is None else drain_s
+        server = ButlerServer(uv_config, butler, drain)
         startup = asyncio.create_task(_announce(server, config, started))
         schedules = asyncio.create_task(start_schedules(server, butler))
         try:
-            await server.serve()
+            await server.serve(sockets=[sock])
         finally:
+            sock.close()
             startup.cancel()
             await stop_schedules(schedules, butler)
             await butler.spawner.drain(0)
     finally:
         await opened.close()
     if not server.started:
-        from butler.errors import ButlerError
-
         raise ButlerError(
-            f"could not serve on {config.butler.host}:{config.butler.port}; "
-            "expected a free port (is another butler using it?)"
+            f"could not start serving on {config.butler.host}:{config.butler.port}; "
+            "see the log lines above"
         )
+
+
+def listen(config: ButlerConfig) -> socket.socket:
+    """Bind the butler's port first, so a taken port fails before the database starts."""
+    host, port = config.butler.host, config.butler.port
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ButlerError(
+            f"cannot listen on {host}:{port}: {exc.strerror}; "
+            "expected a free port (is another butler using it?)"
+        ) from None
+    return sock
 
 
 async def start_schedules(server: uvicorn.Server, butler: ButlerContext) -> None:
