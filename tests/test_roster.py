@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -139,11 +141,25 @@ def test_up_serves_three_butlers_from_one_process_each_in_its_own_schema(roster,
         assert all(refused(p) for p in up)
 
 
-def test_up_with_no_database_shares_one_embedded_postgresql(roster, tmp_path):
+@pytest.fixture
+def open_data_dir() -> Iterator[Path]:
+    """A data folder outside pytest's private temp tree.
+
+    The embedded server runs as its own system user, which must reach pgdata;
+    pytest's temp root is root's alone and other pytest runs reset its mode.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="butler-up-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_up_with_no_database_shares_one_embedded_postgresql(roster, tmp_path, open_data_dir):
     ports = {name: free_port() for name in ("alpha", "beta", "gamma")}
     for name, port in ports.items():
         write_butler(roster, name, port=port)
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env["BUTLER_DATA_DIR"] = str(open_data_dir)
     log = tmp_path / "up.log"
     with roster_up(roster, log, env=env) as proc:
         wait_healthy(proc, list(ports.values()), log)
@@ -152,7 +168,7 @@ def test_up_with_no_database_shares_one_embedded_postgresql(roster, tmp_path):
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
     assert log.read_text().count("embedded database started") == 1
-    pgdata = Path(os.environ["BUTLER_DATA_DIR"]) / "pgdata"
+    pgdata = open_data_dir / "pgdata"
     assert pgdata.is_dir()
     assert not (pgdata / "postmaster.pid").exists()
 
