@@ -14,9 +14,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from butler.config import RuntimeConfig
+
+if TYPE_CHECKING:
+    from butler.runtimes.subprocess_adapter import Command
 
 #: Called with a short human-readable line while a session runs (progress).
 ProgressSink = Callable[[str], Awaitable[None]]
@@ -155,3 +158,11 @@ class RuntimeAdapter(ABC):
 
     def reset(self) -> None:  # noqa: B027 - optional hook, most adapters keep no state
         """Forget per-run state after a failure, so the worker can be used again."""
+
+    def interactive_command(self, invocation: Invocation) -> Command:
+        """The argv and exact environment of this runtime as an interactive terminal session.
+
+        Builders run it in tmux, locked down like :meth:`invoke`; ``invocation.prompt``
+        is the initial prompt ("" for none). Runtimes without one refuse.
+        """
+        raise RuntimeFailure(f"runtime {self.type_name} has no interactive mode")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from butler.runtimes.base import (
 )
 from butler.runtimes.launcher import read_pid, write_launcher
 from butler.runtimes.process import terminate_group
+from butler.runtimes.subprocess_adapter import Command
 
 #: Environment that keeps Claude Code from calling home: a daemon runs pinned
 #: versions and sends nothing it was not asked to.
@@ -115,6 +117,46 @@ def build_options(invocation: Invocation, cli_path: Path) -> sdk.ClaudeAgentOpti
         env=runtime_env(invocation),
         extra_args=parse_extra_args(invocation.args),
     )
+
+
+def interactive_argv(invocation: Invocation, cli: str, mcp_config: Path) -> list[str]:
+    """Claude Code as a terminal session, locked down as :func:`build_options` does."""
+    allowed = list(BUILTIN_TOOLS)
+    argv = [cli, "--system-prompt", invocation.system_prompt]
+    if invocation.mcp is not None:
+        allowed.append(f"mcp__{invocation.mcp.name}")
+        argv += ["--mcp-config", str(mcp_config)]
+    # The "=" forms: both options are variadic and would swallow the prompt.
+    argv += ["--strict-mcp-config", "--setting-sources=", f"--allowedTools={','.join(allowed)}"]
+    if invocation.model:
+        argv += ["--model", invocation.model]
+    argv += list(invocation.args)
+    if invocation.prompt:
+        argv += ["--", invocation.prompt]
+    return argv
+
+
+def interactive_state(invocation: Invocation, existing: dict[str, Any]) -> dict[str, Any]:
+    """``.claude.json`` answering the first-run questions a detached session cannot answer.
+
+    Onboarding, trust in the builder's own worktree, and use of the API key the
+    butler was configured with (Claude records approval by the key's last 20
+    characters, as it does when a person says yes).
+    """
+    state = {**existing, "hasCompletedOnboarding": True}
+    state.setdefault("theme", "dark")
+    projects = dict(state.get("projects") or {})
+    cwd = str(invocation.cwd)
+    projects[cwd] = {**(projects.get(cwd) or {}), "hasTrustDialogAccepted": True}
+    state["projects"] = projects
+    key = invocation.env.get("ANTHROPIC_API_KEY")
+    if key:
+        responses = dict(state.get("customApiKeyResponses") or {})
+        approved = list(responses.get("approved") or [])
+        if key[-20:] not in approved:
+            approved.append(key[-20:])
+        state["customApiKeyResponses"] = {"rejected": [], **responses, "approved": approved}
+    return state
 
 
 def bare_tool_name(name: str, server: str | None) -> str:
@@ -259,6 +301,20 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         if result.error:
             raise RuntimeFailure(result.error, result)
         return result
+
+    def interactive_command(self, invocation: Invocation) -> Command:
+        """The claude TUI with the same lockdown, private home and hardening as a session."""
+        cli = self.cli_path()
+        if not os.access(cli, os.X_OK):
+            raise RuntimeFailure(f"Claude Code not found at {cli}; expected an executable")
+        env = runtime_env(invocation)
+        state_file = Path(env["CLAUDE_CONFIG_DIR"]) / ".claude.json"
+        existing: dict[str, Any] = {}
+        with contextlib.suppress(OSError, ValueError):
+            existing = json.loads(state_file.read_text(encoding="utf-8"))
+        state = json.dumps(interactive_state(invocation, existing), indent=2)
+        argv = interactive_argv(invocation, cli, self.build_config_file(invocation))
+        return Command(argv=argv, env=env, files={state_file: state})
 
     async def _kill(self) -> None:
         """End the CLI's process group, if the launcher recorded one."""

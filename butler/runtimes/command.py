@@ -99,13 +99,13 @@ class CommandAdapter(SubprocessAdapter):
         if config.interactive_command:
             check_template(list(config.interactive_command), "interactive_command")
 
-    def binary(self, env: dict[str, str]) -> str:
-        program = self.config.command[0]
+    def binary(self, env: dict[str, str], key: str = "command") -> str:
+        program = getattr(self.config, key)[0]
         found = shutil.which(program, path=env.get("PATH"))
         if found is None:
             raise RuntimeFailure(
                 f"command runtime: {program!r} not found on PATH; expected an installed program "
-                "or an absolute path as the first element of [butler.runtime] command"
+                f"or an absolute path as the first element of [butler.runtime] {key}"
             )
         return found
 
@@ -117,3 +117,15 @@ class CommandAdapter(SubprocessAdapter):
 
     def parser(self, invocation: Invocation) -> TextStream:
         return TextStream()
+
+    def interactive_command(self, invocation: Invocation) -> Command:
+        """``[butler.runtime] interactive_command`` rendered like ``command``, never a shell."""
+        template = list(self.config.interactive_command)
+        if not template:
+            raise RuntimeFailure(
+                "runtime command has no interactive mode; expected [butler.runtime] "
+                "interactive_command, an argv template like command"
+            )
+        binary = self.binary(invocation.env, "interactive_command")
+        argv = [binary, *render(template[1:], template_values(invocation))]
+        return Command(argv=argv, env={**invocation.env, "HOME": str(invocation.home)})
