@@ -153,6 +153,10 @@ from butler.cli_adapter import register_adapter  # noqa: E402
 
 register_adapter(app)
 
+from butler.cli_spawn import register_spawn  # noqa: E402
+
+register_spawn(app)
+
 
 def main() -> None:
     """Console entry point."""

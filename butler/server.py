@@ -1,5 +1,5 @@
 """The butler's Starlette app: MCP over streamable HTTP (``/mcp``) and SSE (``/sse``),
-plus ``GET /health``, all on one port."""
+plus ``GET /health`` and the dashboard at ``/``, all on one port."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from butler.dashboard import dashboard_routes
+from butler.tools.builders import register_builder_tools
 from butler.tools.context import ButlerContext
 from butler.tools.contract import register_contract_tools
 from butler.tools.core import register_core_tools, status_of
@@ -31,6 +33,7 @@ def build_mcp(butler: ButlerContext) -> FastMCP:
     register_session_tools(mcp, butler)
     register_contract_tools(mcp, butler)
     register_schedule_tools(mcp, butler)
+    register_builder_tools(mcp, butler)
     return mcp
 
 
@@ -50,6 +53,7 @@ def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> Starlette:
             yield
 
     routes = [Route("/health", health, methods=["GET"]), *http_app.routes, *sse_app.routes]
+    routes += dashboard_routes(butler)
     return Starlette(
         routes=routes,
         middleware=[Middleware(RequestContextMiddleware)],

@@ -1,0 +1,212 @@
+"""From what a person asked to a :class:`BuilderPlan`: id, branch, worktree, prompt, role.
+
+Reads the roster (protocols and roles of the butler) and the target
+repository (specs, plans, context files); every name a person gives is
+checked against what exists, so no path can leave those folders.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from butler.builders import ids
+from butler.builders.modes import SAFE_NAME, Mode, SpawnOptions, check_name
+from butler.errors import UserError
+
+BUILDERS_DIR = ".builders"
+
+
+@dataclass(frozen=True)
+class BuilderPlan:
+    """Everything decided about one builder before anything is created."""
+
+    type: Mode
+    id: str
+    branch: str
+    repo: Path
+    prompt: str
+    role: Path | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def worktree(self) -> Path:
+        return self.repo / BUILDERS_DIR / self.id
+
+    def role_text(self) -> str:
+        return self.role.read_text(encoding="utf-8").strip() if self.role else ""
+
+    def metadata(self) -> dict[str, Any]:
+        """What the session row records about this builder, for people and for prune."""
+        return {
+            "builder_id": self.id,
+            "branch": self.branch,
+            "worktree": str(self.worktree),
+            "repo": str(self.repo),
+            "role": str(self.role) if self.role else None,
+            **self.details,
+        }
+
+
+def available_protocols(config_dir: Path) -> list[str]:
+    """Protocol names of a butler: ``protocols/<name>/protocol.md`` folders."""
+    folder = config_dir / "protocols"
+    if not folder.is_dir():
+        return []
+    return sorted(
+        p.name
+        for p in folder.iterdir()
+        if (p / "protocol.md").is_file() and SAFE_NAME.match(p.name)
+    )
+
+
+def find_protocol(config_dir: Path, name: str) -> Path:
+    """``protocols/<name>/protocol.md``; an unknown name lists the known ones."""
+    known = available_protocols(config_dir)
+    if name not in known:
+        listing = (
+            ", ".join(known) if known else f"none (add {config_dir}/protocols/NAME/protocol.md)"
+        )
+        raise UserError(f"unknown protocol {name!r}; available protocols: {listing}")
+    return config_dir / "protocols" / name / "protocol.md"
+
+
+def builder_role(config_dir: Path) -> Path | None:
+    role = config_dir / "roles" / "builder.md"
+    return role if role.is_file() else None
+
+
+def protocol_role(config_dir: Path, name: str) -> Path | None:
+    """The protocol's own ``role.md``, else the butler's builder role."""
+    own = config_dir / "protocols" / name / "role.md"
+    return own if own.is_file() else builder_role(config_dir)
+
+
+def find_role(config_dir: Path, role: str) -> Path:
+    """``--role``: a file, or a role of the butler by name (``roles/<name>[.md]``)."""
+    given = Path(role).expanduser()
+    if given.is_file():
+        return given.resolve()
+    roles = config_dir / "roles"
+    known = sorted(p.stem for p in roles.glob("*.md")) if roles.is_dir() else []
+    for candidate in (role, f"{role}.md"):
+        if "/" not in candidate and candidate.removesuffix(".md") in known:
+            return roles / f"{candidate.removesuffix('.md')}.md"
+    listing = ", ".join(known) or "none"
+    raise UserError(f"--role: {role} not found; expected a file or a role of {roles} ({listing})")
+
+
+def find_spec(repo: Path, project: str) -> tuple[str, str | None]:
+    """``specs/<id>-*.md`` and ``plans/<id>-*.md`` (if any), relative to the repository."""
+    check_name(project, "--project")
+    specs = sorted((repo / "specs").glob(f"{project}-*.md"))
+    if not specs:
+        known = sorted(p.stem for p in (repo / "specs").glob("*.md"))
+        listing = ", ".join(known) if known else "none"
+        raise UserError(f"no spec specs/{project}-*.md in {repo}; available specs: {listing}")
+    if len(specs) > 1:
+        names = ", ".join(p.name for p in specs)
+        raise UserError(f"--project {project} matches several specs ({names}); expected one")
+    plans = sorted((repo / "plans").glob(f"{project}-*.md"))
+    plan = str(plans[0].relative_to(repo)) if plans else None
+    return str(specs[0].relative_to(repo)), plan
+
+
+def check_files(repo: Path, files: tuple[str, ...]) -> tuple[str, ...]:
+    """Context files as paths relative to the repository; each must exist in it."""
+    checked: list[str] = []
+    for name in files:
+        path = Path(name) if Path(name).is_absolute() else repo / name
+        path = path.resolve()
+        if not path.is_relative_to(repo):
+            raise UserError(f"--files: {name} is outside the repository {repo}")
+        if not path.exists():
+            raise UserError(f"--files: {name} not found in {repo}")
+        checked.append(str(path.relative_to(repo)))
+    return tuple(checked)
+
+
+def task_prompt(text: str, files: tuple[str, ...]) -> str:
+    if not files:
+        return text
+    return f"{text}\n\nRelevant files: {', '.join(files)}"
+
+
+def protocol_prompt(name: str, args: dict[str, Any] | None, protocol_md: Path) -> str:
+    """Spec 004's protocol prompt; args re-serialised, so no text can leave the JSON block."""
+    parts = [f"You are running the {name} protocol."]
+    if args:
+        parts.append(f"Protocol arguments:\n```json\n{json.dumps(args, indent=2)}\n```")
+    parts.append(f"Start by reading {protocol_md}")
+    return "\n\n".join(parts)
+
+
+def spec_prompt(spec: str, plan: str | None) -> str:
+    prompt = f"Implement the feature specified in {spec}."
+    return f"{prompt} Follow the plan in {plan}." if plan else prompt
+
+
+def make_plan(
+    mode: Mode,
+    options: SpawnOptions,
+    config_dir: Path,
+    repo: Path,
+    taken: set[str],
+    now: int | None = None,
+) -> BuilderPlan:
+    """Resolve ``options`` in ``mode`` against the roster and the repository."""
+    now = int(time.time()) if now is None else now
+    if mode == "task":
+        text = (options.task_text or "").strip()
+        files = check_files(repo, options.files)
+        builder_id = ids.task_id(text, taken)
+        details = {"task": text, "files": list(files)}
+        return BuilderPlan(
+            mode,
+            builder_id,
+            ids.branch_name(builder_id),
+            repo,
+            task_prompt(text, files),
+            builder_role(config_dir),
+            details,
+        )
+    if mode == "protocol":
+        name = check_name(options.protocol or "", "--protocol")
+        protocol_md = find_protocol(config_dir, name)
+        builder_id = ids.protocol_id(name, now, taken)
+        details = {"protocol": name, "protocol_args": options.args or {}}
+        prompt = protocol_prompt(name, options.args, protocol_md)
+        return BuilderPlan(
+            mode,
+            builder_id,
+            ids.branch_name(builder_id),
+            repo,
+            prompt,
+            protocol_role(config_dir, name),
+            details,
+        )
+    if mode == "spec":
+        spec, plan = find_spec(repo, options.project or "")
+        builder_id = options.project or ""
+        if builder_id in taken or Path(spec).stem in taken:
+            raise UserError(
+                f"builder {builder_id} already exists; attach with `butler attach {builder_id}`, "
+                "or remove it with `butler prune` once it has finished"
+            )
+        branch = ids.branch_name(builder_id, Path(spec).stem)
+        details = {"project": builder_id, "spec": spec, "plan": plan}
+        return BuilderPlan(
+            mode,
+            builder_id,
+            branch,
+            repo,
+            spec_prompt(spec, plan),
+            builder_role(config_dir),
+            details,
+        )
+    role = find_role(config_dir, options.role) if options.role else None
+    builder_id = ids.shell_id(now, taken)
+    return BuilderPlan(mode, builder_id, ids.branch_name(builder_id), repo, "", role, {})

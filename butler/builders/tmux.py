@@ -1,0 +1,113 @@
+"""Builders' tmux sessions, on a tmux server of butler's own.
+
+Every command is an argv list; a session's program is given as several
+arguments, which tmux execs without a shell. tmux runs with a minimal
+environment, so a server butler starts holds none of the daemon's variables
+(a program in a pane could otherwise read them with ``show-environment``).
+Panes stay after their program exits (``remain-on-exit``), so the daemon can
+read the exit status and a person can still read the last screen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from dataclasses import dataclass
+
+from butler.errors import ButlerError, UserError
+
+#: The tmux server (``tmux -L <socket>``) builders live on; BUTLER_TMUX_SOCKET overrides.
+DEFAULT_SOCKET = "butler"
+#: A detached session has no client to size it; wide enough for a TUI to lay out.
+WIDTH, HEIGHT = 200, 50
+
+
+def socket_name() -> str:
+    return os.environ.get("BUTLER_TMUX_SOCKET") or DEFAULT_SOCKET
+
+
+def tmux_env() -> dict[str, str]:
+    """The only variables a tmux client (and a server it starts) gets."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+    if os.environ.get("TMUX_TMPDIR"):
+        env["TMUX_TMPDIR"] = os.environ["TMUX_TMPDIR"]
+    return env
+
+
+def session_name(butler: str, builder_id: str) -> str:
+    return f"{butler}-{builder_id}"
+
+
+@dataclass(frozen=True)
+class PaneState:
+    """A session's first pane: whether its program ended, and how."""
+
+    dead: bool
+    exit_status: int | None
+
+
+class TmuxError(ButlerError):
+    """A tmux command failed."""
+
+
+class Tmux:
+    """One tmux server, by socket name."""
+
+    def __init__(self, socket: str | None = None) -> None:
+        self.socket = socket or socket_name()
+
+    def argv(self, *args: str) -> list[str]:
+        return ["tmux", "-L", self.socket, *args]
+
+    async def run(self, *args: str, check: bool = True) -> tuple[int, str]:
+        if shutil.which("tmux") is None:
+            raise UserError("tmux not found on PATH; builders run in tmux (apt-get install tmux)")
+        proc = await asyncio.create_subprocess_exec(
+            *self.argv(*args),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=tmux_env(),
+        )
+        out, err = await proc.communicate()
+        if check and proc.returncode != 0:
+            raise TmuxError(f"tmux {args[0]}: {err.decode(errors='replace').strip()}")
+        return proc.returncode or 0, out.decode(errors="replace")
+
+    async def new_session(self, name: str, cwd: str, program: list[str]) -> None:
+        """A detached session running ``program`` (exec'd, no shell) whose pane outlives it."""
+        await self.run(
+            "new-session", "-d", "-s", name, "-c", cwd, "-x", str(WIDTH), "-y", str(HEIGHT),
+            "--", *program,
+            # In the same command list, so it holds before the program can exit.
+            ";", "set-option", "-t", name, "remain-on-exit", "on",
+        )  # fmt: skip
+
+    async def panes(self) -> dict[str, PaneState]:
+        """Every session of the server and the state of its first pane ({} without a server)."""
+        fmt = "#{session_name}\t#{pane_index}\t#{pane_dead}\t#{pane_dead_status}"
+        status, out = await self.run("list-panes", "-a", "-F", fmt, check=False)
+        if status != 0:
+            return {}
+        states: dict[str, PaneState] = {}
+        for line in out.splitlines():
+            name, index, dead, code = [*line.split("\t"), "", "", ""][:4]
+            if index == "0" or name not in states:
+                states[name] = PaneState(dead == "1", int(code) if code.isdigit() else None)
+        return states
+
+    async def capture(self, name: str, history: int = 0) -> str:
+        """The text on the pane's screen (and ``history`` lines above it), wrapped lines joined."""
+        start = ["-S", str(-history)] if history else []
+        status, out = await self.run(
+            "capture-pane", "-p", "-J", *start, "-t", f"={name}:", check=False
+        )
+        return out.rstrip() if status == 0 else ""
+
+    async def kill(self, name: str) -> bool:
+        status, _ = await self.run("kill-session", "-t", f"={name}", check=False)
+        return status == 0
+
+    def attach_argv(self, name: str) -> list[str]:
+        return self.argv("attach-session", "-t", f"={name}")

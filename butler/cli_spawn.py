@@ -1,0 +1,266 @@
+"""``butler spawn``, ``attach``, ``builders`` and ``prune``: delegate work to builders.
+
+The commands check what they can alone (the flag combinations, ``--args``,
+``--files``), then ask the butler's running daemon over MCP, so every builder
+is recorded as a session of that butler. A user's mistake, or a daemon that is
+not running, is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from butler.builders.modes import NothingToSpawn, SpawnOptions, choose_mode
+from butler.errors import UserError
+
+SPAWN_EPILOG = (
+    "[bold]Modes[/bold] (exactly one)\n\n"
+    '  task:      butler spawn -c roster/general "Fix the bug in auth.py"\n\n'
+    '  task:      butler spawn -c roster/general --task "Refactor the logging" '
+    "--files src/log.py,src/app.py\n\n"
+    "  protocol:  butler spawn -c roster/general --protocol cleanup\n\n"
+    "  protocol:  butler spawn -c roster/general --protocol experiment "
+    '--args \'{"hypothesis": "Can we use Redis?"}\'\n\n'
+    "  spec:      butler spawn -c roster/general --project 0009   (specs/0009-*.md, "
+    "plans/0009-*.md)\n\n"
+    "  shell:     butler spawn -c roster/general --shell --role reviewer\n\n"
+    "Each builder gets a branch builder/<id>, a worktree <repo>/.builders/<id> and a "
+    "detached tmux session running the butler's runtime, locked down to the butler's own "
+    "MCP server. The butler's daemon must be running (butler run --config roster/general). "
+    "Then: butler attach <id>, butler builders, butler prune."
+)
+
+ConfigOption = Annotated[
+    Path,
+    typer.Option(
+        "--config", "-c", help="The butler's folder, e.g. roster/general.", show_default=False
+    ),
+]
+TaskText = Annotated[
+    str | None, typer.Argument(help="The task, in words (task mode).", show_default=False)
+]
+Opt = typer.Option
+
+
+def register_spawn(app: typer.Typer) -> None:
+    """Add ``spawn``, ``attach``, ``builders`` and ``prune`` to the ``butler`` command line."""
+    from butler.cli import fail, load, run_async
+
+    @app.command(epilog=SPAWN_EPILOG)
+    def spawn(
+        ctx: typer.Context,
+        config: ConfigOption,
+        text: TaskText = None,
+        task: Annotated[str | None, Opt("--task", help="The task (task mode).")] = None,
+        files: Annotated[
+            str | None, Opt("--files", help="Comma-separated files the task is about.")
+        ] = None,
+        protocol: Annotated[
+            str | None, Opt("--protocol", help="Run this protocol of the butler.")
+        ] = None,
+        args: Annotated[
+            str | None, Opt("--args", help="Protocol arguments, a JSON object.")
+        ] = None,
+        project: Annotated[
+            str | None, Opt("--project", "-p", help="Implement specs/<ID>-*.md (spec mode).")
+        ] = None,
+        shell: Annotated[bool, Opt("--shell", help="An interactive session, no prompt.")] = False,
+        role: Annotated[
+            str | None, Opt("--role", help="Shell mode: a role file, or a role of the butler.")
+        ] = None,
+        repo: Annotated[
+            Path | None, Opt("--repo", help="The git repository to build in (default: here).")
+        ] = None,
+        headless: Annotated[
+            bool, Opt("--headless", help="Run to completion through the spawner; print it.")
+        ] = False,
+        as_json: Annotated[bool, Opt("--json", help="Print the builder as JSON.")] = False,
+    ) -> None:
+        """Delegate work to a builder: a task, a protocol, a spec, or a bare shell."""
+        try:
+            options = spawn_options(text, task, files, protocol, args, project, shell, role)
+        except NothingToSpawn as exc:
+            typer.echo(ctx.get_help())
+            fail(str(exc))
+        except UserError as exc:
+            fail(str(exc))
+        cfg = load(config)
+        arguments = tool_arguments(options, (repo or Path.cwd()).resolve(), headless)
+        timeout = cfg.runtime.timeout_s + 60 if headless else 120
+        found = run_async(ask(cfg, "builder_spawn", arguments, timeout))
+        if as_json:
+            typer.echo(json.dumps(found, indent=2))
+        elif headless:
+            raise typer.Exit(print_headless(found))
+        else:
+            print_spawned(found, config)
+
+    @app.command(epilog="[bold]Example[/bold]\n\n  butler attach task-a7f3-x9k2 -c roster/general")
+    def attach(
+        builder_id: Annotated[str, typer.Argument(help="The builder's id.", show_default=False)],
+        config: ConfigOption,
+    ) -> None:
+        """Join a builder's tmux session (detach again with Ctrl-b d)."""
+        from butler.builders.tmux import Tmux, session_name
+        from butler.client import DaemonNotRunning
+
+        cfg = load(config)
+        try:
+            found = asyncio.run(ask(cfg, "builder_get", {"builder_id": builder_id}, 30))
+            socket, name = found.get("tmux_socket"), found.get("tmux_session")
+        except DaemonNotRunning:
+            # Builders outlive their daemon: their tmux session is found by name.
+            socket, name = None, session_name(cfg.name, builder_id)
+        except UserError as exc:
+            fail(str(exc))
+        if not name:
+            fail(f"builder {builder_id} ran headless; it has no terminal to attach to")
+        argv = Tmux(socket).attach_argv(name)
+        env = {k: v for k, v in os.environ.items() if k != "TMUX"}  # allow attaching from tmux
+        os.execvpe(argv[0], argv, env)
+
+    @app.command(epilog="[bold]Example[/bold]\n\n  butler builders -c roster/general")
+    def builders(
+        config: ConfigOption,
+        show_all: Annotated[bool, Opt("--all", help="Include pruned builders.")] = False,
+        as_json: Annotated[bool, Opt("--json", help="Print JSON.")] = False,
+    ) -> None:
+        """List the butler's builders, grouped by type, from its session records."""
+        found = run_async(ask(load(config), "builder_list", {"include_pruned": show_all}, 30))
+        if as_json:
+            typer.echo(json.dumps(found, indent=2))
+            return
+        print_builders(found)
+
+    @app.command(
+        epilog="[bold]Examples[/bold]\n\n  butler prune -c roster/general\n\n"
+        "  butler prune -c roster/general --force\n\n"
+        "Without --force a worktree with uncommitted changes and a branch not merged into "
+        "the repository's HEAD are kept."
+    )
+    def prune(
+        config: ConfigOption,
+        force: Annotated[
+            bool, Opt("--force", help="Also remove dirty worktrees and unmerged branches.")
+        ] = False,
+        as_json: Annotated[bool, Opt("--json", help="Print JSON.")] = False,
+    ) -> None:
+        """Remove finished builders' worktrees, merged branches and tmux sessions."""
+        found = run_async(ask(load(config), "builder_prune", {"force": force}, 120))
+        if as_json:
+            typer.echo(json.dumps(found, indent=2))
+            return
+        if not found:
+            typer.echo("nothing to prune: no finished builder is left")
+        for item in found:
+            done = ", ".join(f"{key} {value}" for key, value in item["prune"].items())
+            typer.echo(f"{item['id']}: {done}")
+
+
+def spawn_options(
+    text: str | None,
+    task: str | None,
+    files: str | None,
+    protocol: str | None,
+    args: str | None,
+    project: str | None,
+    shell: bool,
+    role: str | None,
+) -> SpawnOptions:
+    """The options as given; the mode check of spec 004 first, then ``--args`` and ``--files``."""
+    names = tuple(name.strip() for name in (files or "").split(",") if name.strip())
+    options = SpawnOptions(text, task, names, protocol, {} if args is not None else None,
+                           project, shell, role)  # fmt: skip
+    choose_mode(options)
+    parsed = parse_args_json(args) if args is not None else None
+    for name in names:
+        if not Path(name).exists():
+            raise UserError(f"--files: {name} not found")
+    resolved = tuple(str(Path(name).resolve()) for name in names)
+    if role is not None and Path(role).is_file():
+        role = str(Path(role).resolve())
+    return SpawnOptions(text, task, resolved, protocol, parsed, project, shell, role)
+
+
+def parse_args_json(raw: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"--args: invalid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise UserError(
+            f'--args: expected a JSON object like \'{{"hypothesis": "..."}}\', '
+            f"found {type(value).__name__}"
+        )
+    return value
+
+
+def tool_arguments(options: SpawnOptions, repo: Path, headless: bool) -> dict[str, Any]:
+    arguments = {
+        "repo": str(repo),
+        "task": options.task_text,
+        "files": list(options.files) or None,
+        "protocol": options.protocol,
+        "args": options.args,
+        "project": options.project,
+        "shell": options.shell,
+        "role": options.role,
+        "headless": headless,
+    }
+    return {key: value for key, value in arguments.items() if value not in (None, False)}
+
+
+async def ask(config: Any, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
+    """Call one of the daemon's builder tools; its refusal is a user error (exit 2)."""
+    from fastmcp.exceptions import ToolError
+
+    from butler.client import daemon_client
+
+    async with daemon_client(config, timeout=timeout) as client:
+        try:
+            result = await client.call_tool(tool, arguments)
+        except ToolError as exc:
+            raise UserError(str(exc)) from None
+    data = result.structured_content
+    return data["result"] if isinstance(data, dict) and set(data) == {"result"} else data
+
+
+def print_spawned(found: dict[str, Any], config: Path) -> None:
+    typer.echo(f"builder {found['id']} started ({found['type']})")
+    typer.echo(f"  branch    {found['branch']}")
+    typer.echo(f"  worktree  {found['worktree']}")
+    typer.echo(f"  session   {found['session_id']}")
+    typer.echo(f"  attach    butler attach {found['id']} --config {config}")
+
+
+def print_headless(found: dict[str, Any]) -> int:
+    """The session's output on stdout, a summary line on stderr; the exit status."""
+    result = found["result"]
+    if result.get("output"):
+        typer.echo(result["output"])
+    state = "succeeded" if result["success"] else f"failed: {result['error']}"
+    typer.echo(
+        f"builder {found['id']} ({found['type']}) {state}; branch {found['branch']}, "
+        f"session {found['session_id']}",
+        err=True,
+    )
+    return 0 if result["success"] else 1
+
+
+def print_builders(found: list[dict[str, Any]]) -> None:
+    if not found:
+        typer.echo("no builders; start one with butler spawn")
+    for mode in ("spec", "task", "protocol", "shell"):
+        group = [b for b in found if b["type"] == mode]
+        if not group:
+            continue
+        typer.echo(f"{mode} ({len(group)})")
+        for b in group:
+            flags = " [pruned]" if b["pruned"] else (" [headless]" if b["headless"] else "")
+            typer.echo(f"  {b['id']:<32} {b['status']:<10} {b['branch']:<40} {b['summary']}{flags}")

@@ -1,0 +1,143 @@
+"""A builder's life after spawn: listing, attaching, ending, pruning, headless runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.builders.conftest import Builders, screen
+from tests.helpers import wait_until
+
+
+def tmux(socket: str, *args: str) -> str:
+    done = subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True)
+    return done.stdout
+
+
+def listed(builders: Builders, *args: str) -> dict[str, dict]:
+    done = builders.cli("builders", "--json", *args)
+    assert done.returncode == 0, done.stderr
+    return {b["id"]: b for b in json.loads(done.stdout)}
+
+
+def end(builders: Builders, builder: dict, line: str = "exit") -> dict:
+    """Type ``line`` into the agent, then wait for the daemon to record its end."""
+    builders.wait_screen(builder, "agent> ")
+    tmux(builders.socket, "send-keys", "-t", f"={builder['tmux_session']}:", line, "Enter")
+    return wait_until(lambda: (b := listed(builders)[builder["id"]])["status"] != "running" and b)
+
+
+def test_builders_are_listed_grouped_by_type(builders: Builders):
+    task = builders.spawn("Fix bug")
+    shell = builders.spawn("--shell")
+    protocol = builders.spawn("--protocol", "cleanup")
+    done = builders.cli("builders")
+    assert done.returncode == 0
+    lines = done.stdout.splitlines()
+    for kind, builder in (("task", task), ("protocol", protocol), ("shell", shell)):
+        header = lines.index(f"{kind} (1)")
+        assert lines[header + 1].split()[:3] == [builder["id"], "running", builder["branch"]]
+    assert lines.index("task (1)") < lines.index("protocol (1)") < lines.index("shell (1)")
+
+
+def test_a_finished_builder_is_recorded_then_pruned(builders: Builders):
+    builder = builders.spawn("Fix bug")
+    ended = end(builders, builder)
+    assert ended["status"] == "succeeded"
+    row = builders.row(builder["session_id"])
+    assert row["completed_at"] is not None and row["duration_ms"] > 0
+    assert "PROMPT<<Fix bug>>" in row["output"]  # the last screen is the output
+    assert row["metadata"]["exit_status"] == 0
+
+    done = builders.cli("prune")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (f"{builder['id']}: tmux killed, worktree removed, branch deleted\n")
+    assert not Path(builder["worktree"]).exists()
+    assert builders.git("branch", "--list", builder["branch"]) == ""
+    assert screen(builders.socket, builder["tmux_session"]) == ""
+    assert builders.row(builder["session_id"])["metadata"]["pruned_at"]
+    assert builder["id"] not in listed(builders)
+    assert listed(builders, "--all")[builder["id"]]["pruned"] is True
+    assert builders.cli("prune").stdout == "nothing to prune: no finished builder is left\n"
+
+
+def test_prune_keeps_unmerged_and_uncommitted_work_unless_forced(builders: Builders):
+    committed = builders.spawn("Add a file")
+    dirty = builders.spawn("Leave a mess")
+    running = builders.spawn("Keep going")
+    worktree = Path(committed["worktree"])
+    (worktree / "new.txt").write_text("work\n")
+    builders.git("-C", str(worktree), "add", "new.txt")
+    builders.git("-C", str(worktree), "-c", "user.name=t", "-c", "user.email=t@t",
+                 "commit", "-qm", "work")  # fmt: skip
+    (Path(dirty["worktree"]) / "scratch.txt").write_text("unsaved\n")
+    end(builders, committed)
+    end(builders, dirty)
+
+    report = {line.split(": ", 1)[0]: line for line in builders.cli("prune").stdout.splitlines()}
+    assert "branch kept: not merged into HEAD" in report[committed["id"]]
+    assert "worktree removed" in report[committed["id"]]
+    assert "worktree kept: uncommitted changes" in report[dirty["id"]]
+    assert running["id"] not in report
+    assert (Path(dirty["worktree"]) / "scratch.txt").exists()
+    assert builders.git("branch", "--list", committed["branch"]).strip()
+
+    forced = builders.cli("prune", "--force").stdout
+    assert f"{committed['id']}: tmux gone, worktree gone, branch deleted" in forced
+    assert f"{dirty['id']}: tmux gone, worktree removed, branch deleted" in forced
+    assert not Path(dirty["worktree"]).exists()
+    branches = builders.git("for-each-ref", "--format=%(refname:short)", "refs/heads/builder/")
+    assert branches.split() == [running["branch"]]
+    assert listed(builders)[running["id"]]["status"] == "running"
+
+
+def test_a_runtime_that_fails_fails_its_session(builders: Builders):
+    builder = builders.spawn("Fix bug")
+    ended = end(builders, builder, "fail")
+    assert ended["status"] == "failed"
+    assert ended["error"] == "runtime exited with status 3"
+
+
+def test_attach_joins_the_builders_terminal(builders: Builders):
+    builder = builders.spawn("Fix bug")
+    builders.wait_screen(builder, "agent> ")
+    argv = [sys.executable, "-m", "butler.cli", "attach", builder["id"], "-c", str(builders.folder)]
+    viewer = f"{builders.socket}v"  # a second tmux server plays the person's terminal
+    try:
+        subprocess.run(
+            ["tmux", "-L", viewer, "new-session", "-d", "-s", "person", "-x", "200", "-y", "50",
+             "--", *argv],
+            env=builders.env(), cwd=builders.repo, check=True,
+        )  # fmt: skip
+        wait_until(lambda: "PROMPT<<Fix bug>>" in screen(viewer, "person"), timeout=30)
+        tmux(viewer, "send-keys", "-t", "=person:", "hello", "Enter")
+        builders.wait_screen(builder, "you said: hello")
+    finally:
+        subprocess.run(["tmux", "-L", viewer, "kill-server"], capture_output=True)
+
+
+def test_headless_runs_the_builder_to_completion(builders: Builders):
+    done = builders.cli("spawn", "Fix bug", "--headless")
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["prompt"].endswith("\n\nFix bug")
+    assert "ROLE: builder" in seen["prompt"] and "Your git worktree is" in seen["prompt"]
+    assert "succeeded; branch builder/task-" in done.stderr
+    (builder,) = listed(builders).values()
+    assert builder["headless"] is True and builder["status"] == "succeeded"
+    assert Path(builder["worktree"]).is_dir() and builder["tmux_session"] is None
+    row = builders.row(builder["session_id"])
+    assert row["type"] == "task" and row["output"] == done.stdout.strip()
+    attach = builders.cli("attach", builder["id"])
+    assert attach.returncode == 2 and "ran headless; it has no terminal" in attach.stderr
+
+
+def test_builders_outlive_a_daemon_restart(builders: Builders):
+    builder = builders.spawn("Fix bug")
+    builders.wait_screen(builder, "agent> ")
+    builders.daemon.stop()
+    builders.daemon.start()
+    assert listed(builders)[builder["id"]]["status"] == "running"
+    assert end(builders, builder)["status"] == "succeeded"
