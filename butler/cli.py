@@ -83,9 +83,10 @@ def main_options(
 @app.command(
     epilog="[bold]Examples[/bold]\n\n"
     "  butler run --config roster/health\n\n"
-    "  butler run -c roster/health --port 8201 --database-url postgresql://localhost/butler\n\n"
-    "With no database configured, an embedded PostgreSQL is started and kept in the "
-    "user's data folder.",
+    "  butler run -c roster/health --port 8201\n\n"
+    "  DATABASE_URL=postgresql://localhost/butler butler run -c roster/health\n\n"
+    "With no database configured, an embedded PostgreSQL is started; its data is kept in "
+    "BUTLER_DATA_DIR, else the user's data folder (/var/lib/butler for root).",
 )
 def run(
     config: ConfigOption,
@@ -129,14 +130,13 @@ def db_migrate(
     async def go() -> None:
         opened = await open_database(cfg)
         try:
-            rows = await opened.db.fetch(
-                "SELECT version, name FROM butler_migrations ORDER BY version"
-            )
+            total = await opened.db.fetchval("SELECT count(*) FROM butler_migrations")
         finally:
             await opened.close()
-        for row in rows:
-            typer.echo(f"{row['version']:03d} {row['name']}")
-        typer.echo(f"schema {cfg.db_schema}: {len(rows)} migrations applied")
+        for migration in opened.applied:
+            typer.echo(f"applied {migration.path.name}")
+        now = f"{len(opened.applied)} applied now" if opened.applied else "up to date"
+        typer.echo(f"schema {cfg.db_schema}: {now}, {total} migrations in all")
 
     run_async(go())
 

@@ -55,7 +55,7 @@ class Database:
         """Create the schema if needed and open the pool."""
         try:
             conn = await asyncpg.connect(self.dsn, timeout=10)
-        except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+        except (OSError, asyncpg.PostgresError, TimeoutError, ValueError) as exc:
             raise DatabaseError(
                 f"cannot connect to PostgreSQL at {redact_dsn(self.dsn)}: {exc}; "
                 "expected a reachable server (set DATABASE_URL, or leave it unset "
@@ -65,6 +65,11 @@ class Database:
             await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(self.schema)}")
         except asyncpg.UniqueViolationError:
             pass  # another butler created it at the same moment
+        except asyncpg.PostgresError as exc:
+            raise DatabaseError(
+                f"cannot create schema {self.schema!r} at {redact_dsn(self.dsn)}: {exc}; "
+                "expected a role allowed to create schemas"
+            ) from None
         finally:
             await conn.close()
         self._pool = await asyncpg.create_pool(

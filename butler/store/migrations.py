@@ -14,6 +14,8 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+import asyncpg
+
 from butler.errors import DatabaseError
 from butler.store.db import Database
 
@@ -74,14 +76,24 @@ async def migrate(db: Database, folder: Path | None = None) -> list[Migration]:
             for migration in pending:
                 if migration.version in done:
                     continue
-                async with conn.transaction():
-                    await conn.execute(migration.path.read_text(encoding="utf-8"))
-                    await conn.execute(
-                        "INSERT INTO butler_migrations (version, name) VALUES ($1, $2)",
-                        migration.version,
-                        migration.name,
-                    )
+                await _apply(conn, migration)
                 applied_now.append(migration)
         finally:
             await conn.execute("SELECT pg_advisory_unlock($1)", _lock_key(db.schema))
     return applied_now
+
+
+async def _apply(conn: asyncpg.Connection, migration: Migration) -> None:
+    """Run one migration and record it, all or nothing."""
+    try:
+        async with conn.transaction():
+            await conn.execute(migration.path.read_text(encoding="utf-8"))
+            await conn.execute(
+                "INSERT INTO butler_migrations (version, name) VALUES ($1, $2)",
+                migration.version,
+                migration.name,
+            )
+    except asyncpg.PostgresError as exc:
+        raise DatabaseError(
+            f"{migration.path}: migration failed, none of it applied: {exc}"
+        ) from None
