@@ -1,0 +1,212 @@
+"""A butler's folder: what loads, what overrides it, and every mistake as one line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from butler.config import load_config
+from butler.runtimes.registry import available_runtimes
+from tests.helpers import REPO, write_butler
+
+#: Variables that would override the files under test.
+OVERRIDES = ("DATABASE_URL", "BUTLER_PORT", "BUTLER_HOST", "BUTLER_DB_SCHEMA", "BUTLER_RUNTIME")
+
+
+def run_butler(folder: Path | str, *args: str, env: dict[str, str] | None = None):
+    """``butler run --config folder`` as a person would type it; it must not get far."""
+    clean = {k: v for k, v in os.environ.items() if k not in OVERRIDES}
+    argv = [sys.executable, "-m", "butler.cli", "run", "--config", str(folder), *args]
+    return subprocess.run(
+        argv, capture_output=True, text=True, env={**clean, **(env or {})}, cwd=REPO, timeout=60
+    )
+
+
+def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    """The single stderr line of a refused start (exit 2, no traceback)."""
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert result.stdout == ""
+    return lines[0]
+
+
+def butler_toml(roster: Path, body: str, name: str = "tester") -> Path:
+    folder = write_butler(roster, name, port=8100)
+    (folder / "butler.toml").write_text(body, encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        pytest.param(
+            '[butler]\nname = "tester"\nprot = 8100\n',
+            ["unknown key 'prot'", "[butler]", "expected one of: name, port,"],
+            id="unknown-key",
+        ),
+        pytest.param(
+            '[butler]\nname = "tester"\n[butler.runtime]\nmax_turn = 5\n',
+            ["unknown key 'max_turn'", "[butler.runtime]", "max_turns"],
+            id="unknown-key-in-a-sub-table",
+        ),
+        pytest.param(
+            '[butler]\nname = "tester"\nport = "8100"\n',
+            ["butler.port", "expected an integer", "found '8100' (a string)"],
+            id="wrong-type",
+        ),
+        pytest.param(
+            '[butler]\nname = "tester"\n[butler.runtime]\nmax_turns = true\n',
+            ["butler.runtime.max_turns", "expected an integer", "found true (a boolean)"],
+            id="boolean-for-a-number",
+        ),
+        pytest.param(
+            "[butler]\nport = 8100\n",
+            ["[butler]", "missing required key 'name'"],
+            id="missing-name",
+        ),
+        pytest.param(
+            '[butler]\nname = "tester"\nport = 81 00\n',
+            ["invalid TOML at line 3, column 11"],
+            id="unparsable-toml",
+        ),
+        pytest.param(
+            '[butler]\nname = "tester"\ndescription = "never closed\n',
+            ["invalid TOML at line 3, column"],
+            id="unterminated-string",
+        ),
+        pytest.param(
+            '[butler]\nname = "tester"\n\n[[butler.schedule]]\nname = "digest"\n'
+            'cron = "0 25 * * *"\nprompt = "Summarise the day."\n',
+            ["butler.schedule[0].cron", "expected a cron expression", "found '0 25 * * *'"],
+            id="bad-cron",
+        ),
+        pytest.param(
+            '[butler]\nname = "tester"\n[butler.runtime]\ntype = "clippy"\n',
+            ["butler.runtime.type", "unknown runtime 'clippy'", *available_runtimes()],
+            id="unknown-runtime",
+        ),
+        pytest.param(
+            '[butler]\nname = "tester"\nport = 70000\n',
+            ["butler.port", "expected a port number from 1 to 65535", "found 70000"],
+            id="port-out-of-range",
+        ),
+        pytest.param(
+            '[butler]\nname = "tester"\n[butler.db]\nurl = "mysql://me:hunter2@db/butler"\n',
+            ["butler.db.url", "expected a URL like postgresql://", "mysql://me:***@db/butler"],
+            id="not-a-postgresql-url",
+        ),
+    ],
+)
+def test_a_mistake_in_butler_toml_is_one_line_naming_file_key_and_expectation(
+    roster, body, expected
+):
+    folder = butler_toml(roster, body)
+    line = one_line_error(run_butler(folder))
+    assert line.startswith(f"butler: error: {folder / 'butler.toml'}: ")
+    for fragment in expected:
+        assert fragment in line
+    assert "hunter2" not in line
+
+
+def test_missing_claude_md_is_named(roster):
+    folder = butler_toml(roster, '[butler]\nname = "tester"\n')
+    (folder / "CLAUDE.md").unlink()
+    line = one_line_error(run_butler(folder))
+    assert line == f"butler: error: {folder}: missing CLAUDE.md (the butler's system prompt)"
+
+
+def test_a_config_folder_that_does_not_exist_is_named(tmp_path):
+    line = one_line_error(run_butler(tmp_path / "nowhere"))
+    assert str(tmp_path / "nowhere") in line
+    assert "no such folder; expected a butler folder holding butler.toml" in line
+
+
+def test_a_bad_override_blames_the_variable_or_option_not_the_file(roster):
+    folder = butler_toml(roster, '[butler]\nname = "tester"\nport = 8100\n')
+    line = one_line_error(run_butler(folder, env={"BUTLER_PORT": "99999"}))
+    assert "environment variable BUTLER_PORT (butler.port)" in line
+    assert "found 99999" in line
+    line = one_line_error(run_butler(folder, env={"BUTLER_PORT": "eighty"}))
+    assert line.endswith(
+        "environment variable BUTLER_PORT: expected an integer, found 'eighty' (a string)"
+    )
+    line = one_line_error(run_butler(folder, "--port", "0"))
+    assert "--port (butler.port): expected a port number from 1 to 65535, found 0" in line
+
+
+def test_environment_wins_over_the_file_and_options_over_the_environment(roster, monkeypatch):
+    folder = butler_toml(
+        roster,
+        '[butler]\nname = "tester"\nport = 8100\n\n'
+        '[butler.db]\nurl = "postgresql://file@127.0.0.1/file"\n',
+    )
+    assert load_config(folder).butler.port == 8100
+    monkeypatch.setenv("BUTLER_PORT", "8201")
+    monkeypatch.setenv("DATABASE_URL", "postgresql://env@127.0.0.1/env")
+    config = load_config(folder)
+    assert config.butler.port == 8201
+    assert config.butler.db.url == "postgresql://env@127.0.0.1/env"
+    config = load_config(folder, port=8302, db_url="postgresql://cli@127.0.0.1/cli")
+    assert config.butler.port == 8302
+    assert config.butler.db.url == "postgresql://cli@127.0.0.1/cli"
+
+
+def test_a_minimal_folder_gets_the_documented_defaults(roster, monkeypatch):
+    for name in OVERRIDES:
+        monkeypatch.delenv(name, raising=False)
+    folder = butler_toml(roster, '[butler]\nname = "my-butler"\n', name="my-butler")
+    config = load_config(folder)
+    assert config.butler.host == "127.0.0.1"
+    assert config.runtime.type == "claude-code"
+    assert config.runtime.max_concurrent_sessions == 1
+    assert config.runtime.max_queued_sessions == 100
+    assert config.runtime.max_turns == 20
+    assert config.butler.db.url is None  # the embedded database
+    assert config.db_schema == "my_butler"  # its own schema, named after it
+    assert config.system_prompt_path == folder / "CLAUDE.md"
+
+
+def test_a_full_butler_toml_loads(roster):
+    folder = butler_toml(
+        roster,
+        """
+[butler]
+name = "health"
+port = 8201
+description = "Tracks medications."
+
+[butler.runtime]
+type = "claude-code"
+model = "claude-sonnet-4-5"
+max_concurrent_sessions = 2
+timeout_s = 300
+
+[butler.env]
+required = ["ANTHROPIC_API_KEY"]
+
+[butler.db]
+schema = "health_v2"
+
+[[butler.schedule]]
+name = "morning-check"
+cron = "0 8 * * *"
+prompt = "Check today's medications."
+timezone = "Europe/Paris"
+""",
+    )
+    config = load_config(folder)
+    assert config.runtime.max_concurrent_sessions == 2
+    assert config.runtime.timeout_s == 300.0
+    assert config.db_schema == "health_v2"
+    [schedule] = config.butler.schedule
+    assert (schedule.name, schedule.cron, schedule.timezone) == (
+        "morning-check",
+        "0 8 * * *",
+        "Europe/Paris",
+    )
