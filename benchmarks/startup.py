@@ -1,0 +1,154 @@
+"""Start-up time: from launching ``butler run`` to the first ``GET /health`` that answers 200.
+
+Three cases, each run several times:
+
+- external: a PostgreSQL given by URL, the butler's schema already migrated;
+- embedded, fresh: no URL and an empty data folder, so ``initdb`` runs first;
+- embedded, warm: no URL and the data folder of an earlier run (the server
+  stopped with the daemon, so it starts again, without ``initdb``).
+
+A floor is measured too: ``butler --version``, the interpreter and imports alone.
+
+    .venv/bin/python benchmarks/startup.py [--runs 5] [--database-url URL] [--no-embedded]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import asyncpg
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.helpers import free_port, write_butler  # noqa: E402
+
+DEFAULT_DSN = os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def healthy(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as response:
+            return response.status == 200
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+def start_once(folder: Path, env: dict[str, str], dsn: str | None, timeout: float = 120) -> float:
+    """Seconds from launch to a healthy daemon; the daemon is stopped afterwards."""
+    port = free_port()
+    argv = [sys.executable, "-m", "butler.cli", "run", "--config", str(folder)]
+    argv += ["--port", str(port), "--log-level", "warning"]
+    if dsn:
+        argv += ["--database-url", dsn]
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = started + timeout
+        while not healthy(port):
+            if proc.poll() is not None:
+                raise RuntimeError(f"butler run exited early:\n{proc.stderr.read()}")
+            if time.perf_counter() > deadline:
+                raise TimeoutError(f"not healthy within {timeout} s")
+            time.sleep(0.005)
+        return time.perf_counter() - started
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def floor_once(env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "butler.cli", "--version"], env=env, check=True, capture_output=True
+    )
+    return time.perf_counter() - started
+
+
+def measure(runs: int, once: Callable[[], float]) -> list[float]:
+    return [once() for _ in range(runs)]
+
+
+def report(label: str, seconds: list[float]) -> None:
+    ms = [s * 1000 for s in seconds]
+    print(
+        f"| {label} | {len(ms)} | {statistics.median(ms):.0f} ms "
+        f"| {min(ms):.0f} ms | {max(ms):.0f} ms |",
+        flush=True,
+    )
+
+
+async def drop_schema(dsn: str, schema: str) -> None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    finally:
+        await conn.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--database-url", default=DEFAULT_DSN)
+    parser.add_argument("--no-embedded", action="store_true")
+    args = parser.parse_args()
+
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    work = Path(tempfile.mkdtemp(prefix="butler-bench-"))
+    schema = f"bench_{uuid.uuid4().hex[:8]}"
+    try:
+        roster = work / "roster"
+        external = write_butler(roster, "bench", port=free_port(), schema=schema)
+        embedded = write_butler(roster, "bench_embedded", port=free_port())
+        print("| case | runs | median | min | max |\n|---|---|---|---|---|", flush=True)
+        report("floor: `butler --version`", measure(args.runs, lambda: floor_once(env)))
+
+        start_once(external, env, args.database_url)  # migrates the schema; not counted
+        report(
+            "external PostgreSQL",
+            measure(args.runs, lambda: start_once(external, env, args.database_url)),
+        )
+        if args.no_embedded:
+            return
+
+        def fresh() -> float:
+            # Under /tmp: as root the server's system user must reach the folder.
+            data = Path(tempfile.mkdtemp(prefix="butler-bench-data-"))
+            try:
+                return start_once(embedded, {**env, "BUTLER_DATA_DIR": str(data)}, None)
+            finally:
+                shutil.rmtree(data, ignore_errors=True)
+
+        report("embedded, fresh data folder (initdb)", measure(args.runs, fresh))
+
+        warm = {**env, "BUTLER_DATA_DIR": str(work / "data")}
+        start_once(embedded, warm, None)  # initdb and migrations; not counted
+        report(
+            "embedded, warm data folder",
+            measure(args.runs, lambda: start_once(embedded, warm, None)),
+        )
+    finally:
+        asyncio.run(drop_schema(args.database_url, schema))
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
