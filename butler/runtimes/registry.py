@@ -16,6 +16,9 @@ _ADAPTERS: dict[str, str] = {
     "claude-code": "butler.runtimes.claude_code:ClaudeCodeAdapter",
     "codex": "butler.runtimes.codex:CodexAdapter",
     "command": "butler.runtimes.command:CommandAdapter",
+    "gemini": "butler.runtimes.gemini:GeminiAdapter",
+    "opencode": "butler.runtimes.opencode:OpenCodeAdapter",
+    "copilot": "butler.runtimes.copilot:CopilotAdapter",
 }
 
 

@@ -1,0 +1,256 @@
+"""Gemini CLI: ``gemini --output-format stream-json`` (verified against 0.61.0).
+
+Spec 000 says the adapter passes ``--system-prompt``; Gemini CLI 0.61 has no
+such flag. The system prompt goes the way the real CLI takes one: a file named
+by ``GEMINI_SYSTEM_MD``, which replaces Gemini's whole built-in system prompt.
+
+The prompt goes on stdin (``--prompt ""`` makes the run headless and Gemini
+appends stdin to it), so its size is not bound by the argv limit and it does
+not show in the process list. ``GEMINI_CLI_HOME`` is the session's private
+home; its user settings are rewritten before each run to hold exactly the
+butler's MCP server (trusted, streamable HTTP), an auth type that works
+headless, and telemetry, usage statistics and auto-update off. The owner's
+other settings seeded into the home are kept. ``--allowed-mcp-server-names``
+admits only the butler's server, so nothing an extension or a system
+settings file adds is connected. ``--skip-trust`` trusts the butler folder
+for the run without loading its ``.gemini/settings.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from butler.runtimes.base import Invocation, RuntimeFailure, RuntimeResult, ToolCall, Usage
+from butler.runtimes.jsonl import JsonLinesStream, as_int, bare_name, stderr_summary
+from butler.runtimes.process import ProcessOutcome
+from butler.runtimes.subprocess_adapter import Command, SubprocessAdapter
+
+#: Spec 000: a Gemini runtime never sees the Anthropic key.
+DROPPED_ENV = ("ANTHROPIC_API_KEY",)
+#: Gemini CLI's own exit codes (``FatalError`` subclasses), as readable reasons.
+EXIT_REASONS = {
+    41: "authentication failed (expected GEMINI_API_KEY, or Vertex AI variables, "
+    "declared in [butler.env])",
+    42: "invalid input",
+    44: "sandbox error",
+    52: "configuration error",
+    53: "max turns reached",
+    54: "a tool failed",
+    55: "the working folder is not trusted",
+    130: "cancelled",
+}
+
+
+def http_status_of(code: int) -> int | None:
+    """The HTTP status behind an exit code: Gemini exits with ``status & 0xff`` on API errors."""
+    if 144 <= code <= 255:
+        return code + 256
+    return None
+
+
+def describe_exit(code: int) -> str:
+    """A readable reason for a Gemini exit code."""
+    if code in EXIT_REASONS:
+        return EXIT_REASONS[code]
+    status = http_status_of(code)
+    if status is not None:
+        return f"model API error (HTTP {status})"
+    return f"exit status {code}"
+
+
+def auth_type(env: dict[str, str], existing: str | None) -> str:
+    """The auth type to run headless with; the owner's seeded choice wins."""
+    if existing:
+        return existing
+    if env.get("GOOGLE_GENAI_USE_VERTEXAI", "").lower() in ("1", "true"):
+        return "vertex-ai"
+    # With GOOGLE_GEMINI_BASE_URL alone Gemini picks "gateway" auth, which
+    # it refuses headless (exit 41).
+    return "gemini-api-key"
+
+
+def _section(settings: dict[str, Any], key: str) -> dict[str, Any]:
+    value = settings.get(key)
+    if not isinstance(value, dict):
+        value = {}
+        settings[key] = value
+    return value
+
+
+def build_settings(existing: dict[str, Any], invocation: Invocation) -> dict[str, Any]:
+    """The user settings of one run: the owner's, with the butler's lockdown on top."""
+    settings = json.loads(json.dumps(existing))  # a deep copy; never edit the input
+    auth = _section(_section(settings, "security"), "auth")
+    auth["selectedType"] = auth_type(invocation.env, auth.get("selectedType"))
+    _section(settings, "privacy")["usageStatisticsEnabled"] = False
+    _section(settings, "telemetry")["enabled"] = False
+    general = _section(settings, "general")
+    general["enableAutoUpdate"] = False
+    general["enableAutoUpdateNotification"] = False
+    _section(settings, "model")["maxSessionTurns"] = invocation.max_turns
+    servers: dict[str, Any] = {}
+    if invocation.mcp is not None:
+        mcp = invocation.mcp
+        key = "httpUrl" if mcp.transport == "http" else "url"
+        servers[mcp.name] = {key: mcp.url, "headers": dict(mcp.headers), "trust": True}
+    settings["mcpServers"] = servers
+    return settings
+
+
+def build_env(invocation: Invocation, system_md: Path) -> dict[str, str]:
+    """The spawner's environment minus what spec 000 excludes, plus a private home."""
+    env = {k: v for k, v in invocation.env.items() if k not in DROPPED_ENV}
+    home = str(invocation.home)
+    env.update(
+        HOME=home,
+        GEMINI_CLI_HOME=home,
+        GEMINI_SYSTEM_MD=str(system_md),
+        # Crash reports go to the OS temp folder; keep them with the session.
+        TMPDIR=str(invocation.home / "tmp"),
+        NO_COLOR="1",
+    )
+    return env
+
+
+def build_argv(invocation: Invocation, binary: str) -> list[str]:
+    """The whole argv of one run; the prompt itself goes on stdin."""
+    argv = [binary, "--prompt", "", "--output-format", "stream-json"]
+    argv += ["--approval-mode", "yolo", "--skip-trust"]
+    # An empty allow-list admits every server; with no endpoint, name none of ours.
+    allowed = invocation.mcp.name if invocation.mcp else "none"
+    argv += ["--allowed-mcp-server-names", allowed]
+    if invocation.model:
+        argv += ["--model", invocation.model]
+    if invocation.resume:
+        argv += ["--resume", invocation.resume]
+    return argv + list(invocation.args)
+
+
+class GeminiStream(JsonLinesStream):
+    """Folds ``--output-format stream-json`` events into a result."""
+
+    def __init__(self, server: str | None) -> None:
+        super().__init__()
+        self.prefix = f"mcp_{server}_" if server else None
+        self.pending: dict[str, int] = {}
+        self.message: list[str] = []
+        self.warning: str | None = None
+
+    def event(self, event: dict[str, Any]) -> str | None:
+        kind = event.get("type")
+        if kind == "init":
+            self.session_id = event.get("session_id") or self.session_id
+            return "runtime started"
+        if kind == "message" and event.get("role") == "assistant":
+            if not event.get("delta"):
+                self._flush()
+            self.message.append(str(event.get("content") or ""))
+        elif kind == "tool_use":
+            return self._tool_use(event)
+        elif kind == "tool_result":
+            self._tool_result(event)
+        elif kind == "error":
+            self.warning = str(event.get("message") or event)
+        elif kind == "result":
+            self._result(event)
+        return None
+
+    def _flush(self) -> None:
+        text = "".join(self.message).strip()
+        if text:
+            self.texts.append(text)
+        self.message = []
+
+    def _tool_use(self, event: dict[str, Any]) -> str:
+        self._flush()
+        name = bare_name(str(event.get("tool_name") or "?"), self.prefix)
+        params = event.get("parameters")
+        call = ToolCall(name, params if isinstance(params, dict) else {}, event.get("tool_id"))
+        if call.call_id:
+            self.pending[call.call_id] = len(self.calls)
+        self.calls.append(call)
+        return f"calling {name}"
+
+    def _tool_result(self, event: dict[str, Any]) -> None:
+        index = self.pending.pop(str(event.get("tool_id")), None)
+        if index is None or event.get("status") == "success":
+            return
+        call = self.calls[index]
+        error = event.get("error")
+        message = (error.get("message") if isinstance(error, dict) else error) or "tool failed"
+        self.calls[index] = ToolCall(call.name, call.arguments, call.call_id, str(message)[:500])
+
+    def _result(self, event: dict[str, Any]) -> None:
+        self._flush()
+        stats = event.get("stats") or {}
+        self.usage = Usage(
+            input_tokens=as_int(stats.get("input_tokens")),
+            output_tokens=as_int(stats.get("output_tokens")),
+            cache_read_tokens=as_int(stats.get("cached")),
+        )
+        if event.get("status") == "error":
+            error = event.get("error") or {}
+            message = error.get("message") if isinstance(error, dict) else error
+            self.failure = f"runtime error: {message or self.warning or 'unknown error'}"
+
+    def result(self) -> RuntimeResult:
+        self._flush()
+        return super().result()
+
+
+class GeminiAdapter(SubprocessAdapter):
+    """Gemini CLI in headless mode."""
+
+    type_name = "gemini"
+    binary_name = "gemini"
+    prompt_files = ("GEMINI.md", "CLAUDE.md")
+    supports_resume = True
+    install_hint = "npm install -g @google/gemini-cli@0.61.0"
+
+    def build_config_file(self, invocation: Invocation) -> Path:
+        return invocation.home / ".gemini" / "settings.json"
+
+    def command(self, invocation: Invocation, binary: str) -> Command:
+        settings_path = self.build_config_file(invocation)
+        system_md = invocation.workdir / "gemini-system.md"
+        settings = build_settings(read_settings(settings_path), invocation)
+        return Command(
+            argv=build_argv(invocation, binary),
+            env=build_env(invocation, system_md),
+            stdin=invocation.prompt,
+            files={
+                settings_path: json.dumps(settings, indent=2) + "\n",
+                system_md: invocation.system_prompt,
+                invocation.home / "tmp" / ".keep": "",
+            },
+        )
+
+    def parser(self, invocation: Invocation) -> GeminiStream:
+        return GeminiStream(invocation.mcp.name if invocation.mcp else None)
+
+    def exit_error(self, outcome: ProcessOutcome) -> str:
+        detail = stderr_summary(outcome.stderr)
+        reason = describe_exit(outcome.returncode)
+        return f"gemini failed: {reason}" + (f": {detail}" if detail else "")
+
+
+def read_settings(path: Path) -> dict[str, Any]:
+    """The user settings seeded into the session home, if any."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise RuntimeFailure(f"cannot read {path}: {exc}") from None
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise RuntimeFailure(
+            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); expected Gemini "
+            "user settings as a JSON object"
+        ) from None
+    if not isinstance(data, dict):
+        raise RuntimeFailure(f"{path}: expected a JSON object of Gemini user settings")
+    return data
