@@ -41,7 +41,6 @@ log = logging.getLogger("butler.daemon")
 DRAIN_TIMEOUT_S = 30.0
 
 
-
 @dataclass
 class OpenDatabase:
     """The database a daemon opened, and the embedded server behind it, if any."""
