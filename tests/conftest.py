@@ -6,12 +6,20 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
 
+from butler.config import load_config
+from butler.runtimes.base import RuntimeAdapter
+from butler.spawner.spawner import Spawner
+from butler.store.credentials import CredentialStore
 from butler.store.db import Database, quote_ident
+from butler.store.memory import PostgresMemory
 from butler.store.migrations import migrate
+from butler.store.sessions import SessionStore
+from tests.fakes.runtime import FakeAdapter
 from tests.helpers import free_port, write_butler
 
 #: The fake model server and MCP probe fixtures serve every test package.
@@ -100,3 +108,36 @@ def span_exporter(_telemetry_memory):
 @pytest.fixture
 def metric_reader(_telemetry_memory):
     return _telemetry_memory[1]
+
+
+@pytest.fixture
+def make_spawner(db, roster):
+    """Build a Spawner over the test database with a fake or real adapter."""
+
+    def build(
+        adapter: RuntimeAdapter | None = None,
+        *,
+        runtime: dict[str, Any] | None = None,
+        extra: str = "",
+        prompt: str = "You are a test butler.\n",
+        environ: dict[str, str] | None = None,
+    ) -> Spawner:
+        folder = write_butler(
+            roster,
+            "tester",
+            port=free_port(),
+            schema=db.schema,
+            runtime=runtime,
+            extra=extra,
+            prompt=prompt,
+        )
+        config = load_config(folder)
+        return Spawner(
+            config,
+            adapter or FakeAdapter(config.runtime),
+            SessionStore(db),
+            CredentialStore(db, environ or {"ANTHROPIC_API_KEY": "sk-test"}),
+            memory=PostgresMemory(db),
+        )
+
+    return build

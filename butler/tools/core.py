@@ -6,6 +6,8 @@ import time
 from typing import Any
 
 from fastmcp import FastMCP
+from fastmcp.exceptions import ToolError
+from pydantic import JsonValue
 
 from butler import __version__
 from butler.tools.context import ButlerContext
@@ -15,13 +17,15 @@ def register_core_tools(mcp: FastMCP, butler: ButlerContext) -> None:
     """Add ``state_*`` and ``status`` to ``mcp``."""
 
     @mcp.tool
-    async def state_get(key: str) -> Any:
+    async def state_get(key: str) -> JsonValue:
         """Return the JSON value stored under ``key``, or null when there is none."""
         return await butler.state.get(key)
 
     @mcp.tool
-    async def state_set(key: str, value: Any) -> dict[str, Any]:
+    async def state_set(key: str, value: JsonValue) -> dict[str, Any]:
         """Store a JSON value under ``key``, replacing any previous value."""
+        if value is None:
+            raise ToolError("state_set: value must not be null; use state_delete to remove a key")
         await butler.state.set(key, value)
         return {"key": key, "stored": True}
 

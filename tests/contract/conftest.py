@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.spawner.conftest import make_spawner  # noqa: F401  (a fixture)
-
 EXAMPLE_ROSTER = Path(__file__).resolve().parents[2] / "roster"
 
 

@@ -8,8 +8,8 @@ import signal
 from fastmcp import Client
 
 from tests.conftest import TEST_DSN
+from tests.fakes.runtime import FAKE_CLAUDE
 from tests.helpers import DaemonProcess, free_port, write_butler
-from tests.spawner.conftest import FAKE_CLAUDE
 
 
 async def test_sigterm_drains_then_cancels_and_records_it(roster, schema_name):

@@ -19,7 +19,7 @@ from butler.runtimes.base import Invocation, McpEndpoint
 from butler.runtimes.claude_code import ClaudeStream, build_options, parse_extra_args
 from butler.runtimes.registry import get_adapter
 from butler.spawner.spawner import TriggerRequest
-from tests.spawner.conftest import FAKE_CLAUDE
+from tests.fakes.runtime import FAKE_CLAUDE
 
 CAPTURES = Path(__file__).resolve().parents[2].parent / "shared" / "captures"
 CAPTURE = CAPTURES / "claude_stream_json_stdout_mcp.jsonl"

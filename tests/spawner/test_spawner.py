@@ -9,7 +9,7 @@ import pytest
 
 from butler.runtimes.base import Invocation, RuntimeResult, ToolCall
 from butler.spawner.spawner import TriggerRequest
-from tests.spawner.conftest import FakeAdapter, failing
+from tests.fakes.runtime import FakeAdapter, failing
 
 
 async def test_successful_session_is_recorded(make_spawner):

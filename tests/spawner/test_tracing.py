@@ -10,7 +10,7 @@ from butler.config import RuntimeConfig
 from butler.runtimes.registry import get_adapter
 from butler.spawner import spawner as spawner_module
 from butler.spawner.spawner import TriggerRequest
-from tests.spawner.conftest import FAKE_CLAUDE
+from tests.fakes.runtime import FAKE_CLAUDE
 
 
 def _fake_cli(make_spawner):

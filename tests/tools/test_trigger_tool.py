@@ -2,29 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 from fastmcp import Client
 
-from butler.server import build_mcp
-from butler.store.state import StateStore
-from butler.tools.context import ButlerContext
-from tests.spawner.conftest import FakeAdapter, failing
-
-
-@pytest.fixture
-def butler_mcp(make_spawner, db):
-    def build(adapter=None):
-        spawner = make_spawner(adapter or FakeAdapter())
-        context = ButlerContext(
-            config=spawner.config,
-            db=db,
-            state=StateStore(db),
-            sessions=spawner.sessions,
-            spawner=spawner,
-        )
-        return build_mcp(context)
-
-    return build
+from tests.fakes.runtime import FakeAdapter, failing
 
 
 async def test_trigger_with_prompt_only_returns_a_spawner_result(butler_mcp):

@@ -1,4 +1,4 @@
-"""Spawner fixtures: a real database, a butler folder, and an in-process fake adapter."""
+"""An in-process fake runtime adapter, and where the fake Claude CLI lives."""
 
 from __future__ import annotations
 
@@ -6,9 +6,6 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from butler.config import load_config
 from butler.runtimes.base import (
     Invocation,
     ProgressSink,
@@ -18,11 +15,6 @@ from butler.runtimes.base import (
     ToolCall,
     Usage,
 )
-from butler.spawner.spawner import Spawner
-from butler.store.credentials import CredentialStore
-from butler.store.memory import PostgresMemory
-from butler.store.sessions import SessionStore
-from tests.helpers import free_port, write_butler
 
 FAKE_CLAUDE = Path(__file__).resolve().parents[1] / "runtimes" / "fake_claude.py"
 
@@ -80,36 +72,3 @@ class FakeAdapter(RuntimeAdapter):
 
 async def failing(invocation: Invocation) -> RuntimeResult:
     raise RuntimeFailure("Connection refused", RuntimeResult(output="partial words"))
-
-
-@pytest.fixture
-def make_spawner(db, roster):
-    """Build a Spawner over the test database with a fake or real adapter."""
-
-    def build(
-        adapter: RuntimeAdapter | None = None,
-        *,
-        runtime: dict[str, Any] | None = None,
-        extra: str = "",
-        prompt: str = "You are a test butler.\n",
-        environ: dict[str, str] | None = None,
-    ) -> Spawner:
-        folder = write_butler(
-            roster,
-            "tester",
-            port=free_port(),
-            schema=db.schema,
-            runtime=runtime,
-            extra=extra,
-            prompt=prompt,
-        )
-        config = load_config(folder)
-        return Spawner(
-            config,
-            adapter or FakeAdapter(config.runtime),
-            SessionStore(db),
-            CredentialStore(db, environ or {"ANTHROPIC_API_KEY": "sk-test"}),
-            memory=PostgresMemory(db),
-        )
-
-    return build
