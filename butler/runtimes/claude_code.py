@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from butler.runtimes.base import (
     Usage,
 )
 from butler.runtimes.launcher import read_pid, write_launcher
-from butler.runtimes.process import terminate_group
+from butler.runtimes.process import KILL_GRACE_S, kill_group, terminate_group
 from butler.runtimes.subprocess_adapter import Command
 
 #: Environment that keeps Claude Code from calling home: a daemon runs pinned
@@ -251,6 +252,7 @@ class ClaudeCodeAdapter(RuntimeAdapter):
     def __init__(self, config: Any) -> None:
         super().__init__(config)
         self._workdir: Path | None = None
+        self._expired = False
         # The CLI is pinned with the SDK; asking it its version costs a process per session.
         os.environ.setdefault("CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK", "1")
 
@@ -280,23 +282,29 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         stderr: list[str] = []
         options.stderr = lambda line: stderr.append(line) if len(stderr) < STDERR_LINES else None
         stream = ClaudeStream(invocation.mcp.name if invocation.mcp else None)
+        # At the time limit the CLI is signalled first: a cancelled SDK stream
+        # would wait 5 s on a hung CLI before signalling it itself.
+        self._expired = False
+        timer = asyncio.get_running_loop().call_later(invocation.timeout_s, self._expire)
         try:
-            async with asyncio.timeout(invocation.timeout_s):
+            async with asyncio.timeout(invocation.timeout_s + KILL_GRACE_S):
                 async for message in sdk.query(prompt=invocation.prompt, options=options):
                     line = stream.feed(message)
                     if line and progress is not None:
                         await progress(line)
         except TimeoutError:
-            await self._kill()
-            partial = stream.to_result()
-            raise RuntimeFailure(f"timeout after {invocation.timeout_s:g} s", partial) from None
+            self._expired = True
         except sdk.ClaudeSDKError as exc:
-            partial = stream.to_result()
-            detail = stream.error() if stream.result is not None else None
-            message = detail or _sdk_error_line(exc, stderr)
-            raise RuntimeFailure(message, partial) from None
+            if not self._expired:
+                detail = stream.error() if stream.result is not None else None
+                message = detail or _sdk_error_line(exc, stderr)
+                raise RuntimeFailure(message, stream.to_result()) from None
         finally:
+            timer.cancel()
             await self._kill()
+        if self._expired:
+            message = f"timeout after {invocation.timeout_s:g} s"
+            raise RuntimeFailure(message, stream.to_result())
         result = stream.to_result()
         if result.error:
             raise RuntimeFailure(result.error, result)
@@ -323,6 +331,13 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         pgid = read_pid(self._workdir)
         if pgid is not None:
             await terminate_group(pgid, grace_s=1.0)
+
+    def _expire(self) -> None:
+        """The time limit passed: signal the CLI's group so the SDK's stream ends now."""
+        self._expired = True
+        pgid = read_pid(self._workdir) if self._workdir is not None else None
+        if pgid is not None:
+            kill_group(pgid, signal.SIGTERM)
 
     def reset(self) -> None:
         if self._workdir is not None:
