@@ -205,7 +205,10 @@ class GeminiAdapter(SubprocessAdapter):
 
     type_name = "gemini"
     binary_name = "gemini"
-    prompt_files = ("GEMINI.md", "CLAUDE.md")
+    # Gemini loads every GEMINI.md it finds as context and 0.61 has no switch to
+    # stop it, so the system prompt comes from CLAUDE.md when there is one: a
+    # GEMINI.md beside it then reaches the model once, as Gemini's own context.
+    prompt_files = ("CLAUDE.md", "GEMINI.md")
     supports_resume = True
     install_hint = "npm install -g @google/gemini-cli@0.61.0"
 

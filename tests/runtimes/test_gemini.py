@@ -168,3 +168,11 @@ def test_unreadable_seeded_settings_are_one_clear_error(tmp_path: Path) -> None:
 )
 def test_exit_codes_read_as_reasons(code: int, reason: str) -> None:
     assert reason in describe_exit(code)
+
+
+def test_the_system_prompt_file_is_claude_md_first(tmp_path: Path) -> None:
+    adapter = GeminiAdapter(RuntimeConfig(type="gemini"))
+    (tmp_path / "GEMINI.md").write_text("gemini context")
+    assert adapter.parse_system_prompt_file(tmp_path).name == "GEMINI.md"
+    (tmp_path / "CLAUDE.md").write_text("system prompt")
+    assert adapter.parse_system_prompt_file(tmp_path).name == "CLAUDE.md"
