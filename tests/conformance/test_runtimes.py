@@ -44,9 +44,12 @@ async def call(url: str, tool: str, **arguments: Any) -> dict[str, Any]:
     return result.structured_content
 
 
-async def state_get(butler: Conformance, key: str) -> str | None:
+async def state_get(butler: Conformance, key: str) -> Any:
+    """The butler's state under ``key``, as a client reads it."""
     async with Client(f"{butler.url}/mcp", timeout=30) as client:
         result = await client.call_tool("state_get", {"key": key})
+    if result.data is not None:
+        return result.data
     return result.content[0].text if result.content else None
 
 
@@ -141,7 +144,7 @@ async def test_a_hanging_model_times_out_and_leaves_no_process(
     started = time.monotonic()
     result = await trigger(conformance, "Wait forever", timeout_s=HANG_TIMEOUT_S)
     assert result["success"] is False and "timeout" in result["error"], result["error"]
-    assert time.monotonic() - started < HANG_TIMEOUT_S + 20
+    assert time.monotonic() - started < HANG_TIMEOUT_S + 8, "ended near its time limit"
     row = await session(conformance, result["session_id"])
     assert row["status"] == "failed"
     home = conformance.session_home(result["session_id"])

@@ -1,0 +1,28 @@
+"""What the JSON-lines runtimes share: error lines from stderr, garbage on stdout."""
+
+from __future__ import annotations
+
+from butler.runtimes.jsonl import as_int, bare_name, exit_message, stderr_summary
+
+
+def test_the_error_line_wins_over_usage_hints_and_colours() -> None:
+    copilot = (
+        "Error: No session, task, or name matched 'abc'.\n\n"
+        "To resume by session or task ID:  copilot --resume=<id>\n"
+        "To start a new session with ID:   copilot --session-id=<valid-uuid>\n"
+    )
+    assert stderr_summary(copilot) == "Error: No session, task, or name matched 'abc'."
+    opencode = "\x1b[91m\x1b[1mError: \x1b[0mSession not found\n"
+    expected = "opencode exited with status 1: Error: Session not found"
+    assert exit_message("opencode", 1, opencode) == expected
+
+
+def test_without_an_error_line_the_last_lines_are_kept() -> None:
+    assert stderr_summary("one\n\ntwo\nthree\nfour\n") == "two | three | four"
+    assert exit_message("gemini", 2, "") == "gemini exited with status 2"
+
+
+def test_small_helpers_tolerate_what_json_throws_at_them() -> None:
+    assert as_int(None) == 0 and as_int("12") == 12 and as_int({"x": 1}) == 0
+    assert bare_name("mcp_health_state_set", "mcp_health_") == "state_set"
+    assert bare_name("run_shell_command", "mcp_health_") == "run_shell_command"
