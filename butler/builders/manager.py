@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import signal
 import uuid
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,9 @@ log = logging.getLogger(__name__)
 #: Rows one refresh has claimed to complete; a claim is never given back, so two
 #: overlapping refreshes cannot complete one builder twice.
 _FINISHING: set[str] = set()
+#: Signals that mean someone stopped the runtime, rather than that it broke.
+STOP_SIGNALS = {signal.SIGHUP, signal.SIGINT, signal.SIGTERM}
+_SIGNALS = {int(s) for s in signal.Signals}
 #: Lines of scrollback kept as a finished builder's output.
 OUTPUT_LINES = 2000
 
@@ -216,22 +220,15 @@ class BuilderManager:
         _FINISHING.add(row["id"])
         name = row["metadata"].get("tmux_session", "")
         output = await self.tmux.capture(name, OUTPUT_LINES) if pane is not None else ""
-        if pane is None:
-            status, error = "cancelled", "its tmux session was closed while the runtime ran"
-        elif pane.exit_status == 0:
-            status, error = "succeeded", None
-        else:
-            status, error = "failed", f"runtime exited with status {pane.exit_status}"
+        status, error = end_of(pane)
         calls = [call.to_json() for call in self.spawner.ledger.close(row["id"])]
         outcome = SessionOutcome(
             status, status == "succeeded", output, error, calls, elapsed_ms(row)
         )
         session_id = uuid.UUID(row["id"])
         await self.sessions.complete(session_id, outcome)
-        exit_status = pane.exit_status if pane else None
-        await self.sessions.update_metadata(
-            session_id, {"ended_at": now_iso(), "exit_status": exit_status}
-        )
+        ended = {"ended_at": now_iso(), "exit_status": pane and pane.exit_status}
+        await self.sessions.update_metadata(session_id, {**ended, "signal": pane and pane.signal})
         log.info("builder finished", extra={"session_id": row["id"], "status": status})
 
     async def screen(self, row: dict[str, Any]) -> str | None:
@@ -239,3 +236,16 @@ class BuilderManager:
         if not is_builder(row) or not is_live(row):
             return None
         return await self.tmux.capture(row["metadata"].get("tmux_session", ""), OUTPUT_LINES)
+
+
+def end_of(pane: PaneState | None) -> tuple[str, str | None]:
+    """A finished builder's status and error, from how its runtime's process ended."""
+    if pane is None:
+        return "cancelled", "its tmux session was closed while the runtime ran"
+    if pane.signal is not None:
+        name = signal.Signals(pane.signal).name if pane.signal in _SIGNALS else str(pane.signal)
+        stopped = pane.signal in STOP_SIGNALS
+        return ("cancelled" if stopped else "failed"), f"runtime ended by signal {name}"
+    if pane.exit_status == 0:
+        return "succeeded", None
+    return "failed", f"runtime exited with status {pane.exit_status}"

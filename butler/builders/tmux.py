@@ -35,6 +35,10 @@ def tmux_env() -> dict[str, str]:
     return env
 
 
+def _number(text: str) -> int | None:
+    return int(text) if text.isdigit() else None
+
+
 def session_name(butler: str, builder_id: str) -> str:
     return f"{butler}-{builder_id}"
 
@@ -45,6 +49,7 @@ class PaneState:
 
     dead: bool
     exit_status: int | None
+    signal: int | None = None
 
 
 class TmuxError(ButlerError):
@@ -86,15 +91,17 @@ class Tmux:
 
     async def panes(self) -> dict[str, PaneState]:
         """Every session of the server and the state of its first pane ({} without a server)."""
-        fmt = "#{session_name}\t#{pane_index}\t#{pane_dead}\t#{pane_dead_status}"
+        fmt = (
+            "#{session_name}\t#{pane_index}\t#{pane_dead}\t#{pane_dead_status}\t#{pane_dead_signal}"
+        )
         status, out = await self.run("list-panes", "-a", "-F", fmt, check=False)
         if status != 0:
             return {}
         states: dict[str, PaneState] = {}
         for line in out.splitlines():
-            name, index, dead, code = [*line.split("\t"), "", "", ""][:4]
+            name, index, dead, code, signal = [*line.split("\t"), "", "", "", ""][:5]
             if index == "0" or name not in states:
-                states[name] = PaneState(dead == "1", int(code) if code.isdigit() else None)
+                states[name] = PaneState(dead == "1", _number(code), _number(signal))
         return states
 
     async def capture(self, name: str, history: int = 0) -> str:

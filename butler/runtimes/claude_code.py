@@ -120,6 +120,25 @@ def build_options(invocation: Invocation, cli_path: Path) -> sdk.ClaudeAgentOpti
     )
 
 
+#: The TUI only: it would clone a plugin marketplace at start-up; and it would start its
+#: first turn while the butler's server is still connecting, so without its tools.
+INTERACTIVE_ENV = {
+    "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
+    "MCP_CONNECTION_NONBLOCKING": "0",
+}
+
+
+def interactive_mcp_config(invocation: Invocation) -> dict[str, Any]:
+    """The butler's one server for the TUI; ``alwaysLoad`` makes its first turn wait for it."""
+    if invocation.mcp is None:
+        return {"mcpServers": {}}
+    mcp = invocation.mcp
+    entry: dict[str, Any] = {"type": mcp.transport, "url": mcp.url, "alwaysLoad": True}
+    if mcp.headers:
+        entry["headers"] = dict(mcp.headers)
+    return {"mcpServers": {mcp.name: entry}}
+
+
 def interactive_argv(invocation: Invocation, cli: str, mcp_config: Path) -> list[str]:
     """Claude Code as a terminal session, locked down as :func:`build_options` does."""
     allowed = list(BUILTIN_TOOLS)
@@ -315,14 +334,18 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         cli = self.cli_path()
         if not os.access(cli, os.X_OK):
             raise RuntimeFailure(f"Claude Code not found at {cli}; expected an executable")
-        env = runtime_env(invocation)
+        env = {**runtime_env(invocation), **INTERACTIVE_ENV}
         state_file = Path(env["CLAUDE_CONFIG_DIR"]) / ".claude.json"
         existing: dict[str, Any] = {}
         with contextlib.suppress(OSError, ValueError):
             existing = json.loads(state_file.read_text(encoding="utf-8"))
-        state = json.dumps(interactive_state(invocation, existing), indent=2)
-        argv = interactive_argv(invocation, cli, self.build_config_file(invocation))
-        return Command(argv=argv, env=env, files={state_file: state})
+        mcp_file = invocation.workdir / "claude-mcp.json"
+        files = {
+            state_file: json.dumps(interactive_state(invocation, existing), indent=2),
+            mcp_file: json.dumps(interactive_mcp_config(invocation), indent=2),
+        }
+        argv = interactive_argv(invocation, cli, mcp_file)
+        return Command(argv=argv, env=env, files=files)
 
     async def _kill(self) -> None:
         """End the CLI's process group, if the launcher recorded one."""

@@ -145,7 +145,12 @@ class Builders:
             shown = self.screen(builder)
             return shown if text in shown else None
 
-        return wait_until(shows, timeout)
+        try:
+            return wait_until(shows, timeout)
+        except TimeoutError:
+            raise AssertionError(
+                f"{text!r} not shown; the screen:\n{self.screen(builder)}"
+            ) from None
 
     def seen(self, builder: dict[str, Any]) -> dict[str, Any]:
         """What the agent got: prompt, system prompt, MCP config, env names, cwd."""
