@@ -85,7 +85,7 @@ def conformance(
     tmp_path_factory: pytest.TempPathFactory,
     _fake_model_session: FakeModelServer,
 ) -> Iterator[Conformance]:
-    """A daemon of butler ``tester`` on the genuine CLI of one runtime."""
+    """A daemon of butler ``conformer`` on the genuine CLI of one runtime."""
     name: str = request.param
     case = CASES[name]
     missing = case.recipe.missing_reason()

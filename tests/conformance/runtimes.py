@@ -16,7 +16,8 @@ from pathlib import Path
 from tests.fakes.cli_recipes import RECIPES, Recipe
 
 FAKE_KEY = "fake-model-key-4f1c9a2e"
-BUTLER = "tester"
+#: Not "tester": other end-to-end tests look for leftover workspaces of that name.
+BUTLER = "conformer"
 
 
 def _codex_args(model_url: str) -> list[str]:
