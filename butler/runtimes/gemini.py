@@ -118,7 +118,7 @@ def build_argv(invocation: Invocation, binary: str) -> list[str]:
     """The whole argv of one run; the prompt itself goes on stdin."""
     argv = [binary, "--prompt", "", "--output-format", "stream-json"]
     argv += ["--approval-mode", "yolo", "--skip-trust"]
-    # An empty allow-list admits every server; with no endpoint, name none of ours.
+    # An empty allow-list admits every server; with no endpoint, admit a name nothing has.
     allowed = invocation.mcp.name if invocation.mcp else "none"
     argv += ["--allowed-mcp-server-names", allowed]
     if invocation.model:
