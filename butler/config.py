@@ -426,19 +426,19 @@ def load_config(config_dir: str | Path, **overrides: Any) -> ButlerConfig:
 
 
 def _check_runtime_type(runtime: RuntimeConfig, path: Path, where: str) -> None:
-    from butler.runtimes.registry import adapter_class, available_runtimes, load_roster_runtimes
+    from butler.runtimes.registry import adapter_class, available_runtimes
 
+    roster = path.parent.parent
     try:
-        load_roster_runtimes(path.parent.parent)
+        names = available_runtimes(roster)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    names = available_runtimes()
     if runtime.type not in names:
         raise ConfigError(
             f"{where}: butler.runtime.type: unknown runtime {runtime.type!r}; "
             f"expected one of {', '.join(names)}"
         )
     try:
-        adapter_class(runtime.type).validate_config(runtime)
+        adapter_class(runtime.type, roster).validate_config(runtime)
     except ValueError as exc:
         raise ConfigError(f"{where}: butler.runtime.{exc}") from None

@@ -89,7 +89,7 @@ async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
     memory = PostgresMemory(db, config.butler.memory.max_episodes)
     spawner = Spawner(
         config,
-        get_adapter(config.runtime.type, config.runtime),
+        get_adapter(config.runtime.type, config.runtime, config.roster_dir),
         sessions,
         CredentialStore(db),
         memory=memory,

@@ -1,7 +1,10 @@
 """The registry of runtime adapters, by ``[butler.runtime] type``.
 
-Adapters are named here as ``module:Class`` and imported on first use, so
-listing them (for config validation and error messages) costs nothing.
+Built-in adapters are named here as ``module:Class`` and imported on first
+use, so listing them (for config validation and error messages) costs
+nothing. A roster may add external runtimes in its ``agent_runtime.json``;
+those are looked up in the roster a butler comes from, never kept globally,
+so two rosters in one process cannot see each other's runtimes.
 """
 
 from __future__ import annotations
@@ -22,42 +25,35 @@ _ADAPTERS: dict[str, str] = {
 }
 
 
-#: External runtimes registered by rosters' ``agent_runtime.json`` files.
-_EXTERNAL: dict[str, type[RuntimeAdapter]] = {}
-
-
-def load_roster_runtimes(roster: Path) -> list[str]:
-    """Register the external runtimes of a roster's ``agent_runtime.json``; ValueError if bad."""
+def roster_runtimes(roster: Path | None) -> dict[str, type[RuntimeAdapter]]:
+    """The external runtimes of a roster's ``agent_runtime.json``; ValueError if it is bad."""
+    if roster is None:
+        return {}
     from butler.runtimes.external import adapter_for, load_runtimes_file
 
-    names = []
+    found: dict[str, type[RuntimeAdapter]] = {}
     for spec in load_runtimes_file(roster):
         if spec.name in _ADAPTERS:
             raise ValueError(f"{roster}: external runtime {spec.name!r} shadows a built-in one")
-        _EXTERNAL[spec.name] = adapter_for(spec)
-        names.append(spec.name)
-    return names
+        found[spec.name] = adapter_for(spec)
+    return found
 
 
-def register(type_name: str, target: str) -> None:
-    """Register an adapter class given as ``"module:Class"``."""
-    _ADAPTERS[type_name] = target
+def available_runtimes(roster: Path | None = None) -> list[str]:
+    """Every runtime type a butler of ``roster`` may use, sorted."""
+    return sorted({*_ADAPTERS, *roster_runtimes(roster)})
 
 
-def available_runtimes() -> list[str]:
-    """Every registered runtime type, sorted."""
-    return sorted({*_ADAPTERS, *_EXTERNAL})
-
-
-def adapter_class(type_name: str) -> type[RuntimeAdapter]:
+def adapter_class(type_name: str, roster: Path | None = None) -> type[RuntimeAdapter]:
     """The adapter class for a runtime type; ``ValueError`` lists the known ones."""
-    if type_name in _EXTERNAL:
-        return _EXTERNAL[type_name]
+    external = roster_runtimes(roster)
+    if type_name in external:
+        return external[type_name]
     target = _ADAPTERS.get(type_name)
     if target is None:
         raise ValueError(
             f"unknown runtime type {type_name!r}; available adapters: "
-            + ", ".join(available_runtimes())
+            + ", ".join(available_runtimes(roster))
         )
     module_name, _, class_name = target.partition(":")
     cls = getattr(importlib.import_module(module_name), class_name)
@@ -66,7 +62,9 @@ def adapter_class(type_name: str) -> type[RuntimeAdapter]:
     return cls
 
 
-def get_adapter(type_name: str, config: RuntimeConfig | None = None) -> RuntimeAdapter:
+def get_adapter(
+    type_name: str, config: RuntimeConfig | None = None, roster: Path | None = None
+) -> RuntimeAdapter:
     """A new adapter for ``type_name``; ``ValueError`` lists the available adapters."""
-    cls = adapter_class(type_name)
+    cls = adapter_class(type_name, roster)
     return cls(config or RuntimeConfig(type=type_name))

@@ -8,7 +8,7 @@ import pytest
 
 from butler.config import load_config
 from butler.errors import ConfigError
-from butler.runtimes.registry import get_adapter, load_roster_runtimes
+from butler.runtimes.registry import get_adapter
 from butler.spawner.spawner import TriggerRequest
 from tests.helpers import free_port, wait_until, write_butler
 
@@ -17,11 +17,9 @@ ENV = '\n[butler.env]\noptional = ["FILE_AGENT_DELAY"]\n'
 
 @pytest.fixture
 def external_spawner(make_spawner, adapter_roster):
-    load_roster_runtimes(adapter_roster)
-
     def build(environ=None):
         return make_spawner(
-            get_adapter("file-agent"),
+            get_adapter("file-agent", roster=adapter_roster),
             runtime={"type": "file-agent"},
             extra=ENV,
             environ=environ or {},
