@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from butler.runtimes.base import Invocation, RuntimeResult, ToolCall, Usage
+from butler.runtimes.base import Invocation, ToolCall, Usage
+from butler.runtimes.jsonl import JsonLinesStream, as_int
 from butler.runtimes.subprocess_adapter import Command, SubprocessAdapter
 
 #: Codex calls home for analytics, plugins and apps unless told not to.
@@ -67,34 +68,17 @@ def build_argv(invocation: Invocation, binary: str) -> list[str]:
     return argv
 
 
-class CodexStream:
+class CodexStream(JsonLinesStream):
     """Folds ``codex exec --json`` events into a result."""
 
     def __init__(self, server: str | None) -> None:
+        super().__init__()
         self.server = server
-        self.texts: list[str] = []
-        self.calls: list[ToolCall] = []
-        self.usage = Usage()
-        self.thread_id: str | None = None
-        self.failure: str | None = None
-        self.garbage: str | None = None
 
-    def feed(self, line: str) -> str | None:
-        if not line.strip():
-            return None
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            self.garbage = self.garbage or line[:200]
-            return None
-        if not isinstance(event, dict):
-            return None
-        return self._event(event)
-
-    def _event(self, event: dict[str, Any]) -> str | None:
+    def event(self, event: dict[str, Any]) -> str | None:
         kind = event.get("type")
         if kind == "thread.started":
-            self.thread_id = event.get("thread_id")
+            self.session_id = event.get("thread_id")
             return "runtime started"
         if kind == "item.completed":
             return self._item(event.get("item") or {})
@@ -102,10 +86,10 @@ class CodexStream:
             usage = event.get("usage") or {}
             # Codex reports the thread's running total: replace, never sum.
             self.usage = Usage(
-                input_tokens=int(usage.get("input_tokens") or 0),
-                output_tokens=int(usage.get("output_tokens") or 0),
-                cache_read_tokens=int(usage.get("cached_input_tokens") or 0),
-                cache_write_tokens=int(usage.get("cache_write_input_tokens") or 0),
+                input_tokens=as_int(usage.get("input_tokens")),
+                output_tokens=as_int(usage.get("output_tokens")),
+                cache_read_tokens=as_int(usage.get("cached_input_tokens")),
+                cache_write_tokens=as_int(usage.get("cache_write_input_tokens")),
             )
         elif kind == "turn.failed":
             error = event.get("error") or {}
@@ -128,18 +112,6 @@ class CodexStream:
             self.calls.append(ToolCall(name, arguments, item.get("id"), error=message))
             return f"called {name}"
         return None
-
-    def result(self) -> RuntimeResult:
-        error = self.failure
-        if error is None and self.garbage is not None and not self.texts:
-            error = f"runtime printed output that is not JSON: {self.garbage!r}"
-        return RuntimeResult(
-            output=self.texts[-1] if self.texts else "",
-            tool_calls=list(self.calls),
-            usage=self.usage,
-            runtime_session_id=self.thread_id,
-            error=error,
-        )
 
 
 class CodexAdapter(SubprocessAdapter):

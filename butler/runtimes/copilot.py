@@ -35,8 +35,7 @@ from butler.runtimes.base import (
     Usage,
 )
 from butler.runtimes.codex import embed_system_prompt
-from butler.runtimes.jsonl import JsonLinesStream, as_int, exit_message
-from butler.runtimes.process import ProcessOutcome
+from butler.runtimes.jsonl import JsonLinesStream, as_int
 from butler.runtimes.subprocess_adapter import Command, SubprocessAdapter
 
 USAGE_FILE = "copilot-usage.json"
@@ -177,9 +176,6 @@ class CopilotAdapter(SubprocessAdapter):
                 invocation.home / "tmp" / ".keep": "",
             },
         )
-
-    def exit_error(self, outcome: ProcessOutcome) -> str:
-        return exit_message(self.binary_name, outcome.returncode, outcome.stderr)
 
     def parser(self, invocation: Invocation) -> CopilotStream:
         return CopilotStream(invocation.mcp.name if invocation.mcp else None)

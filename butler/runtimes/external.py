@@ -28,8 +28,8 @@ from butler.runtimes.base import (
     RuntimeFailure,
     RuntimeResult,
 )
+from butler.runtimes.jsonl import stderr_summary
 from butler.runtimes.process import ProcessTimeout, RuntimeProcess, kill_group
-from butler.runtimes.subprocess_adapter import stderr_tail
 
 RUNTIMES_FILE = "agent_runtime.json"
 STATUSES = ("pending", "active", "completed", "failed")
@@ -113,7 +113,7 @@ class ExternalAdapter(RuntimeAdapter):
         except (FileNotFoundError, PermissionError) as exc:
             raise RuntimeFailure(f"cannot run {self.spec.command}: {exc.strerror}") from None
         if outcome.returncode != 0:
-            tail = stderr_tail(outcome.stderr) or "no message on stderr"
+            tail = stderr_summary(outcome.stderr) or "no message on stderr"
             raise RuntimeFailure(
                 f"{self.spec.name} {args[0]} failed ({outcome.returncode}): {tail}"
             )

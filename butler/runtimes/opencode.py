@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from butler.runtimes.base import Invocation, RuntimeFailure, ToolCall, Usage
-from butler.runtimes.jsonl import JsonLinesStream, as_int, bare_name, exit_message
-from butler.runtimes.process import ProcessOutcome, kill_group
+from butler.runtimes.jsonl import JsonLinesStream, as_int, bare_name
+from butler.runtimes.process import kill_group
 from butler.runtimes.subprocess_adapter import Command, SubprocessAdapter
 
 #: The owner's provider config, in the butler folder.
@@ -240,9 +240,6 @@ class OpenCodeAdapter(SubprocessAdapter):
                 invocation.home / "tmp" / ".keep": "",
             },
         )
-
-    def exit_error(self, outcome: ProcessOutcome) -> str:
-        return exit_message(self.binary_name, outcome.returncode, outcome.stderr)
 
     def parser(self, invocation: Invocation) -> OpenCodeStream:
         server = invocation.mcp.name if invocation.mcp else None

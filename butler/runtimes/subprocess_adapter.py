@@ -24,6 +24,7 @@ from butler.runtimes.base import (
     RuntimeFailure,
     RuntimeResult,
 )
+from butler.runtimes.jsonl import exit_message
 from butler.runtimes.process import ProcessOutcome, ProcessTimeout, RuntimeProcess, kill_group
 
 
@@ -45,12 +46,6 @@ class Command:
     env: dict[str, str]
     stdin: str | None = None
     files: dict[Path, str] = field(default_factory=dict)
-
-
-def stderr_tail(stderr: str, lines: int = 3) -> str:
-    """The last non-empty lines of stderr, joined for a one-line message."""
-    kept = [line.strip() for line in stderr.splitlines() if line.strip()]
-    return " | ".join(kept[-lines:])[:800]
 
 
 class SubprocessAdapter(RuntimeAdapter):
@@ -91,10 +86,7 @@ class SubprocessAdapter(RuntimeAdapter):
 
     def exit_error(self, outcome: ProcessOutcome) -> str:
         """A readable error for a non-zero exit that the stream did not explain."""
-        tail = stderr_tail(outcome.stderr)
-        return f"{self.binary_name} exited with status {outcome.returncode}" + (
-            f": {tail}" if tail else ""
-        )
+        return exit_message(self.binary_name, outcome.returncode, outcome.stderr)
 
     def build_config_file(self, invocation: Invocation) -> Path:
         return invocation.workdir / "mcp.json"

@@ -21,7 +21,7 @@ from butler.runtimes.registry import get_adapter
 from butler.spawner.spawner import TriggerRequest
 from tests.fakes.runtime import FAKE_CLAUDE
 
-CAPTURES = Path(__file__).resolve().parents[2].parent / "shared" / "captures"
+CAPTURES = Path(__file__).resolve().parent / "captures"
 CAPTURE = CAPTURES / "claude_stream_json_stdout_mcp.jsonl"
 
 

@@ -1,0 +1,78 @@
+"""The Codex adapter's pure parts: argv for one run, and the parser on real streams."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from butler.runtimes.base import Invocation, McpEndpoint
+from butler.runtimes.codex import CodexStream, build_argv, embed_system_prompt
+
+CAPTURES = Path(__file__).resolve().parent / "captures"
+
+
+def parse(lines: list[str], server: str = "hub") -> CodexStream:
+    stream = CodexStream(server)
+    for line in lines:
+        stream.feed(line)
+    return stream
+
+
+def test_parser_on_a_captured_mcp_run():
+    result = parse((CAPTURES / "codex_exec_json_mcp.jsonl").read_text().splitlines()).result()
+    assert result.error is None  # the "Model metadata" error item is not fatal
+    assert result.output == "All done."
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [("ping", {"text": "hello"})]
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (200, 60)
+    assert result.usage.cache_read_tokens == 40
+    assert result.runtime_session_id == "01a21487-ec3d-7df1-aea5-0224c135b8f3"
+
+
+def test_parser_on_a_captured_command_run_records_no_mcp_call():
+    lines = (CAPTURES / "codex_exec_json_command.jsonl").read_text().splitlines()
+    result = parse(lines).result()
+    assert result.output == "All done." and result.tool_calls == []
+
+
+def test_usage_is_replaced_not_summed_across_turns():
+    turn = {"type": "turn.completed", "usage": {"input_tokens": 100, "output_tokens": 10}}
+    later = {"type": "turn.completed", "usage": {"input_tokens": 250, "output_tokens": 30}}
+    result = parse([json.dumps(turn), json.dumps(later)]).result()
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (250, 30)
+
+
+def test_turn_failed_and_garbage_are_failures():
+    failed = {"type": "turn.failed", "error": {"message": "unexpected status 400: bad model"}}
+    assert parse([json.dumps(failed)]).result().error == (
+        "runtime error: unexpected status 400: bad model"
+    )
+    assert "not JSON" in parse(["Segmentation fault"]).result().error
+
+
+def test_argv_locks_mcp_to_the_butler_and_hardens(tmp_path):
+    invocation = Invocation(
+        prompt="p",
+        system_prompt="s",
+        cwd=tmp_path,
+        workdir=tmp_path,
+        home=tmp_path,
+        env={},
+        mcp=McpEndpoint("health", "http://127.0.0.1:1/mcp?session=x", {"X-Butler-Session": "x"}),
+        max_turns=5,
+        timeout_s=10,
+        model="gpt-x",
+        args=("-c", "model_provider=fake"),
+    )
+    argv = build_argv(invocation, "codex")
+    assert argv[:3] == ["codex", "exec", "--json"] and argv[-1] == "-"
+    assert 'mcp_servers.health.url="http://127.0.0.1:1/mcp?session=x"' in argv
+    assert 'mcp_servers.health.default_tools_approval_mode="approve"' in argv
+    assert 'mcp_servers.health.http_headers={ "X-Butler-Session" = "x" }' in argv
+    assert "--full-auto" not in argv and "analytics.enabled=false" in argv
+    assert argv[argv.index("-m") + 1] == "gpt-x" and "model_provider=fake" in argv
+    resumed = build_argv(Invocation(**{**invocation.__dict__, "resume": "thread-1"}), "codex")
+    assert resumed[:4] == ["codex", "exec", "resume", "--json"] and resumed[-2:] == [
+        "thread-1",
+        "-",
+    ]
+    assert embed_system_prompt("Be brief.", "Hi").startswith("<system>\nBe brief.\n</system>")
