@@ -21,3 +21,14 @@ def butler_dir(name: str) -> Path:
     path = data_root() / "butlers" / name
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (one of another user counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -26,7 +26,14 @@ from types import FrameType
 import uvicorn
 
 from butler.config import ButlerConfig, load_config
-from butler.daemon import DRAIN_TIMEOUT_S, ButlerServer, assemble, start_schedules, stop_schedules
+from butler.daemon import (
+    DRAIN_TIMEOUT_S,
+    ButlerServer,
+    assemble,
+    listen,
+    start_schedules,
+    stop_schedules,
+)
 from butler.errors import ButlerError, ConfigError
 from butler.store.db import Database
 from butler.store.embedded import EmbeddedPostgres
@@ -88,18 +95,10 @@ def check_distinct(configs: Sequence[ButlerConfig]) -> None:
 
 def bind(config: ButlerConfig) -> socket.socket:
     """Listen on the butler's port now, so a taken port fails before anything starts."""
-    host, port = config.butler.host, config.butler.port
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise ButlerError(
-            f"{config.name}: cannot listen on {host}:{port}: {exc.strerror}; "
-            "expected a free port (is another butler using it?)"
-        ) from None
+        sock = listen(config)
+    except ButlerError as exc:
+        raise ButlerError(f"{config.name}: {exc}") from None
     sock.set_inheritable(True)
     return sock
 

@@ -19,6 +19,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from butler.paths import pid_alive
 from butler.runtimes.base import McpEndpoint
 
 OWNER_FILE = ".owner-pid"
@@ -106,15 +107,7 @@ def _owner_alive(folder: Path) -> bool:
         pid = int((folder / OWNER_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid == os.getpid() or pid_alive(pid)
 
 
 def sweep_leftovers(prefix: str) -> list[Path]:

@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 
 from butler.errors import DatabaseError
-from butler.paths import data_root
+from butler.paths import data_root, pid_alive
 
 log = logging.getLogger(__name__)
 
@@ -102,16 +102,6 @@ def _forget_dead_users(pgdata: Path) -> None:
         pids = json.loads(users.read_text())
     except (OSError, ValueError):
         return
-    alive = [pid for pid in pids if isinstance(pid, int) and _alive(pid)]
+    alive = [pid for pid in pids if isinstance(pid, int) and pid_alive(pid)]
     if alive != pids:
         users.write_text(json.dumps(alive))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
