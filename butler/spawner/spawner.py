@@ -46,6 +46,8 @@ from butler.telemetry import SessionMetrics, current_traceparent, trace_id_of, t
 log = logging.getLogger(__name__)
 
 SESSION_HEADER = "X-Butler-Session"
+#: Days a session's runtime home is kept (so the session can be resumed) after its last use.
+HOME_KEEP_DAYS = 30
 #: Extra seconds the spawner grants an adapter past its own timeout to clean up.
 TIMEOUT_GRACE_S = 10.0
 
@@ -97,8 +99,19 @@ class Spawner:
         return f"butler_{self.config.name}_"
 
     def sweep(self) -> list[Path]:
-        """Remove workspaces left by a crashed daemon of this butler."""
-        return sweep_leftovers(self.workspace_prefix)
+        """Remove workspaces left by a crashed daemon, and session homes past keeping."""
+        return sweep_leftovers(self.workspace_prefix) + self._prune_homes()
+
+    def _prune_homes(self) -> list[Path]:
+        """Session homes untouched for HOME_KEEP_DAYS go; their sessions can no longer resume."""
+        homes = butler_dir(self.config.name) / "homes"
+        cutoff = time.time() - HOME_KEEP_DAYS * 86400
+        removed = []
+        for home in homes.iterdir() if homes.is_dir() else []:
+            if home.is_dir() and home.stat().st_mtime < cutoff:
+                shutil.rmtree(home, ignore_errors=True)
+                removed.append(home)
+        return removed
 
     @property
     def in_flight(self) -> int:

@@ -273,3 +273,20 @@ async def test_resume_of_unknown_session_is_a_clear_error(make_spawner):
     spawner = make_spawner()
     with pytest.raises(SessionNotFound, match="not found"):
         await spawner.trigger(TriggerRequest("x", resume_session_id=str(uuid.uuid4())))
+
+
+async def test_sweep_prunes_session_homes_past_keeping(make_spawner):
+    import os
+    import time
+
+    from butler.paths import butler_dir
+    from butler.spawner.spawner import HOME_KEEP_DAYS
+
+    spawner = make_spawner()
+    fresh = await spawner.trigger(TriggerRequest("fresh"))
+    old = await spawner.trigger(TriggerRequest("old"))
+    homes = butler_dir("tester") / "homes"
+    stale = time.time() - (HOME_KEEP_DAYS + 1) * 86400
+    os.utime(homes / old.session_id, (stale, stale))
+    assert spawner.sweep() == [homes / old.session_id]
+    assert (homes / fresh.session_id).is_dir() and not (homes / old.session_id).exists()
