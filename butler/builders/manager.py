@@ -26,6 +26,7 @@ from butler.errors import ButlerError, UserError
 from butler.paths import butler_dir
 from butler.runtimes.base import Invocation, RuntimeFailure
 from butler.spawner.environment import build_runtime_env
+from butler.spawner.homes import session_home
 from butler.spawner.prompt import compose_system_prompt
 from butler.spawner.spawner import Spawner, TriggerRequest
 from butler.spawner.workspace import write_mcp_configs
@@ -111,7 +112,7 @@ class BuilderManager:
             system_prompt=self._system_prompt(adapter, plan),
             cwd=plan.worktree,
             workdir=folder,
-            home=self.spawner._home(session_id, None),  # the same private home a session gets
+            home=session_home(self.config.name, str(session_id)),  # as a session gets
             env=env,
             mcp=mcp,
             max_turns=self.config.runtime.max_turns,
@@ -204,7 +205,7 @@ class BuilderManager:
             if pane is not None and not pane.dead:
                 if row["status"] != "running":
                     await self._adopt(row)
-            else:
+            elif pane is None or pane.ended:
                 await self._finish(row, pane)
 
     async def _adopt(self, row: dict[str, Any]) -> None:

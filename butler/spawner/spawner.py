@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import shutil
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -23,7 +22,6 @@ from opentelemetry.trace import Status, StatusCode
 
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, SessionNotFound
-from butler.paths import butler_dir
 from butler.runtimes.base import (
     Invocation,
     McpEndpoint,
@@ -34,6 +32,7 @@ from butler.runtimes.base import (
 )
 from butler.spawner.admission import Admission, Rejected, validate_trigger_source
 from butler.spawner.environment import build_runtime_env
+from butler.spawner.homes import prune_homes, session_home
 from butler.spawner.ledger import ToolCallLedger, merge_tool_calls
 from butler.spawner.prompt import compose_system_prompt
 from butler.spawner.result import SpawnerResult, rejected
@@ -46,8 +45,6 @@ from butler.telemetry import SessionMetrics, current_traceparent, trace_id_of, t
 log = logging.getLogger(__name__)
 
 SESSION_HEADER = "X-Butler-Session"
-#: Days a session's runtime home is kept (so the session can be resumed) after its last use.
-HOME_KEEP_DAYS = 30
 #: Extra seconds the spawner grants an adapter past its own timeout to clean up.
 TIMEOUT_GRACE_S = 10.0
 
@@ -100,18 +97,7 @@ class Spawner:
 
     def sweep(self) -> list[Path]:
         """Remove workspaces left by a crashed daemon, and session homes past keeping."""
-        return sweep_leftovers(self.workspace_prefix) + self._prune_homes()
-
-    def _prune_homes(self) -> list[Path]:
-        """Session homes untouched for HOME_KEEP_DAYS go; their sessions can no longer resume."""
-        homes = butler_dir(self.config.name) / "homes"
-        cutoff = time.time() - HOME_KEEP_DAYS * 86400
-        removed = []
-        for home in homes.iterdir() if homes.is_dir() else []:
-            if home.is_dir() and home.stat().st_mtime < cutoff:
-                shutil.rmtree(home, ignore_errors=True)
-                removed.append(home)
-        return removed
+        return sweep_leftovers(self.workspace_prefix) + prune_homes(self.config.name)
 
     @property
     def in_flight(self) -> int:
@@ -278,7 +264,7 @@ class Spawner:
         prompt_file = worker.parse_system_prompt_file(self.config.config_dir)
         system_prompt = compose_system_prompt(prompt_file, self.config.roster_dir, memory)
         mcp = self.endpoint(str(session_id))
-        home = self._home(session_id, parent)
+        home = session_home(self.config.name, str(session_id), parent["id"] if parent else None)
         timeout_s = request.timeout_s or rt.timeout_s
         with Workspace(self.workspace_prefix, mcp) as workspace:
             invocation = Invocation(
@@ -325,16 +311,6 @@ class Spawner:
             headers={SESSION_HEADER: session_id},
             transport=transport,
         )
-
-    def _home(self, session_id: uuid.UUID, parent: dict | None) -> Path:
-        """A private runtime home per session, seeded from the butler's, or its parent's."""
-        homes = butler_dir(self.config.name) / "homes"
-        home = homes / str(session_id)
-        seed = homes / parent["id"] if parent else butler_dir(self.config.name) / "home"
-        if seed.is_dir():
-            shutil.copytree(seed, home, symlinks=True, dirs_exist_ok=True)
-        home.mkdir(parents=True, exist_ok=True)
-        return home
 
     async def _memory_context(self) -> str | None:
         if self.memory is None or not self.config.butler.memory.enabled:

@@ -280,7 +280,7 @@ async def test_sweep_prunes_session_homes_past_keeping(make_spawner):
     import time
 
     from butler.paths import butler_dir
-    from butler.spawner.spawner import HOME_KEEP_DAYS
+    from butler.spawner.homes import HOME_KEEP_DAYS
 
     spawner = make_spawner()
     fresh = await spawner.trigger(TriggerRequest("fresh"))

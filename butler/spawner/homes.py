@@ -1,0 +1,42 @@
+"""Runtime homes: a private one per session, kept a while so the session can be resumed.
+
+Every runtime writes state into its home (transcripts, sessions, logins), and
+concurrent sessions sharing one home corrupt it. So each session gets
+``<data>/butlers/<name>/homes/<session>/``, seeded from the butler's home
+seed ``<data>/butlers/<name>/home/`` (where an owner may log a CLI in), or on
+resume from the parent session's home.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+from butler.paths import butler_dir
+
+#: Days a session's runtime home is kept (so the session can be resumed) after its last use.
+HOME_KEEP_DAYS = 30
+
+
+def session_home(butler: str, session_id: str, parent_id: str | None = None) -> Path:
+    """A fresh home for one session, seeded from the butler's or the parent's."""
+    homes = butler_dir(butler) / "homes"
+    home = homes / session_id
+    seed = homes / parent_id if parent_id else butler_dir(butler) / "home"
+    if seed.is_dir():
+        shutil.copytree(seed, home, symlinks=True, dirs_exist_ok=True)
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def prune_homes(butler: str, keep_days: float = HOME_KEEP_DAYS) -> list[Path]:
+    """Remove session homes untouched for ``keep_days``; their sessions can no longer resume."""
+    homes = butler_dir(butler) / "homes"
+    cutoff = time.time() - keep_days * 86400
+    removed = []
+    for home in homes.iterdir() if homes.is_dir() else []:
+        if home.is_dir() and home.stat().st_mtime < cutoff:
+            shutil.rmtree(home, ignore_errors=True)
+            removed.append(home)
+    return removed
