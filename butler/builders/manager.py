@@ -20,7 +20,7 @@ from butler.builders import git, launch
 from butler.builders.modes import MODES, SpawnOptions, choose_mode
 from butler.builders.plan import BuilderPlan, make_plan
 from butler.builders.records import builder_view, elapsed_ms, is_builder, is_live, now_iso
-from butler.builders.tmux import PaneState, Tmux, session_name
+from butler.builders.tmux import Tmux, session_name
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, UserError
 from butler.paths import butler_dir
@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 #: Rows one refresh has claimed to complete; a claim is never given back, so two
 #: overlapping refreshes cannot complete one builder twice.
 _FINISHING: set[str] = set()
+#: How a runtime ended: ``{"status": code, "signal": number}``, one of them None.
+Exit = dict[str, int | None]
 #: Signals that mean someone stopped the runtime, rather than that it broke.
 STOP_SIGNALS = {signal.SIGHUP, signal.SIGINT, signal.SIGTERM}
 _SIGNALS = {int(s) for s in signal.Signals}
@@ -102,7 +104,7 @@ class BuilderManager:
         """Folder, home, MCP config and launch spec of the runtime; the argv tmux runs."""
         env = await build_runtime_env(self.config, self.spawner.credentials, current_traceparent())
         adapter = self.spawner.adapter.create_worker()
-        folder = butler_dir(self.config.name) / "builders" / plan.id
+        folder = self.folder(plan.id)
         shutil.rmtree(folder, ignore_errors=True)  # a pruned builder's leftovers
         folder.mkdir(mode=0o700, parents=True)
         mcp = self.spawner.endpoint(str(session_id))
@@ -146,7 +148,7 @@ class BuilderManager:
             )
         if await git.branch_exists(plan.repo, plan.branch):
             await git.delete_branch(plan.repo, plan.branch)
-        shutil.rmtree(butler_dir(self.config.name) / "builders" / plan.id, ignore_errors=True)
+        shutil.rmtree(self.folder(plan.id), ignore_errors=True)
         outcome = SessionOutcome("failed", False, "", f"spawn failed: {error}", [], 0)
         await self.sessions.complete(session_id, outcome)
         await self.sessions.update_metadata(session_id, {"ended_at": now_iso()})
@@ -205,8 +207,15 @@ class BuilderManager:
             if pane is not None and not pane.dead:
                 if row["status"] != "running":
                     await self._adopt(row)
-            elif pane is None or pane.ended:
-                await self._finish(row, pane)
+                continue
+            folder = self.folder(row["metadata"]["builder_id"])
+            ended = launch.read_exit(folder) or (pane.record() if pane and pane.ended else None)
+            if ended is not None or pane is None:  # else: dead, and its end not yet known
+                await self._finish(row, pane is not None, ended)
+
+    def folder(self, builder_id: str) -> Path:
+        """The builder's private folder: MCP config, prompt files, launch spec, exit record."""
+        return butler_dir(self.config.name) / "builders" / builder_id
 
     async def _adopt(self, row: dict[str, Any]) -> None:
         """A builder outlived a daemon restart (which failed its row): it runs again here."""
@@ -214,22 +223,29 @@ class BuilderManager:
         await self.sessions.mark_running(uuid.UUID(row["id"]))
         await self.sessions.update_metadata(uuid.UUID(row["id"]), {"adopted_at": now_iso()})
 
-    async def _finish(self, row: dict[str, Any], pane: PaneState | None) -> None:
+    async def _finish(self, row: dict[str, Any], screen: bool, ended: Exit | None) -> None:
         """Complete the row of a builder whose runtime ended; its last screen is the output."""
         if row["id"] in _FINISHING:
             return
         _FINISHING.add(row["id"])
         name = row["metadata"].get("tmux_session", "")
-        output = await self.tmux.capture(name, OUTPUT_LINES) if pane is not None else ""
-        status, error = end_of(pane)
+        output = await self.tmux.capture(name, OUTPUT_LINES) if screen else ""
+        status, error = end_of(ended)
         calls = [call.to_json() for call in self.spawner.ledger.close(row["id"])]
         outcome = SessionOutcome(
             status, status == "succeeded", output, error, calls, elapsed_ms(row)
         )
         session_id = uuid.UUID(row["id"])
         await self.sessions.complete(session_id, outcome)
-        ended = {"ended_at": now_iso(), "exit_status": pane and pane.exit_status}
-        await self.sessions.update_metadata(session_id, {**ended, "signal": pane and pane.signal})
+        ended = ended or {}
+        await self.sessions.update_metadata(
+            session_id,
+            {
+                "ended_at": now_iso(),
+                "exit_status": ended.get("status"),
+                "signal": ended.get("signal"),
+            },
+        )
         log.info("builder finished", extra={"session_id": row["id"], "status": status})
 
     async def screen(self, row: dict[str, Any]) -> str | None:
@@ -239,14 +255,14 @@ class BuilderManager:
         return await self.tmux.capture(row["metadata"].get("tmux_session", ""), OUTPUT_LINES)
 
 
-def end_of(pane: PaneState | None) -> tuple[str, str | None]:
+def end_of(ended: Exit | None) -> tuple[str, str | None]:
     """A finished builder's status and error, from how its runtime's process ended."""
-    if pane is None:
+    if ended is None:
         return "cancelled", "its tmux session was closed while the runtime ran"
-    if pane.signal is not None:
-        name = signal.Signals(pane.signal).name if pane.signal in _SIGNALS else str(pane.signal)
-        stopped = pane.signal in STOP_SIGNALS
-        return ("cancelled" if stopped else "failed"), f"runtime ended by signal {name}"
-    if pane.exit_status == 0:
+    code, sig = ended.get("status"), ended.get("signal")
+    if sig is not None:
+        name = signal.Signals(sig).name if sig in _SIGNALS else str(sig)
+        return ("cancelled" if sig in STOP_SIGNALS else "failed"), f"runtime ended by signal {name}"
+    if code == 0:
         return "succeeded", None
-    return "failed", f"runtime exited with status {pane.exit_status}"
+    return "failed", f"runtime exited with status {code}"

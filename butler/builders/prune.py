@@ -17,7 +17,6 @@ from typing import Any
 from butler.builders import git
 from butler.builders.manager import BuilderManager
 from butler.builders.records import builder_view, is_live, now_iso
-from butler.paths import butler_dir
 
 
 async def prune(manager: BuilderManager, force: bool = False) -> list[dict[str, Any]]:
@@ -55,7 +54,7 @@ async def prune_one(manager: BuilderManager, row: dict[str, Any], force: bool) -
         except git.GitError as exc:
             report.setdefault("worktree", f"error: {exc}")
             report.setdefault("branch", f"error: {exc}")
-    shutil.rmtree(butler_dir(manager.config.name) / "builders" / meta["builder_id"], True)
+    shutil.rmtree(manager.folder(meta["builder_id"]), ignore_errors=True)
     return report
 
 

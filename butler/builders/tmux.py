@@ -51,6 +51,16 @@ class PaneState:
     exit_status: int | None
     signal: int | None = None
 
+    @property
+    def ended(self) -> bool:
+        """Dead with its exit known: tmux closes the pane's terminal before it reaps the
+        program, so for a moment a pane is dead with neither status nor signal."""
+        return self.dead and (self.exit_status is not None or self.signal is not None)
+
+    def record(self) -> dict[str, int | None]:
+        """How the pane's program ended, in the launcher's exit-record shape."""
+        return {"status": self.exit_status, "signal": self.signal}
+
 
 class TmuxError(ButlerError):
     """A tmux command failed."""

@@ -26,7 +26,14 @@ def end(builders: Builders, builder: dict, line: str = "exit") -> dict:
     """Type ``line`` into the agent, then wait for the daemon to record its end."""
     builders.wait_screen(builder, "agent> ")
     tmux(builders.socket, "send-keys", "-t", f"={builder['tmux_session']}:", line, "Enter")
-    return wait_until(lambda: (b := listed(builders)[builder["id"]])["status"] != "running" and b)
+    try:
+        return wait_until(
+            lambda: (b := listed(builders)[builder["id"]])["status"] != "running" and b
+        )
+    except TimeoutError:
+        fmt = "#{session_name} dead=#{pane_dead} status=#{pane_dead_status}"
+        panes = tmux(builders.socket, "list-panes", "-a", "-F", fmt)
+        raise AssertionError(f"{builder['id']} still running; tmux says:\n{panes}") from None
 
 
 def test_builders_are_listed_grouped_by_type(builders: Builders):

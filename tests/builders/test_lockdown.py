@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -61,6 +62,20 @@ def test_the_launch_spec_is_private(tmp_path: Path):
     assert (spec.stat().st_mode & 0o777) == 0o600
     with pytest.raises(FileExistsError):  # never reuses a spec someone else planted
         launch.write_spec(tmp_path, ["/bin/true"], {})
+
+
+def test_the_launcher_runs_exactly_the_built_env_and_records_the_end(tmp_path: Path):
+    script = "import json, os, sys; print(json.dumps(sorted(os.environ))); sys.exit(5)"
+    spec = launch.write_spec(tmp_path, [sys.executable, "-c", script], {"ONLY": "this"})
+    parent_env = {**os.environ, "TERM": "xterm", "SECRET": "daemon-only"}
+    done = subprocess.run(
+        launch.program(spec), env=parent_env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 5
+    seen = set(json.loads(done.stdout))
+    assert seen <= {"ONLY", "TERM", "LC_CTYPE"} and "SECRET" not in seen
+    assert not spec.exists()
+    assert launch.read_exit(tmp_path) == {"status": 5, "signal": None}
 
 
 def test_a_runtime_without_an_interactive_mode_is_refused(

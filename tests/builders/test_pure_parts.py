@@ -66,14 +66,16 @@ def test_claude_tui_first_run_state_and_mcp_config():
 
 
 def test_how_a_builder_ended():
-    assert end_of(PaneState(True, 0)) == ("succeeded", None)
-    assert end_of(PaneState(True, 3)) == ("failed", "runtime exited with status 3")
-    assert end_of(PaneState(True, None, int(signal.SIGTERM))) == (
+    assert end_of({"status": 0, "signal": None}) == ("succeeded", None)
+    assert end_of({"status": 3, "signal": None}) == ("failed", "runtime exited with status 3")
+    assert end_of({"status": None, "signal": int(signal.SIGTERM)}) == (
         "cancelled",
         "runtime ended by signal SIGTERM",
     )
-    assert end_of(PaneState(True, None, int(signal.SIGSEGV)))[0] == "failed"
+    assert end_of({"status": None, "signal": int(signal.SIGSEGV)})[0] == "failed"
     assert end_of(None)[0] == "cancelled"
+    assert PaneState(True, None).ended is False  # dead, exit not yet known
+    assert PaneState(True, 0).record() == {"status": 0, "signal": None}
 
 
 def test_session_page_escapes_tool_calls():
