@@ -9,6 +9,7 @@ tmux, so what a person sees is current.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import shutil
 import signal
@@ -35,6 +36,8 @@ from butler.telemetry import current_traceparent
 
 log = logging.getLogger(__name__)
 
+#: One spawn at a time per butler, so an id found free is still free when it is taken.
+_SPAWN_LOCKS: dict[str, asyncio.Lock] = {}
 #: Rows one refresh has claimed to complete; a claim is never given back, so two
 #: overlapping refreshes cannot complete one builder twice.
 _FINISHING: set[str] = set()
@@ -70,11 +73,13 @@ class BuilderManager:
         if headless and mode == "shell":
             raise UserError("--headless needs a prompt; --shell is an interactive session only")
         root = await git.repo_root(repo)
-        taken = await git.builder_names(root) | {b["id"] for b in await self.builders()}
-        plan = make_plan(mode, options, self.config.config_dir, root, taken)
-        if headless:
-            return await self._headless(plan, source)
-        return await self._interactive(plan, source)
+        async with _SPAWN_LOCKS.setdefault(self.config.name, asyncio.Lock()):
+            taken = await git.builder_names(root) | {b["id"] for b in await self.builders()}
+            plan = make_plan(mode, options, self.config.config_dir, root, taken)
+            if not headless:
+                return await self._interactive(plan, source)
+            await git.add_worktree(plan.repo, plan.worktree, plan.branch)
+        return await self._headless(plan, source)
 
     async def _interactive(self, plan: BuilderPlan, source: str) -> dict[str, Any]:
         name = session_name(self.config.name, plan.id)
@@ -155,7 +160,6 @@ class BuilderManager:
 
     async def _headless(self, plan: BuilderPlan, source: str) -> dict[str, Any]:
         """The same builder run through the spawner to completion, in its worktree."""
-        await git.add_worktree(plan.repo, plan.worktree, plan.branch)
         context = (
             f"You are a builder. Your git worktree is {plan.worktree} on branch {plan.branch}; "
             "work and commit there only."

@@ -148,3 +148,21 @@ def test_builders_outlive_a_daemon_restart(builders: Builders):
     builders.daemon.start()
     assert listed(builders)[builder["id"]]["status"] == "running"
     assert end(builders, builder)["status"] == "succeeded"
+
+
+def test_concurrent_spawns_get_distinct_builders(builders: Builders):
+    argv = [sys.executable, "-m", "butler.cli", "spawn", "--json", "-c", str(builders.folder)]
+    spawns = [["Fix bug"], ["Fix bug"], ["--protocol", "cleanup"], ["--protocol", "cleanup"]]
+    procs = [
+        subprocess.Popen(
+            [*argv, *args], cwd=builders.repo, env=builders.env(), stdout=subprocess.PIPE, text=True
+        )
+        for args in spawns
+    ]
+    started = [json.loads(proc.communicate(timeout=120)[0]) for proc in procs]
+    assert all(proc.returncode == 0 for proc in procs)
+    ids = {b["id"] for b in started}
+    assert len(ids) == 4 and len({b["tmux_session"] for b in started}) == 4
+    for builder in started:
+        builders.wait_screen(builder, "agent> ")
+    assert set(listed(builders)) == ids

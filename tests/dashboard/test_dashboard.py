@@ -34,6 +34,15 @@ def test_sessions_and_builders_grouped_and_updating_live(dashboard, chromium):
     session_id = running.get_attribute("data-session")
     assert status_of(page, session_id).inner_text() == "running"
     assert page.locator("#sessions h2").inner_text() == "Sessions (1)"
+    # Every builder type gets its own group, in spec, task, protocol, shell order.
+    for args in (["-p", "0009"], ["--protocol", "cleanup"], ["--shell"]):
+        builders.spawn(*args)
+    page.locator('div[data-group="builder:shell"] tr').nth(1).wait_for(timeout=LIVE_MS)
+    groups = page.locator("#builders div.group").evaluate_all(
+        "nodes => nodes.map(n => n.dataset.group)"
+    )
+    assert groups == ["builder:spec", "builder:task", "builder:protocol", "builder:shell"]
+    assert page.locator("#builders h2").inner_text() == "Builders (4)"
 
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "dashboard-running.png"), full_page=True)
