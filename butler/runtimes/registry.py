@@ -25,6 +25,11 @@ _ADAPTERS: dict[str, str] = {
 }
 
 
+def register(type_name: str, target: str) -> None:
+    """Register a built-in adapter class given as ``"module:Class"`` (for plugins and tests)."""
+    _ADAPTERS[type_name] = target
+
+
 def roster_runtimes(roster: Path | None) -> dict[str, type[RuntimeAdapter]]:
     """The external runtimes of a roster's ``agent_runtime.json``; ValueError if it is bad."""
     if roster is None:
