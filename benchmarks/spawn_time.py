@@ -29,7 +29,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.builders.conftest import COMMAND_RUNTIME, write_builder_butler  # noqa: E402
+from tests.builders.conftest import (  # noqa: E402
+    COMMAND_RUNTIME,
+    kill_tmux_server,
+    write_builder_butler,
+)
 from tests.helpers import DaemonProcess, free_port  # noqa: E402
 
 
@@ -107,7 +111,7 @@ def main() -> None:
                 spawn_once(folder, repo, env, "warm up", ready)
                 runs = [spawn_once(folder, repo, env, f"task {i}", ready) for i in range(args.runs)]
         finally:
-            subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
+            kill_tmux_server(socket)
             if fake is not None:
                 fake.stop()
     print(f"runtime {args.runtime}, {args.runs} runs (after one warm-up)")

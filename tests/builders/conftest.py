@@ -65,7 +65,14 @@ def tmux_socket(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     name = f"bt{uuid.uuid4().hex[:10]}"
     monkeypatch.setenv("BUTLER_TMUX_SOCKET", name)
     yield name
+    kill_tmux_server(name)
+
+
+def kill_tmux_server(name: str) -> None:
+    """Stop a tmux server and remove its socket file, which tmux leaves behind."""
     subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True, check=False)
+    folder = Path(os.environ.get("TMUX_TMPDIR") or "/tmp") / f"tmux-{os.getuid()}"
+    (folder / name).unlink(missing_ok=True)
 
 
 def screen(socket: str, session: str) -> str:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.builders.conftest import Builders, screen
+from tests.builders.conftest import Builders, kill_tmux_server, screen
 from tests.helpers import wait_until
 
 
@@ -122,7 +122,7 @@ def test_attach_joins_the_builders_terminal(builders: Builders):
         tmux(viewer, "send-keys", "-t", "=person:", "hello", "Enter")
         builders.wait_screen(builder, "you said: hello")
     finally:
-        subprocess.run(["tmux", "-L", viewer, "kill-server"], capture_output=True)
+        kill_tmux_server(viewer)
 
 
 def test_headless_runs_the_builder_to_completion(builders: Builders):
