@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from butler.errors import UserError
+from butler.jsonfile import read_json_object
 from butler.paths import butler_dir
 
 #: The state file's keys, with their empty values.
@@ -35,20 +36,7 @@ STATE_STATUS = {
 
 def read_state(path: Path) -> dict[str, Any]:
     """The state file's contents over the defaults; a missing file is a fresh state."""
-    if not path.exists():
-        return dict(STATE_DEFAULTS)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: cannot read the state file: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise UserError(
-            f"{path}: invalid JSON at line {exc.lineno}, column {exc.colno}; "
-            "expected a state object"
-        ) from None
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: expected a JSON object, found {type(data).__name__}")
-    return {**STATE_DEFAULTS, **data}
+    return {**STATE_DEFAULTS, **read_json_object(path, "a state object", UserError)}
 
 
 def write_state(path: Path, state: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from butler.jsonfile import read_json_object
 from butler.runtimes.base import Invocation, RuntimeFailure, RuntimeResult, ToolCall, Usage
 from butler.runtimes.jsonl import JsonLinesStream, as_int, bare_name, stderr_summary
 from butler.runtimes.process import ProcessOutcome
@@ -241,19 +242,4 @@ class GeminiAdapter(SubprocessAdapter):
 
 def read_settings(path: Path) -> dict[str, Any]:
     """The user settings seeded into the session home, if any."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
-        raise RuntimeFailure(f"cannot read {path}: {exc}") from None
-    try:
-        data = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise RuntimeFailure(
-            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); expected Gemini "
-            "user settings as a JSON object"
-        ) from None
-    if not isinstance(data, dict):
-        raise RuntimeFailure(f"{path}: expected a JSON object of Gemini user settings")
-    return data
+    return read_json_object(path, "Gemini user settings as a JSON object", RuntimeFailure)

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from butler.jsonfile import read_json_object
 from butler.runtimes.base import Invocation, RuntimeFailure, ToolCall, Usage
 from butler.runtimes.jsonl import JsonLinesStream, as_int, bare_name
 from butler.runtimes.process import kill_group
@@ -57,22 +58,7 @@ def read_owner_config(config_dir: Path) -> dict[str, Any]:
     Its ``mcp`` table is ignored: a butler session reaches only its butler.
     """
     path = config_dir / OWNER_CONFIG
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
-        raise RuntimeFailure(f"cannot read {path}: {exc}") from None
-    try:
-        data = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise RuntimeFailure(
-            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno}); expected an "
-            "OpenCode config object"
-        ) from None
-    if not isinstance(data, dict):
-        raise RuntimeFailure(f"{path}: expected a JSON object of OpenCode config")
-    return data
+    return read_json_object(path, "an OpenCode config object", RuntimeFailure)
 
 
 def build_config(owner: dict[str, Any], invocation: Invocation, prompt_file: Path) -> dict:

@@ -150,7 +150,7 @@ def test_unreadable_seeded_settings_are_one_clear_error(tmp_path: Path) -> None:
     path.parent.mkdir(parents=True)
     path.write_text("{not json")
     adapter = GeminiAdapter(RuntimeConfig(type="gemini"))
-    with pytest.raises(RuntimeFailure, match=r"settings.json: not valid JSON"):
+    with pytest.raises(RuntimeFailure, match=r"settings.json: invalid JSON at line"):
         adapter.command(invocation(tmp_path), "/bin/gemini")
 
 

@@ -143,8 +143,10 @@ def test_runtime_config_and_the_owners_file_reach_the_command(tmp_path: Path) ->
 def test_a_broken_owner_config_is_one_clear_error(tmp_path: Path) -> None:
     assert read_owner_config(tmp_path) == {}
     (tmp_path / "opencode.json").write_text('{"provider": ')
-    with pytest.raises(RuntimeFailure, match=r"opencode.json: not valid JSON"):
+    with pytest.raises(RuntimeFailure, match=r"opencode.json: invalid JSON at line"):
         read_owner_config(tmp_path)
     (tmp_path / "opencode.json").write_text("[]")
-    with pytest.raises(RuntimeFailure, match=r"expected a JSON object"):
+    with pytest.raises(
+        RuntimeFailure, match="expected an OpenCode config object, found a JSON list"
+    ):
         read_owner_config(tmp_path)
