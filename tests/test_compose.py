@@ -9,7 +9,6 @@ and the container paths swapped for this machine's.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -18,18 +17,14 @@ import shutil
 import signal
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import asyncpg
 import pytest
 import yaml
 
 from butler.roster import load_roster
-from butler.store.db import quote_ident
 from tests.conftest import TEST_DSN
 from tests.helpers import REPO, free_port, get_json, wait_until
 
@@ -219,22 +214,6 @@ def test_docker_compose_reads_the_file_as_these_tests_do(tmp_path):
         assert resolved[name]["depends_on"]["postgres"]["condition"] == "service_healthy"
 
 
-@pytest.fixture
-def schema() -> Iterator[str]:
-    """A schema of its own for the daemon, dropped after the test."""
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    yield name
-
-    async def drop() -> None:
-        conn = await asyncpg.connect(TEST_DSN)
-        try:
-            await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(name)} CASCADE")
-        finally:
-            await conn.close()
-
-    asyncio.run(drop())
-
-
 def container_env(name: str, port: int, data: Path, schema: str) -> dict[str, str]:
     """The container's environment, moved to this machine."""
     host_path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
@@ -256,9 +235,11 @@ def container_env(name: str, port: int, data: Path, schema: str) -> dict[str, st
 
 
 @pytest.mark.parametrize("name", sorted(ROSTER))
-def test_the_service_command_serves_health_with_the_container_environment(name, tmp_path, schema):
+def test_the_service_command_serves_health_with_the_container_environment(
+    name, tmp_path, schema_name
+):
     port = free_port()
-    env = container_env(name, port, tmp_path, schema)
+    env = container_env(name, port, tmp_path, schema_name)
     command = [str(c) for c in compose_file()["services"][name]["command"]]
     command[command.index("--port") + 1] = str(port)
     workdir = [rest for word, rest in final_stage() if word == "WORKDIR"][-1]

@@ -8,6 +8,7 @@ from typing import Any
 
 from butler.runtimes.base import (
     Invocation,
+    McpEndpoint,
     ProgressSink,
     RuntimeAdapter,
     RuntimeFailure,
@@ -72,3 +73,20 @@ class FakeAdapter(RuntimeAdapter):
 
 async def failing(invocation: Invocation) -> RuntimeResult:
     raise RuntimeFailure("Connection refused", RuntimeResult(output="partial words"))
+
+
+def sample_invocation(tmp_path: Path, **changes: Any) -> Invocation:
+    """An invocation of the butler "health" as the spawner would build it, for pure-part tests."""
+    values: dict[str, Any] = dict(
+        prompt="Check overdue tasks",
+        system_prompt="You are health.",
+        cwd=tmp_path,
+        workdir=tmp_path / "work",
+        home=tmp_path / "home",
+        env={"PATH": "/usr/bin"},
+        mcp=McpEndpoint("health", "http://127.0.0.1:8001/mcp?session=s", {"X-Butler-Session": "s"}),
+        max_turns=7,
+        timeout_s=60,
+    )
+    values.update(changes)
+    return Invocation(**values)

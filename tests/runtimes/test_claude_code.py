@@ -15,11 +15,11 @@ import pytest
 from claude_agent_sdk._internal.message_parser import parse_message  # test-only: replay captures
 
 from butler.config import RuntimeConfig
-from butler.runtimes.base import Invocation, McpEndpoint
+from butler.runtimes.base import Invocation
 from butler.runtimes.claude_code import ClaudeStream, build_options, parse_extra_args
 from butler.runtimes.registry import get_adapter
 from butler.spawner.spawner import TriggerRequest
-from tests.fakes.runtime import FAKE_CLAUDE
+from tests.fakes.runtime import FAKE_CLAUDE, sample_invocation
 
 CAPTURES = Path(__file__).resolve().parent / "captures"
 CAPTURE = CAPTURES / "claude_stream_json_stdout_mcp.jsonl"
@@ -50,19 +50,10 @@ def test_stream_parser_on_a_captured_real_run():
 
 
 def _invocation(tmp_path: Path, **kw) -> Invocation:
-    base = dict(
-        prompt="Check overdue tasks",
-        system_prompt="You are health.",
-        cwd=tmp_path,
-        workdir=tmp_path,
-        home=tmp_path / "home",
-        env={"PATH": "/usr/bin", "ANTHROPIC_API_KEY": "k"},
-        mcp=McpEndpoint("health", "http://localhost:8001/mcp?session=s", {"X-Butler-Session": "s"}),
-        max_turns=20,
-        timeout_s=60,
+    changes = {"workdir": tmp_path, "max_turns": 20, **kw}
+    return sample_invocation(
+        tmp_path, **{"env": {"PATH": "/usr/bin", "ANTHROPIC_API_KEY": "k"}, **changes}
     )
-    base.update(kw)
-    return Invocation(**base)
 
 
 def test_options_lock_the_runtime_to_this_butler(tmp_path):
@@ -70,7 +61,7 @@ def test_options_lock_the_runtime_to_this_butler(tmp_path):
     assert options.mcp_servers == {
         "health": {
             "type": "http",
-            "url": "http://localhost:8001/mcp?session=s",
+            "url": "http://127.0.0.1:8001/mcp?session=s",
             "headers": {"X-Butler-Session": "s"},
         }
     }

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from butler.config import RuntimeConfig
-from butler.runtimes.base import Invocation, McpEndpoint, Usage
+from butler.runtimes.base import Invocation, Usage
 from butler.runtimes.copilot import (
     CopilotAdapter,
     CopilotStream,
@@ -15,6 +15,7 @@ from butler.runtimes.copilot import (
     parse_usage_report,
 )
 from butler.runtimes.registry import get_adapter
+from tests.fakes.runtime import sample_invocation
 
 CAPTURES = Path(__file__).parent / "captures"
 
@@ -27,19 +28,9 @@ def parse(name: str) -> CopilotStream:
 
 
 def invocation(tmp_path: Path, **changes: object) -> Invocation:
-    values: dict = dict(
-        prompt="Check overdue tasks",
-        system_prompt="You are health.",
-        cwd=tmp_path,
-        workdir=tmp_path / "work",
-        home=tmp_path / "home",
-        env={"PATH": "/usr/bin", "COPILOT_GITHUB_TOKEN": "t"},
-        mcp=McpEndpoint("health", "http://127.0.0.1:8001/mcp?session=s", {"X-Butler-Session": "s"}),
-        max_turns=7,
-        timeout_s=60,
+    return sample_invocation(
+        tmp_path, **{"env": {"PATH": "/usr/bin", "COPILOT_GITHUB_TOKEN": "t"}, **changes}
     )
-    values.update(changes)
-    return Invocation(**values)
 
 
 def test_a_captured_run_with_an_mcp_tool_call() -> None:

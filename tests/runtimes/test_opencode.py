@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from butler.config import RuntimeConfig
-from butler.runtimes.base import Invocation, McpEndpoint, RuntimeFailure
+from butler.runtimes.base import Invocation, RuntimeFailure
 from butler.runtimes.opencode import (
     OpenCodeAdapter,
     OpenCodeStream,
@@ -18,6 +18,7 @@ from butler.runtimes.opencode import (
     read_owner_config,
 )
 from butler.runtimes.registry import get_adapter
+from tests.fakes.runtime import sample_invocation
 
 CAPTURES = Path(__file__).parent / "captures"
 
@@ -30,19 +31,9 @@ def parse(name: str, on_fatal=None) -> OpenCodeStream:
 
 
 def invocation(tmp_path: Path, **changes: object) -> Invocation:
-    values: dict = dict(
-        prompt="Check overdue tasks",
-        system_prompt="You are health.",
-        cwd=tmp_path,
-        workdir=tmp_path / "work",
-        home=tmp_path / "home",
-        env={"PATH": "/usr/bin", "OPENROUTER_API_KEY": "o"},
-        mcp=McpEndpoint("health", "http://127.0.0.1:8001/mcp?session=s", {"X-Butler-Session": "s"}),
-        max_turns=7,
-        timeout_s=60,
+    return sample_invocation(
+        tmp_path, **{"env": {"PATH": "/usr/bin", "OPENROUTER_API_KEY": "o"}, **changes}
     )
-    values.update(changes)
-    return Invocation(**values)
 
 
 def test_a_captured_run_with_an_mcp_tool_call() -> None:
