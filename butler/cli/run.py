@@ -45,13 +45,13 @@ def run_butler(
     log_level: LogLevelOption = "info",
 ) -> None:
     """Run one butler daemon: MCP at /mcp (streamable HTTP) and /sse, health at /health."""
-    from butler.daemon import serve
     from butler.logs import setup_logging
+    from butler.roster import up
 
     check_log_level(log_level)
     cfg = load(config, port=port, db_url=database_url)
     setup_logging(log_level)
-    run(serve(cfg))
+    run(up([cfg], named=False))
 
 
 @db_app.command(
