@@ -28,6 +28,7 @@ import uvicorn
 from butler.config import ButlerConfig, load_config
 from butler.daemon import OpenDatabase, assemble, open_database, start_embedded
 from butler.errors import ButlerError, ConfigError
+from butler.logs import current_butler
 from butler.server import build_app
 from butler.telemetry import setup_telemetry
 from butler.tools.context import ButlerContext
@@ -184,7 +185,11 @@ async def up(configs: Sequence[ButlerConfig], *, named: bool = True) -> None:
             if any(not c.butler.db.url for c in configs):
                 embedded, shared = await start_embedded()
             for config in configs:
-                opened.append(await open_database(config, config.butler.db.url or shared))
+                token = current_butler.set(config.name)
+                try:
+                    opened.append(await open_database(config, config.butler.db.url or shared))
+                finally:
+                    current_butler.reset(token)
             butlers = [await assemble(c, o.db) for c, o in zip(configs, opened, strict=True)]
             await serve_all(butlers, sockets, started)
         finally:
@@ -210,10 +215,7 @@ async def serve_all(
         loop.add_signal_handler(sig, on_signal, sig)
     schedules = [asyncio.create_task(start_schedules(s)) for s in servers]
     announce = asyncio.create_task(_announce(servers, started))
-    tasks = [
-        asyncio.create_task(s.serve(sockets=[sock]))
-        for s, sock in zip(servers, sockets, strict=True)
-    ]
+    tasks = [asyncio.create_task(_serve(s, sock)) for s, sock in zip(servers, sockets, strict=True)]
     try:
         # A butler that stops on its own takes the others down with it: a
         # roster that is only partly up would look healthy to nobody.
@@ -233,6 +235,12 @@ async def serve_all(
     _raise_failures(servers, tasks)
 
 
+async def _serve(server: ButlerServer, sock: socket.socket) -> None:
+    # Every line this server's task logs (uvicorn's included) names its butler.
+    current_butler.set(server.butler.config.name)
+    await server.serve(sockets=[sock])
+
+
 def _raise_failures(servers: Sequence[ButlerServer], tasks: Sequence[asyncio.Task[None]]) -> None:
     for server, task in zip(servers, tasks, strict=True):
         if task.exception() is not None:
@@ -247,6 +255,7 @@ def _raise_failures(servers: Sequence[ButlerServer], tasks: Sequence[asyncio.Tas
 
 async def start_schedules(server: ButlerServer) -> None:
     """Start firing schedules once the server accepts: their sessions call back into it."""
+    current_butler.set(server.butler.config.name)
     while not server.started:
         await asyncio.sleep(0.02)
     if server.butler.scheduler is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -139,6 +140,10 @@ def test_up_serves_three_butlers_from_one_process_each_in_its_own_schema(roster,
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
         assert all(refused(p) for p in up)
+    # Not a terminal: one JSON object per line, and uvicorn's lines name their butler.
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    started = [ln["butler"] for ln in lines if ln["event"] == "Application startup complete."]
+    assert sorted(started) == ["alpha", "beta", "gamma"]
 
 
 @pytest.fixture

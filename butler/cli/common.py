@@ -40,6 +40,11 @@ ConfigOption = Annotated[
 ]
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LogLevelOption = Annotated[str, typer.Option(help="debug, info, warning or error.")]
+LOG_FORMATS = ("auto", "text", "json")
+LogFormatOption = Annotated[
+    str,
+    typer.Option(help="auto (coloured text on a terminal, else JSON lines), text or json."),
+]
 DatabaseUrlOption = Annotated[
     str | None,
     typer.Option("--database-url", help="PostgreSQL URL (default DATABASE_URL, else embedded)."),
@@ -101,6 +106,13 @@ def check_log_level(level: str) -> str:
     if level.lower() not in LOG_LEVELS:
         fail(f"--log-level: expected debug, info, warning or error, found {level!r}")
     return level
+
+
+def check_log_format(log_format: str) -> str:
+    """``--log-format`` as given, or one line naming what is allowed."""
+    if log_format not in LOG_FORMATS:
+        fail(f"--log-format: expected auto, text or json, found {log_format!r}")
+    return log_format
 
 
 def names(raw: str | None) -> list[str]:

@@ -11,7 +11,9 @@ from typing import Annotated
 import typer
 
 from butler.cli.common import (
+    LogFormatOption,
     LogLevelOption,
+    check_log_format,
     check_log_level,
     fail,
     names,
@@ -75,14 +77,16 @@ def up(
         ),
     ] = None,
     log_level: LogLevelOption = "info",
+    log_format: LogFormatOption = "auto",
 ) -> None:
     """Run every butler of the roster in this one process."""
     from butler.logs import setup_logging
     from butler.roster import up as run_roster
 
     check_log_level(log_level)
+    check_log_format(log_format)
     configs: list[ButlerConfig] = load_roster(roster, only, database_url)
-    setup_logging(log_level)
+    setup_logging(log_level, log_format)  # type: ignore[arg-type]
     run(run_roster(configs))
 
 

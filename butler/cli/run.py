@@ -14,7 +14,9 @@ import typer
 from butler.cli.common import (
     ConfigOption,
     DatabaseUrlOption,
+    LogFormatOption,
     LogLevelOption,
+    check_log_format,
     check_log_level,
     load,
     run,
@@ -43,14 +45,16 @@ def run_butler(
     ] = None,
     database_url: DatabaseUrlOption = None,
     log_level: LogLevelOption = "info",
+    log_format: LogFormatOption = "auto",
 ) -> None:
     """Run one butler daemon: MCP at /mcp (streamable HTTP) and /sse, health at /health."""
     from butler.logs import setup_logging
     from butler.roster import up
 
     check_log_level(log_level)
+    check_log_format(log_format)
     cfg = load(config, port=port, db_url=database_url)
-    setup_logging(log_level)
+    setup_logging(log_level, log_format)  # type: ignore[arg-type]
     run(up([cfg], named=False))
 
 
