@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.client
 import json
 import logging
 import signal
@@ -46,6 +47,17 @@ def butler_folders(roster_dir: Path) -> list[Path]:
     return sorted(
         p for p in roster_dir.iterdir() if p.name != SHARED and (p / "butler.toml").is_file()
     )
+
+
+def load_each(roster_dir: Path) -> list[ButlerConfig | ConfigError]:
+    """Every butler folder's config, or the error that stops it loading (for ``butler list``)."""
+    found: list[ButlerConfig | ConfigError] = []
+    for folder in butler_folders(roster_dir):
+        try:
+            found.append(load_config(folder))
+        except ConfigError as exc:
+            found.append(exc)
+    return found
 
 
 def load_roster(
@@ -314,14 +326,26 @@ async def statuses(configs: Sequence[ButlerConfig], timeout: float = 1.0) -> lis
 
 def probe(config: ButlerConfig, timeout: float = 1.0) -> str:
     """``up``, ``degraded`` (database down), ``down``, or ``other`` (someone else's port)."""
-    url = f"{config.mcp_base_url}/health"
+    host = "127.0.0.1" if config.butler.host in ("0.0.0.0", "::", "") else config.butler.host
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        socket.create_connection((host, config.butler.port), timeout=timeout).close()
+    except OSError:
+        return "down"
+    # Something accepts on the port: from here on, anything but this butler's
+    # own /health answer means another program holds it.
+    try:
+        with urllib.request.urlopen(f"{config.mcp_base_url}/health", timeout=timeout) as response:
             body = json.loads(response.read())
     except urllib.error.HTTPError as exc:
-        return "degraded" if exc.code == 503 else "down"
-    except (OSError, ValueError):
-        return "down"
-    if not isinstance(body, dict) or body.get("butler") != config.name:
+        return "degraded" if exc.code == 503 and _is_ours(exc, config) else "other"
+    except (OSError, ValueError, http.client.HTTPException):
         return "other"
-    return "up"
+    return "up" if isinstance(body, dict) and body.get("butler") == config.name else "other"
+
+
+def _is_ours(error: urllib.error.HTTPError, config: ButlerConfig) -> bool:
+    try:
+        body = json.loads(error.read())
+    except (OSError, ValueError):
+        return False
+    return isinstance(body, dict) and body.get("butler") == config.name

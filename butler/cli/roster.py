@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from butler.cli.common import (
     LogFormatOption,
@@ -93,21 +95,34 @@ def up(
 @app.command("list", epilog=LIST_EPILOG)
 def list_butlers(roster: RosterOption = Path("roster")) -> None:
     """Show the roster's butlers: port, runtime, schedules and whether each is up."""
-    from rich.console import Console
-    from rich.table import Table
+    from butler.roster import load_each, statuses
 
-    from butler.roster import statuses
-
-    found = run(statuses(load_roster(roster, None)))
+    try:
+        loaded = load_each(roster)
+    except UserError as exc:
+        fail(str(exc))
+    configs = [c for c in loaded if isinstance(c, ButlerConfig)]
+    broken = [c for c in loaded if not isinstance(c, ButlerConfig)]
+    if not loaded:
+        fail(f"{roster}: no butler folders (sub-folders holding butler.toml)")
+    found = run(statuses(configs))
     table = Table("butler", "port", "runtime", "schedules", "status")
     colour = {"up": "green", "down": "red"}
     for row in found:
         style = colour.get(row.status, "yellow")
-        table.add_row(
-            row.name,
-            str(row.port),
-            row.runtime,
-            str(row.schedules),
-            f"[{style}]{row.status}[/{style}]",
-        )
+        status = f"[{style}]{row.status}[/{style}]"
+        table.add_row(row.name, str(row.port), row.runtime, str(row.schedules), status)
+    for error in broken:
+        table.add_row(_folder_of(error), "-", "-", "-", "[red]invalid[/red]")
     Console().print(table)
+    # One bad folder does not hide the others; what is wrong with it comes after.
+    for error in broken:
+        typer.echo(f"butler: error: {error}", err=True)
+    if broken:
+        raise typer.Exit(2)
+
+
+def _folder_of(error: Exception) -> str:
+    """The butler folder an error's message starts with (``roster/x/butler.toml: ...``)."""
+    where = Path(str(error).split(":", 1)[0])
+    return where.parent.name if where.name == "butler.toml" else where.name
