@@ -74,3 +74,29 @@ def table_rows(text: str) -> list[list[str]]:
     """The body rows of a rich table."""
     rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in text.splitlines()]
     return [row for row in rows if row]
+
+
+def test_credentials_are_set_from_stdin_listed_by_name_and_deleted(roster, schema_name, pg_dsn):
+    folder = write_butler(roster, "keeper", port=free_port(), schema=schema_name)
+    env = {"DATABASE_URL": pg_dsn}
+    secret = "sk-test-0123456789"
+    done = butler("credentials", "set", "ANTHROPIC_API_KEY", "-c", str(folder), stdin=secret + "\n",
+                  env=env)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "set ANTHROPIC_API_KEY for keeper\n"
+    listed = butler("credentials", "list", "-c", str(folder), env=env)
+    assert [row[0] for row in table_rows(listed.stdout)] == ["ANTHROPIC_API_KEY"]
+    assert secret not in listed.stdout + listed.stderr
+
+    on_argv = butler("credentials", "set", "ANTHROPIC_API_KEY", secret, "-c", str(folder), env=env)
+    assert on_argv.returncode == 2  # a value on the command line is refused, not stored
+
+    assert butler("credentials", "delete", "ANTHROPIC_API_KEY", "-c", str(folder), env=env).stdout
+    gone = butler("credentials", "delete", "ANTHROPIC_API_KEY", "-c", str(folder), env=env)
+    assert gone.returncode == 2
+    assert gone.stderr == (
+        "butler: error: ANTHROPIC_API_KEY: no such credential for keeper; "
+        "see butler credentials list\n"
+    )
+    bad = butler("credentials", "set", "NOT-A-NAME", "-c", str(folder), stdin="x", env=env)
+    assert bad.returncode == 2 and "NOT-A-NAME" in bad.stderr
