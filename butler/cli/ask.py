@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.table import Column, Table
+from rich.text import Text
 
-from butler.cli.common import fail, names, run, sub_app
+from butler.cli.common import console, fail, names, run, sub_app
 from butler.errors import UserError
 from butler.subagent.runner import SubagentRunner
 from butler.subagent.sources import add_source, config_path, load_user_config
@@ -114,9 +116,10 @@ def sources_list() -> None:
     if not len(config.sources):
         typer.echo(f"no sources in {config.path}; add one with: butler sources add NAME PATH")
         return
-    width = max(len(source.name) for source in config.sources)
+    table = Table(Column("name", no_wrap=True), "kind", Column("path", overflow="fold"))
     for source in config.sources:
-        typer.echo(f"{source.name:<{width}}  {source.kind:<7}  {source.path}")
+        table.add_row(source.name, source.kind, Text(str(source.path)))
+    console().print(table)
 
 
 @sources_app.command(

@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.table import Column, Table
+from rich.text import Text
 
 from butler.builders.modes import NothingToSpawn, SpawnOptions, choose_mode
-from butler.cli.common import JsonOption, fail, load, run, sub_app
+from butler.cli.common import JsonOption, console, fail, load, run, sub_app
 from butler.errors import UserError
 
 app = sub_app()
@@ -254,13 +256,18 @@ def print_headless(found: dict[str, Any]) -> int:
 
 
 def print_builders(found: list[dict[str, Any]]) -> None:
+    """One table, grouped by type in the order spec, task, protocol, shell."""
     if not found:
         typer.echo("no builders; start one with butler spawn")
+        return
+    # Ids and branches are copied into other commands: never cut, the summary wraps instead.
+    fixed = [Column(name, no_wrap=True) for name in ("type", "id", "status", "branch")]
+    table = Table(*fixed, Column("summary", ratio=1))
+    colour = {"running": "green", "succeeded": "blue", "failed": "red"}
     for mode in ("spec", "task", "protocol", "shell"):
-        group = [b for b in found if b["type"] == mode]
-        if not group:
-            continue
-        typer.echo(f"{mode} ({len(group)})")
-        for b in group:
+        for b in (b for b in found if b["type"] == mode):
             flags = " [pruned]" if b["pruned"] else (" [headless]" if b["headless"] else "")
-            typer.echo(f"  {b['id']:<32} {b['status']:<10} {b['branch']:<40} {b['summary']}{flags}")
+            style = colour.get(b["status"], "yellow")
+            status = Text(b["status"], style=style)
+            table.add_row(mode, b["id"], status, b["branch"], Text(f"{b['summary']}{flags}"))
+    console().print(table)

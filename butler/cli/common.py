@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
+from rich.console import Console
 from typer.core import TyperCommand, TyperGroup
 
 from butler.config import ButlerConfig, load_config
@@ -85,6 +87,11 @@ class App(typer.Typer):
 def sub_app(**settings: Any) -> App:
     """A command group with the settings the whole command line shares."""
     return App(**{"cls": Group, **TYPER_SETTINGS, **settings})
+
+
+def console() -> Console:
+    """Where tables go: the terminal's width, or whole lines (never cut) for a pipe or file."""
+    return Console() if sys.stdout.isatty() else Console(width=1000)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

@@ -12,10 +12,9 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, TypeVar
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from butler.cli.common import ConfigOption, fail, load, run, sub_app
+from butler.cli.common import ConfigOption, console, fail, load, run, sub_app
 from butler.config import ButlerConfig
 from butler.store.credentials import CredentialStore
 
@@ -101,7 +100,7 @@ def list_credentials(config: ConfigOption) -> None:
     table = Table("name", "set at")
     for name, updated in found:
         table.add_row(name, updated.strftime("%Y-%m-%d %H:%M:%S %Z"))
-    Console().print(table)
+    console().print(table)
 
 
 @credentials_app.command(

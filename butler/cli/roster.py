@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from butler.cli.common import (
@@ -17,6 +16,7 @@ from butler.cli.common import (
     LogLevelOption,
     check_log_format,
     check_log_level,
+    console,
     fail,
     names,
     run,
@@ -114,7 +114,7 @@ def list_butlers(roster: RosterOption = Path("roster")) -> None:
         table.add_row(row.name, str(row.port), row.runtime, str(row.schedules), status)
     for error in broken:
         table.add_row(_folder_of(error), "-", "-", "-", "[red]invalid[/red]")
-    Console().print(table)
+    console().print(table)
     # One bad folder does not hide the others; what is wrong with it comes after.
     for error in broken:
         typer.echo(f"butler: error: {error}", err=True)
