@@ -42,6 +42,12 @@ class OpenDatabase:
 async def start_embedded() -> tuple[EmbeddedPostgres, str]:
     """Start the embedded PostgreSQL (initialising it the first time); it and its DSN."""
     embedded = EmbeddedPostgres()
+    if not (embedded.pgdata / "PG_VERSION").exists():
+        # initdb takes seconds: say so before a person wonders why nothing happens.
+        log.info(
+            "initialising the embedded database (first start, a few seconds)",
+            extra={"pgdata": str(embedded.pgdata)},
+        )
     dsn = await embedded.start()
     log.info("embedded database started", extra={"pgdata": str(embedded.pgdata)})
     return embedded, dsn

@@ -15,7 +15,7 @@ import typer
 from rich.table import Column, Table
 from rich.text import Text
 
-from butler.cli.common import console, fail, names, run, sub_app
+from butler.cli.common import console, fail, names, run, sub_app, waiting
 from butler.errors import UserError
 from butler.subagent.runner import SubagentRunner
 from butler.subagent.sources import add_source, config_path, load_user_config
@@ -89,9 +89,8 @@ def ask(
     if timeout is not None and timeout <= 0:
         fail(f"--timeout: expected a positive number of seconds, found {timeout:g}")
     runner = _runner()
-    if sys.stderr.isatty():
-        typer.echo(f"asking {runner.config.default_agent}…", err=True)
-    answer = run(runner.ask(chosen, question, timeout_s=timeout), signals=True)
+    with waiting(f"asking {runner.config.default_agent}…"):
+        answer = run(runner.ask(chosen, question, timeout_s=timeout), signals=True)
     sys.stdout.write(answer if answer.endswith("\n") or not answer else answer + "\n")
     sys.stdout.flush()
 

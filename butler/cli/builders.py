@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,7 +20,7 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from butler.builders.modes import NothingToSpawn, SpawnOptions, choose_mode
-from butler.cli.common import JsonOption, console, fail, load, run, sub_app
+from butler.cli.common import JsonOption, console, fail, load, run, sub_app, waiting
 from butler.errors import UserError
 
 app = sub_app()
@@ -92,7 +93,8 @@ def spawn(
     cfg = load(config)
     arguments = tool_arguments(options, (repo or Path.cwd()).resolve(), headless)
     timeout = cfg.runtime.timeout_s + 60 if headless else 120
-    found = run(ask(cfg, "builder_spawn", arguments, timeout))
+    with waiting("builder running…") if headless else nullcontext():
+        found = run(ask(cfg, "builder_spawn", arguments, timeout))
     if as_json:
         typer.echo(json.dumps(found, indent=2))
     elif headless:

@@ -7,6 +7,7 @@ butler's own is one line and exit status 1; never a traceback.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import sys
 from collections.abc import Coroutine
@@ -92,6 +93,16 @@ def sub_app(**settings: Any) -> App:
 def console() -> Console:
     """Where tables go: the terminal's width, or whole lines (never cut) for a pipe or file."""
     return Console() if sys.stdout.isatty() else Console(width=1000)
+
+
+def waiting(message: str) -> contextlib.AbstractContextManager[Any]:
+    """A spinner with ``message`` on stderr while a long wait lasts, when a person watches it.
+
+    On a pipe or a file nothing is shown: scripts read stdout and stderr as data.
+    """
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    return Console(stderr=True).status(message)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:

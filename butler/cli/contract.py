@@ -8,12 +8,13 @@ exit codes: ``spawn`` prints a session id, ``resume`` a message,
 from __future__ import annotations
 
 import os
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from butler.cli.common import fail, load, run, sub_app
+from butler.cli.common import fail, load, run, sub_app, waiting
 from butler.config import ButlerConfig
 
 app = sub_app()
@@ -65,9 +66,10 @@ def spawn(
 
     cfg = butler_config(ctx, config)
     brief, state = brief_file.resolve(), state_file.resolve()
-    session_id = run(
-        runner.spawn(cfg, brief, state, prompt, wait=wait, timeout_minutes=timeout_minutes)
-    )
+    with waiting("waiting for the session to finish…") if wait else nullcontext():
+        session_id = run(
+            runner.spawn(cfg, brief, state, prompt, wait=wait, timeout_minutes=timeout_minutes)
+        )
     typer.echo(session_id)
 
 
@@ -88,9 +90,12 @@ def resume(
 
     cfg = butler_config(ctx, config)
     state = state_file.resolve()
-    message = run(
-        runner.resume(cfg, session_id, state, prompt, wait=wait, timeout_minutes=timeout_minutes)
-    )
+    with waiting("waiting for the session to finish…") if wait else nullcontext():
+        message = run(
+            runner.resume(
+                cfg, session_id, state, prompt, wait=wait, timeout_minutes=timeout_minutes
+            )
+        )
     typer.echo(message)
 
 
