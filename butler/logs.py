@@ -118,6 +118,7 @@ def setup_logging(level: str = "INFO", log_format: LogFormat = "auto") -> None:
         logger = logging.getLogger(name)
         logger.handlers[:] = []
         logger.propagate = True
+        logger.setLevel(logging.NOTSET)  # --log-level decides, not a library's default
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
     for noisy in _QUIET:
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import REPO, free_port, write_butler
+
+pytestmark = pytest.mark.slow
 
 BUTLER = Path(sys.executable).with_name("butler")
 

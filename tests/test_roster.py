@@ -25,6 +25,8 @@ from butler.store.db import quote_ident
 from tests.conftest import TEST_DSN
 from tests.helpers import REPO, free_port, get_json, wait_until, write_butler
 
+pytestmark = pytest.mark.slow
+
 SCHEDULE = """
 [[butler.schedule]]
 name = "morning"

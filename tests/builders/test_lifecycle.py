@@ -7,8 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.builders.conftest import Builders, kill_tmux_server, screen
 from tests.helpers import wait_until
+
+pytestmark = pytest.mark.slow
 
 
 def tmux(socket: str, *args: str) -> str:

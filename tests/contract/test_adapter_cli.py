@@ -18,6 +18,8 @@ import pytest
 from tests.conftest import TEST_DSN
 from tests.helpers import DaemonProcess, free_port, wait_until, write_butler
 
+pytestmark = pytest.mark.slow
+
 ENV = '\n[butler.env]\noptional = ["FILE_AGENT_GATE"]\n'
 BRIEF = """# LEGO: Authentication
 ## Responsibility

@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import signal
 
+import pytest
 from fastmcp import Client
 
 from tests.conftest import TEST_DSN
 from tests.fakes.runtime import FAKE_CLAUDE
 from tests.helpers import DaemonProcess, free_port, write_butler
+
+pytestmark = pytest.mark.slow
 
 
 async def test_sigterm_drains_then_cancels_and_records_it(roster, schema_name):

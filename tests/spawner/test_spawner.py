@@ -11,6 +11,8 @@ from butler.runtimes.base import Invocation, RuntimeResult, ToolCall
 from butler.spawner.spawner import TriggerRequest
 from tests.fakes.runtime import FakeAdapter, failing
 
+pytestmark = pytest.mark.slow
+
 
 async def test_successful_session_is_recorded(make_spawner):
     spawner = make_spawner()

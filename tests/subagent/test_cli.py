@@ -23,6 +23,8 @@ from tests.subagent.conftest import (
     write_config,
 )
 
+pytestmark = pytest.mark.slow
+
 BUTLER = [sys.executable, "-m", "butler.cli"]
 
 

@@ -18,6 +18,8 @@ import pytest
 from butler.subagent.runner import AgentTimedOut
 from tests.subagent.conftest import FAKE_AGENT, RunnerFactory, alive, gone, leftovers
 
+pytestmark = pytest.mark.slow
+
 
 async def wait_for(predicate: object, timeout: float = 15.0) -> None:
     """Poll ``predicate`` (a callable) until it is true or the deadline passes."""
