@@ -19,6 +19,7 @@ from types import FrameType
 
 import uvicorn
 
+from butler.builders.manager import BuilderManager
 from butler.config import ButlerConfig
 from butler.errors import ButlerError
 from butler.runtimes.registry import get_adapter
@@ -105,6 +106,7 @@ async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
         sessions=sessions,
         spawner=spawner,
         scheduler=Scheduler(config.butler.schedule, ScheduleStore(db), spawner),
+        builders=BuilderManager(config, spawner, sessions),
     )
 
 
@@ -193,9 +195,13 @@ def listen(config: ButlerConfig) -> socket.socket:
 
 
 async def start_schedules(server: uvicorn.Server, butler: ButlerContext) -> None:
-    """Start firing schedules once the server accepts: their sessions call back into it."""
+    """Start firing schedules and watching builders once the server accepts.
+
+    Sessions of both call back into the server, so neither starts before it.
+    """
     while not server.started:
         await asyncio.sleep(0.02)
+    butler.builders.start()
     if butler.scheduler is not None:
         try:
             await butler.scheduler.start()
@@ -208,6 +214,7 @@ async def stop_schedules(starting: asyncio.Task[None], butler: ButlerContext) ->
     starting.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await starting
+    await butler.builders.stop()
     if butler.scheduler is not None:
         await butler.scheduler.stop()
 

@@ -14,12 +14,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from butler.config import RuntimeConfig
-
-if TYPE_CHECKING:
-    from butler.runtimes.subprocess_adapter import Command
 
 #: Called with a short human-readable line while a session runs (progress).
 ProgressSink = Callable[[str], Awaitable[None]]
@@ -88,6 +85,16 @@ class Invocation:
 
     def with_prompt(self, prompt: str) -> Invocation:
         return replace(self, prompt=prompt)
+
+
+@dataclass(frozen=True)
+class Command:
+    """One run of a CLI: never a shell line, always an argv list."""
+
+    argv: list[str]
+    env: dict[str, str]
+    stdin: str | None = None
+    files: dict[Path, str] = field(default_factory=dict)
 
 
 @dataclass

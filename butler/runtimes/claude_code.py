@@ -21,6 +21,7 @@ from typing import Any
 import claude_agent_sdk as sdk
 
 from butler.runtimes.base import (
+    Command,
     Invocation,
     ProgressSink,
     RuntimeAdapter,
@@ -31,7 +32,6 @@ from butler.runtimes.base import (
 )
 from butler.runtimes.launcher import read_pid, write_launcher
 from butler.runtimes.process import KILL_GRACE_S, kill_group, terminate_group
-from butler.runtimes.subprocess_adapter import Command
 
 #: Environment that keeps Claude Code from calling home: a daemon runs pinned
 #: versions and sends nothing it was not asked to.

@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from butler.runtimes.base import Invocation, ToolCall, Usage
+from butler.runtimes.base import Command, Invocation, ToolCall, Usage
 from butler.runtimes.jsonl import JsonLinesStream, as_int
-from butler.runtimes.subprocess_adapter import Command, SubprocessAdapter
+from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
 #: Codex calls home for analytics, plugins and apps unless told not to.
 HARDENING_ARGS = [

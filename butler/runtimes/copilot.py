@@ -27,6 +27,7 @@ from typing import Any
 
 from butler.paths import data_root
 from butler.runtimes.base import (
+    Command,
     Invocation,
     ProgressSink,
     RuntimeFailure,
@@ -36,7 +37,7 @@ from butler.runtimes.base import (
 )
 from butler.runtimes.codex import embed_system_prompt
 from butler.runtimes.jsonl import JsonLinesStream, as_int
-from butler.runtimes.subprocess_adapter import Command, SubprocessAdapter
+from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
 USAGE_FILE = "copilot-usage.json"
 #: Flags that keep Copilot from phoning home, updating itself or waiting on a user.

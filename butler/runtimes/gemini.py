@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from butler.jsonfile import read_json_object
-from butler.runtimes.base import Invocation, RuntimeFailure, RuntimeResult, ToolCall, Usage
+from butler.runtimes.base import Command, Invocation, RuntimeFailure, RuntimeResult, ToolCall, Usage
 from butler.runtimes.jsonl import JsonLinesStream, as_int, bare_name, stderr_summary
 from butler.runtimes.process import ProcessOutcome
-from butler.runtimes.subprocess_adapter import Command, SubprocessAdapter
+from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
 #: Spec 000: a Gemini runtime never sees the Anthropic key.
 DROPPED_ENV = ("ANTHROPIC_API_KEY",)

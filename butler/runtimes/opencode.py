@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from butler.jsonfile import read_json_object
-from butler.runtimes.base import Invocation, RuntimeFailure, ToolCall, Usage
+from butler.runtimes.base import Command, Invocation, RuntimeFailure, ToolCall, Usage
 from butler.runtimes.jsonl import JsonLinesStream, as_int, bare_name
 from butler.runtimes.process import kill_group
-from butler.runtimes.subprocess_adapter import Command, SubprocessAdapter
+from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
 #: The owner's provider config, in the butler folder.
 OWNER_CONFIG = "opencode.json"

@@ -13,11 +13,11 @@ import asyncio
 import os
 import shutil
 from abc import abstractmethod
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from butler.runtimes.base import (
+    Command,
     Invocation,
     ProgressSink,
     RuntimeAdapter,
@@ -36,16 +36,6 @@ class StreamParser(Protocol):
 
     def result(self) -> RuntimeResult:
         """What was parsed so far; ``error`` set when the runtime reported a failure."""
-
-
-@dataclass(frozen=True)
-class Command:
-    """One run of a CLI: never a shell line, always an argv list."""
-
-    argv: list[str]
-    env: dict[str, str]
-    stdin: str | None = None
-    files: dict[Path, str] = field(default_factory=dict)
 
 
 class SubprocessAdapter(RuntimeAdapter):

@@ -76,9 +76,8 @@ def temp_root() -> Path:
 class Workspace:
     """A private temp folder for one invocation, removed on exit."""
 
-    def __init__(self, prefix: str, mcp: McpEndpoint | None = None) -> None:
+    def __init__(self, prefix: str) -> None:
         self.prefix = prefix
-        self.mcp = mcp
         self.path = temp_root() / f"{prefix}{uuid.uuid4()}"
         self.configs: dict[str, Path] = {}
 
@@ -89,8 +88,12 @@ class Workspace:
     def create(self) -> Workspace:
         self.path.mkdir(mode=0o700)
         (self.path / OWNER_FILE).write_text(str(os.getpid()), encoding="utf-8")
-        self.configs = write_mcp_configs(self.path, self.mcp)
         return self
+
+    def write_configs(self, mcp: McpEndpoint | None) -> dict[str, Path]:
+        """The MCP configs naming ``mcp`` (empty ones for None); return where they are."""
+        self.configs = write_mcp_configs(self.path, mcp)
+        return self.configs
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)

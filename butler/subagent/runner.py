@@ -120,6 +120,7 @@ class SubagentRunner:
         sweep_leftovers(WORKSPACE_PREFIX)
         workspace = Workspace(WORKSPACE_PREFIX).create()
         try:
+            workspace.write_configs(None)
             for source in resolved:
                 link = workspace.path / source.name
                 link.symlink_to(source.path, target_is_directory=source.path.is_dir())

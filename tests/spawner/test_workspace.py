@@ -13,7 +13,8 @@ MCP = McpEndpoint("health", "http://127.0.0.1:8001/mcp?session=s1", {"X-Butler-S
 
 
 def test_every_format_names_only_this_butler():
-    with Workspace("butler_health_", MCP) as ws:
+    with Workspace("butler_health_") as ws:
+        ws.write_configs(MCP)
         data = {rel: json.loads(p.read_text()) for rel, p in ws.configs.items()}
         assert oct(ws.path.stat().st_mode & 0o777) == "0o700"
     assert data["mcp.json"] == {
@@ -26,7 +27,8 @@ def test_every_format_names_only_this_butler():
 
 
 def test_no_endpoint_writes_empty_configs():
-    with Workspace("butler_ask_", None) as ws:
+    with Workspace("butler_ask_") as ws:
+        ws.write_configs(None)
         for path in ws.configs.values():
             assert json.loads(path.read_text()) == {}
 
