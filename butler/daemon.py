@@ -99,6 +99,8 @@ async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
     swept = spawner.sweep()
     if closed or swept:
         log.info("recovered from an earlier crash", extra={"sessions": closed, "temp": len(swept)})
+    builders = BuilderManager(config, spawner, sessions)
+    await builders.adopt_survivors()
     return ButlerContext(
         config=config,
         db=db,
@@ -106,7 +108,7 @@ async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
         sessions=sessions,
         spawner=spawner,
         scheduler=Scheduler(config.butler.schedule, ScheduleStore(db), spawner),
-        builders=BuilderManager(config, spawner, sessions),
+        builders=builders,
     )
 
 

@@ -214,18 +214,21 @@ class BuilderManager:
             if ended is not None or pane is None:  # else: dead, and its end not yet known
                 await self._finish(row, pane is not None, ended)
 
+    async def adopt_survivors(self) -> None:
+        """At start-up: builders still running from an earlier daemon run again here.
+
+        Done before the server accepts, so no listing ever shows them failed.
+        """
+        try:
+            await self.refresh()
+        except ButlerError as exc:  # tmux missing: builders cannot have survived
+            log.warning("could not look for surviving builders: %s", exc)
+
     async def watch(self, interval_s: float = WATCH_INTERVAL_S) -> None:
         """Record each interactive builder's end as it happens; runs until cancelled."""
-        first = True
         while True:
             try:
-                if first:
-                    await self.refresh()
-                    first = False
-                else:
-                    await self._check(list(self._live.values()))
-            except asyncio.CancelledError:
-                raise
+                await self._check(list(self._live.values()))
             except Exception:
                 log.exception("checking builders failed; trying again")
             await asyncio.sleep(interval_s)

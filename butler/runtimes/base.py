@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from butler.config import RuntimeConfig
+from butler.runtimes.settings import RuntimeConfig
 
 #: Called with a short human-readable line while a session runs (progress).
 ProgressSink = Callable[[str], Awaitable[None]]

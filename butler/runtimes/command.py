@@ -16,9 +16,9 @@ import re
 import shutil
 from typing import ClassVar
 
-from butler.config import RuntimeConfig
-from butler.runtimes.base import Invocation, RuntimeFailure, RuntimeResult
-from butler.runtimes.subprocess_adapter import Command, SubprocessAdapter
+from butler.runtimes.settings import RuntimeConfig
+from butler.runtimes.base import Command, Invocation, RuntimeFailure, RuntimeResult
+from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 #: What a template may name, and what each becomes.

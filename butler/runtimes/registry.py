@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from butler.config import RuntimeConfig
+from butler.runtimes.settings import RuntimeConfig
 from butler.runtimes.base import RuntimeAdapter
 
 _ADAPTERS: dict[str, str] = {
