@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator

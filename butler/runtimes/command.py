@@ -16,8 +16,8 @@ import re
 import shutil
 from typing import ClassVar
 
-from butler.runtimes.settings import RuntimeConfig
 from butler.runtimes.base import Command, Invocation, RuntimeFailure, RuntimeResult
+from butler.runtimes.settings import RuntimeConfig
 from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
