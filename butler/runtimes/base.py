@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
+from butler.errors import RuntimeAdapterError
 from butler.runtimes.settings import RuntimeConfig
 
 #: Called with a short human-readable line while a session runs (progress).
@@ -110,8 +111,12 @@ class RuntimeResult:
     num_turns: int | None = None
 
 
-class RuntimeFailure(Exception):
-    """A runtime run failed; carries whatever it produced before failing."""
+class RuntimeFailure(RuntimeAdapterError):
+    """A runtime run failed; carries whatever it produced before failing.
+
+    Defined beside :class:`RuntimeResult`, which it carries, but part of the
+    one hierarchy of :mod:`butler.errors`.
+    """
 
     def __init__(self, message: str, partial: RuntimeResult | None = None) -> None:
         super().__init__(message)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from butler.errors import ProcessTimeout
 from butler.runtimes.base import (
     Invocation,
     ProgressSink,
@@ -29,7 +30,7 @@ from butler.runtimes.base import (
     RuntimeResult,
 )
 from butler.runtimes.jsonl import stderr_summary
-from butler.runtimes.process import ProcessTimeout, RuntimeProcess, kill_group
+from butler.runtimes.process import RuntimeProcess, kill_group
 
 RUNTIMES_FILE = "agent_runtime.json"
 STATUSES = ("pending", "active", "completed", "failed")

@@ -16,6 +16,7 @@ from abc import abstractmethod
 from pathlib import Path
 from typing import Protocol
 
+from butler.errors import ProcessTimeout
 from butler.runtimes.base import (
     Command,
     Invocation,
@@ -25,7 +26,7 @@ from butler.runtimes.base import (
     RuntimeResult,
 )
 from butler.runtimes.jsonl import exit_message
-from butler.runtimes.process import ProcessOutcome, ProcessTimeout, RuntimeProcess, kill_group
+from butler.runtimes.process import ProcessOutcome, RuntimeProcess, kill_group
 
 
 class StreamParser(Protocol):

@@ -14,6 +14,8 @@ import re
 from collections.abc import AsyncIterator
 from typing import Literal
 
+from butler.errors import Rejected
+
 TRIGGER_SOURCE = re.compile(r"^(tick|external|trigger|route|schedule:[a-z][a-z0-9_-]{0,39})$")
 
 
@@ -24,10 +26,6 @@ def validate_trigger_source(source: str) -> None:
             f"invalid trigger source {source!r}; expected tick, external, trigger, route "
             "or schedule:<task-name>"
         )
-
-
-class Rejected(Exception):
-    """A trigger refused before it got a slot."""
 
 
 class Admission:

@@ -21,7 +21,7 @@ from opentelemetry import context as otel_context
 from opentelemetry.trace import Status, StatusCode
 
 from butler.config import ButlerConfig
-from butler.errors import ButlerError, SessionNotFound
+from butler.errors import ButlerError, Rejected, SessionNotFound
 from butler.runtimes.base import (
     Command,
     Invocation,
@@ -31,7 +31,7 @@ from butler.runtimes.base import (
     RuntimeFailure,
     RuntimeResult,
 )
-from butler.spawner.admission import Admission, Rejected, validate_trigger_source
+from butler.spawner.admission import Admission, validate_trigger_source
 from butler.spawner.homes import prune_homes
 from butler.spawner.invocation import InvocationRequest, build_invocation, mcp_endpoint
 from butler.spawner.ledger import ToolCallLedger
