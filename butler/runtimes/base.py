@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -83,9 +83,6 @@ class Invocation:
     model: str | None = None
     args: tuple[str, ...] = ()
     resume: str | None = None
-
-    def with_prompt(self, prompt: str) -> Invocation:
-        return replace(self, prompt=prompt)
 
 
 @dataclass(frozen=True)

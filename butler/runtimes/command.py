@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import shutil
-from typing import ClassVar
 
 from butler.runtimes.base import Command, Invocation, RuntimeFailure, RuntimeResult
 from butler.runtimes.settings import RuntimeConfig
@@ -91,7 +90,6 @@ class CommandAdapter(SubprocessAdapter):
 
     type_name = "command"
     binary_name = "command"
-    placeholders: ClassVar[tuple[str, ...]] = PLACEHOLDERS
 
     @classmethod
     def validate_config(cls, config: RuntimeConfig) -> None:

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import re
 from collections.abc import AsyncIterator
-from typing import Literal
 
 from butler.errors import Rejected
 
@@ -54,9 +53,6 @@ class Admission:
                 f"queue full: {self.running} running and {self.waiting} waiting "
                 f"(max_queued_sessions={self.max_waiting})"
             )
-
-    def state(self) -> Literal["free", "busy"]:
-        return "free" if self.running + self.waiting < self.max_running else "busy"
 
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
