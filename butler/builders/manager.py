@@ -29,7 +29,6 @@ from butler.paths import butler_dir
 from butler.runtimes.base import RuntimeFailure
 from butler.spawner.invocation import InvocationRequest
 from butler.spawner.spawner import Spawner, TriggerRequest
-from butler.spawner.workspace import write_mcp_configs
 from butler.store.sessions import SessionOutcome, SessionStore
 
 log = logging.getLogger(__name__)
@@ -118,7 +117,6 @@ class BuilderManager:
         )
         try:
             invocation = await self.spawner.invocation(request)
-            write_mcp_configs(folder, invocation.mcp)
             command = self.spawner.interactive_command(invocation)
         except RuntimeFailure as exc:
             shutil.rmtree(folder, ignore_errors=True)

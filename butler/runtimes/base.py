@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from butler.errors import RuntimeAdapterError
+from butler.runtimes.mcp_config import butler_file
 from butler.runtimes.settings import RuntimeConfig
 
 #: Called with a short human-readable line while a session runs (progress).
@@ -155,9 +156,13 @@ class RuntimeAdapter(ABC):
                 return candidate
         return config_dir / self.prompt_files[-1]
 
-    @abstractmethod
-    def build_config_file(self, invocation: Invocation) -> Path:
-        """Write this runtime's locked-down config into the workspace; return its path."""
+    def mcp_config_files(self, invocation: Invocation) -> dict[Path, str]:
+        """The MCP config files the workspace writes for this runtime, by path.
+
+        butler's own ``mcp.json`` by default; runtimes configured otherwise (flags,
+        their own settings file in the command) return none.
+        """
+        return butler_file(invocation.workdir, invocation.mcp)
 
     @abstractmethod
     async def invoke(

@@ -31,6 +31,7 @@ from butler.runtimes.base import (
     Usage,
 )
 from butler.runtimes.launcher import read_pid, write_launcher
+from butler.runtimes.mcp_config import claude_entry
 from butler.runtimes.process import KILL_GRACE_S, kill_group, terminate_group
 
 #: Environment that keeps Claude Code from calling home: a daemon runs pinned
@@ -99,10 +100,7 @@ def build_options(invocation: Invocation, cli_path: Path) -> sdk.ClaudeAgentOpti
     allowed = list(BUILTIN_TOOLS)
     if invocation.mcp is not None:
         mcp = invocation.mcp
-        entry: dict[str, Any] = {"type": mcp.transport, "url": mcp.url}
-        if mcp.headers:
-            entry["headers"] = dict(mcp.headers)
-        servers[mcp.name] = entry
+        servers[mcp.name] = claude_entry(mcp)
         allowed.append(f"mcp__{mcp.name}")
     return sdk.ClaudeAgentOptions(
         system_prompt=invocation.system_prompt,
@@ -133,10 +131,7 @@ def interactive_mcp_config(invocation: Invocation) -> dict[str, Any]:
     if invocation.mcp is None:
         return {"mcpServers": {}}
     mcp = invocation.mcp
-    entry: dict[str, Any] = {"type": mcp.transport, "url": mcp.url, "alwaysLoad": True}
-    if mcp.headers:
-        entry["headers"] = dict(mcp.headers)
-    return {"mcpServers": {mcp.name: entry}}
+    return {"mcpServers": {mcp.name: {**claude_entry(mcp), "alwaysLoad": True}}}
 
 
 def interactive_argv(invocation: Invocation, cli: str, mcp_config: Path) -> list[str]:
@@ -278,8 +273,8 @@ class ClaudeCodeAdapter(RuntimeAdapter):
     def cli_path(self) -> str:
         return self.config.cli_path or str(bundled_cli())
 
-    def build_config_file(self, invocation: Invocation) -> Path:
-        return invocation.workdir / ".mcp.json"
+    def mcp_config_files(self, invocation: Invocation) -> dict[Path, str]:
+        return {}  # the SDK is given the server; the TUI gets its file in its command
 
     async def invoke(
         self, invocation: Invocation, progress: ProgressSink | None = None

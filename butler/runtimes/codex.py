@@ -11,6 +11,7 @@ lives in ``CODEX_HOME`` inside the session's private home, so resume works
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from butler.runtimes.base import Command, Invocation, ToolCall, Usage
@@ -122,6 +123,9 @@ class CodexAdapter(SubprocessAdapter):
     prompt_files = ("AGENTS.md", "CLAUDE.md")
     supports_resume = True
     install_hint = "npm install -g @openai/codex@0.169.0"
+
+    def mcp_config_files(self, invocation: Invocation) -> dict[Path, str]:
+        return {}  # given as -c overrides
 
     def command(self, invocation: Invocation, binary: str) -> Command:
         codex_home = invocation.home / ".codex"

@@ -29,6 +29,7 @@ from butler.paths import data_root
 from butler.runtimes.base import (
     Command,
     Invocation,
+    McpEndpoint,
     ProgressSink,
     RuntimeFailure,
     RuntimeResult,
@@ -37,6 +38,7 @@ from butler.runtimes.base import (
 )
 from butler.runtimes.codex import embed_system_prompt
 from butler.runtimes.jsonl import JsonLinesStream, as_int
+from butler.runtimes.mcp_config import claude_entry, servers
 from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
 USAGE_FILE = "copilot-usage.json"
@@ -53,11 +55,11 @@ HARDENING_ARGS = [
 
 def mcp_config(invocation: Invocation) -> dict[str, Any]:
     """``--additional-mcp-config``: exactly the butler's server, every tool allowed."""
-    if invocation.mcp is None:
-        return {"mcpServers": {}}
-    mcp = invocation.mcp
-    entry = {"type": mcp.transport, "url": mcp.url, "headers": dict(mcp.headers), "tools": ["*"]}
-    return {"mcpServers": {mcp.name: entry}}
+
+    def entry(mcp: McpEndpoint) -> dict[str, Any]:
+        return {**claude_entry(mcp), "headers": dict(mcp.headers), "tools": ["*"]}
+
+    return {"mcpServers": servers(invocation.mcp, entry)}
 
 
 def build_argv(invocation: Invocation, binary: str) -> list[str]:
@@ -163,8 +165,8 @@ class CopilotAdapter(SubprocessAdapter):
     supports_resume = True
     install_hint = "npm install -g @github/copilot@1.0.102"
 
-    def build_config_file(self, invocation: Invocation) -> Path:
-        return invocation.home / ".copilot" / "mcp-config.json"
+    def mcp_config_files(self, invocation: Invocation) -> dict[Path, str]:
+        return {}  # given in --additional-mcp-config
 
     def command(self, invocation: Invocation, binary: str) -> Command:
         return Command(
@@ -173,7 +175,8 @@ class CopilotAdapter(SubprocessAdapter):
             stdin=embed_system_prompt(invocation.system_prompt, invocation.prompt),
             files={
                 # The user-level servers of the seeded home must not join the run.
-                self.build_config_file(invocation): json.dumps({"mcpServers": {}}) + "\n",
+                invocation.home / ".copilot" / "mcp-config.json": json.dumps({"mcpServers": {}})
+                + "\n",
                 invocation.home / "tmp" / ".keep": "",
             },
         )

@@ -87,9 +87,6 @@ class ExternalAdapter(RuntimeAdapter):
         super().__init__(config)
         self._processes: list[RuntimeProcess] = []
 
-    def build_config_file(self, invocation: Invocation) -> Path:
-        return invocation.workdir / "mcp.json"
-
     async def _call(
         self, args: list[str], invocation: Invocation, timeout_s: float, keep: bool = False
     ) -> str:

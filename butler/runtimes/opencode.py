@@ -29,6 +29,7 @@ from typing import Any
 from butler.jsonfile import read_json_object
 from butler.runtimes.base import Command, Invocation, RuntimeFailure, ToolCall, Usage
 from butler.runtimes.jsonl import JsonLinesStream, as_int, bare_name
+from butler.runtimes.mcp_config import opencode_entry, servers
 from butler.runtimes.process import kill_group
 from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
@@ -65,16 +66,7 @@ def build_config(owner: dict[str, Any], invocation: Invocation, prompt_file: Pat
     """The whole config of one run: the owner's, locked down to the butler's server."""
     config = json.loads(json.dumps(owner))  # a deep copy; never edit the input
     config.setdefault("$schema", "https://opencode.ai/config.json")
-    servers: dict[str, Any] = {}
-    if invocation.mcp is not None:
-        mcp = invocation.mcp
-        servers[mcp.name] = {
-            "type": "remote",
-            "url": mcp.url,
-            "headers": dict(mcp.headers),
-            "enabled": True,
-        }
-    config["mcp"] = servers
+    config["mcp"] = servers(invocation.mcp, opencode_entry)
     agents = config.get("agent") if isinstance(config.get("agent"), dict) else {}
     agent = agents.get(AGENT) if isinstance(agents.get(AGENT), dict) else {}
     agent.update(
@@ -210,8 +202,8 @@ class OpenCodeAdapter(SubprocessAdapter):
     supports_resume = True
     install_hint = "npm install -g opencode-ai@1.18.33"
 
-    def build_config_file(self, invocation: Invocation) -> Path:
-        return invocation.workdir / "opencode.json"
+    def mcp_config_files(self, invocation: Invocation) -> dict[Path, str]:
+        return {}  # in the config its command writes
 
     def command(self, invocation: Invocation, binary: str) -> Command:
         prompt_file = invocation.workdir / "opencode-system.md"

@@ -13,7 +13,6 @@ import asyncio
 import os
 import shutil
 from abc import abstractmethod
-from pathlib import Path
 from typing import Protocol
 
 from butler.errors import ProcessTimeout
@@ -78,9 +77,6 @@ class SubprocessAdapter(RuntimeAdapter):
     def exit_error(self, outcome: ProcessOutcome) -> str:
         """A readable error for a non-zero exit that the stream did not explain."""
         return exit_message(self.binary_name, outcome.returncode, outcome.stderr)
-
-    def build_config_file(self, invocation: Invocation) -> Path:
-        return invocation.workdir / "mcp.json"
 
     async def invoke(
         self, invocation: Invocation, progress: ProgressSink | None = None

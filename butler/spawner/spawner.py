@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -264,8 +264,7 @@ class Spawner:
                     timeout_s=request.timeout_s,
                 ),
             )
-            workspace.write_configs(invocation.mcp)
-            worker.build_config_file(invocation)
+            workspace.write(worker.mcp_config_files(invocation))
             try:
                 async with asyncio.timeout(invocation.timeout_s + TIMEOUT_GRACE_S):
                     return await worker.invoke(invocation, progress)
@@ -278,7 +277,9 @@ class Spawner:
 
     def interactive_command(self, invocation: Invocation) -> Command:
         """This butler's runtime as a terminal session; RuntimeFailure when it has none."""
-        return self.adapter.interactive_command(invocation)
+        command = self.adapter.interactive_command(invocation)
+        files = {**self.adapter.mcp_config_files(invocation), **command.files}
+        return replace(command, files=files)
 
     def endpoint(self, session_id: str) -> McpEndpoint:
         """This butler's MCP server as a runtime of the given session reaches it."""

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from butler.errors import ProcessTimeout, RuntimeAdapterError, UserError
 from butler.runtimes.command import render  # the command runtime's argv templating
+from butler.runtimes.mcp_config import empty_files
 from butler.runtimes.process import Completed, run_captured, run_interactive
 from butler.spawner.workspace import Workspace, sweep_leftovers
 from butler.subagent.sources import AgentCommand, AgentSettings, Source, Sources
@@ -120,7 +121,7 @@ class SubagentRunner:
         sweep_leftovers(WORKSPACE_PREFIX)
         workspace = Workspace(WORKSPACE_PREFIX).create()
         try:
-            workspace.write_configs(None)
+            workspace.write(empty_files(workspace.path))
             for source in resolved:
                 link = workspace.path / source.name
                 link.symlink_to(source.path, target_is_directory=source.path.is_dir())

@@ -42,9 +42,6 @@ class FakeAdapter(RuntimeAdapter):
     def create_worker(self) -> RuntimeAdapter:
         return self  # one shared instance, so the test sees every call
 
-    def build_config_file(self, invocation: Invocation) -> Path:
-        return invocation.workdir / "mcp.json"
-
     async def invoke(
         self, invocation: Invocation, progress: ProgressSink | None = None
     ) -> RuntimeResult:
