@@ -84,6 +84,8 @@ class Invocation:
     model: str | None = None
     args: tuple[str, ...] = ()
     resume: str | None = None
+    #: A folder shared by every run of the butler's runtimes, for caches worth keeping.
+    cache_dir: Path | None = None
 
 
 @dataclass(frozen=True)

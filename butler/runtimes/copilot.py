@@ -25,7 +25,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from butler.paths import data_root
 from butler.runtimes.base import (
     Command,
     Invocation,
@@ -82,7 +81,7 @@ def build_env(invocation: Invocation) -> dict[str, str]:
         **invocation.env,
         "HOME": str(home),
         "COPILOT_HOME": str(home / ".copilot"),
-        "XDG_CACHE_HOME": str(data_root() / "cache"),
+        "XDG_CACHE_HOME": str(invocation.cache_dir or invocation.workdir / "cache"),
         "TMPDIR": str(home / "tmp"),
         "COPILOT_AUTO_UPDATE": "false",
         "NO_COLOR": "1",

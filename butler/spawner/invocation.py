@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from butler.config import ButlerConfig
+from butler.paths import data_root
 from butler.runtimes.base import Invocation, McpEndpoint, RuntimeAdapter
 from butler.spawner.environment import build_runtime_env
 from butler.spawner.homes import session_home
@@ -91,4 +92,5 @@ async def build_invocation(
         model=rt.model,
         args=tuple(rt.args),
         resume=request.resume,
+        cache_dir=data_root() / "cache",
     )

@@ -84,6 +84,7 @@ def sample_invocation(tmp_path: Path, **changes: Any) -> Invocation:
         mcp=McpEndpoint("health", "http://127.0.0.1:8001/mcp?session=s", {"X-Butler-Session": "s"}),
         max_turns=7,
         timeout_s=60,
+        cache_dir=tmp_path / "cache",
     )
     values.update(changes)
     return Invocation(**values)
