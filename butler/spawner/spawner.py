@@ -1,9 +1,11 @@
 """The spawner: a trigger becomes one recorded, locked-down runtime session.
 
 Runtime-agnostic: it knows runtimes only through :class:`RuntimeAdapter`. For
-each trigger it admits or refuses, records the session before the runtime
-starts, builds the workspace, environment and system prompt, runs the
-adapter under a time limit, and completes the record whatever happened.
+each trigger it admits or refuses (:mod:`.admission`), records the session
+before the runtime starts and completes it whatever happened
+(:mod:`.lifecycle`), builds the run (:mod:`.invocation`) in a private
+workspace, and runs the adapter under a time limit. Builders start their
+interactive sessions through the same two modules, via :meth:`Spawner.invocation`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from butler.errors import ButlerError, Rejected, SessionNotFound
 from butler.runtimes.base import (
     Command,
     Invocation,
-    McpEndpoint,
     ProgressSink,
     RuntimeAdapter,
     RuntimeFailure,
@@ -33,7 +34,7 @@ from butler.runtimes.base import (
 )
 from butler.spawner.admission import Admission, validate_trigger_source
 from butler.spawner.homes import prune_homes
-from butler.spawner.invocation import InvocationRequest, build_invocation, mcp_endpoint
+from butler.spawner.invocation import InvocationRequest, build_invocation
 from butler.spawner.ledger import ToolCallLedger
 from butler.spawner.lifecycle import SessionLifecycle
 from butler.spawner.result import SpawnerResult, rejected
@@ -280,10 +281,6 @@ class Spawner:
         command = self.adapter.interactive_command(invocation)
         files = {**self.adapter.mcp_config_files(invocation), **command.files}
         return replace(command, files=files)
-
-    def endpoint(self, session_id: str) -> McpEndpoint:
-        """This butler's MCP server as a runtime of the given session reaches it."""
-        return mcp_endpoint(self.config, session_id)
 
     async def _memory_context(self) -> str | None:
         if self.memory is None or not self.config.butler.memory.enabled:
