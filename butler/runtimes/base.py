@@ -146,10 +146,6 @@ class RuntimeAdapter(ABC):
         """
         return None
 
-    def create_worker(self) -> RuntimeAdapter:
-        """A fresh adapter with the same config, owned by one session at a time."""
-        return type(self)(self.config)
-
     def parse_system_prompt_file(self, config_dir: Path) -> Path:
         """The file holding this runtime's system prompt in a butler folder."""
         for name in self.prompt_files:
@@ -171,9 +167,6 @@ class RuntimeAdapter(ABC):
         self, invocation: Invocation, progress: ProgressSink | None = None
     ) -> RuntimeResult:
         """Run the runtime to completion; raise :class:`RuntimeFailure` on failure."""
-
-    def reset(self) -> None:  # noqa: B027 - optional hook, most adapters keep no state
-        """Forget per-run state after a failure, so the worker can be used again."""
 
     def interactive_command(self, invocation: Invocation) -> Command:
         """The argv and exact environment of this runtime as an interactive terminal session.

@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import signal
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -265,8 +266,6 @@ class ClaudeCodeAdapter(RuntimeAdapter):
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
-        self._workdir: Path | None = None
-        self._expired = False
         # The CLI is pinned with the SDK; asking it its version costs a process per session.
         os.environ.setdefault("CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK", "1")
 
@@ -279,7 +278,6 @@ class ClaudeCodeAdapter(RuntimeAdapter):
     async def invoke(
         self, invocation: Invocation, progress: ProgressSink | None = None
     ) -> RuntimeResult:
-        self._workdir = invocation.workdir
         cli = self.cli_path()
         if not os.access(cli, os.X_OK):
             raise RuntimeFailure(
@@ -298,8 +296,8 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         stream = ClaudeStream(invocation.mcp.name if invocation.mcp else None)
         # At the time limit the CLI is signalled first: a cancelled SDK stream
         # would wait 5 s on a hung CLI before signalling it itself.
-        self._expired = False
-        timer = asyncio.get_running_loop().call_later(invocation.timeout_s, self._expire)
+        group = CliGroup(invocation.workdir)
+        timer = asyncio.get_running_loop().call_later(invocation.timeout_s, group.expire)
         try:
             async with asyncio.timeout(invocation.timeout_s + KILL_GRACE_S):
                 async for message in sdk.query(prompt=invocation.prompt, options=options):
@@ -307,16 +305,16 @@ class ClaudeCodeAdapter(RuntimeAdapter):
                     if line and progress is not None:
                         await progress(line)
         except TimeoutError:
-            self._expired = True
+            group.expired = True
         except sdk.ClaudeSDKError as exc:
-            if not self._expired:
+            if not group.expired:
                 detail = stream.error() if stream.result is not None else None
                 message = detail or _sdk_error_line(exc, stderr)
                 raise RuntimeFailure(message, stream.to_result()) from None
         finally:
             timer.cancel()
-            await self._kill()
-        if self._expired:
+            await group.kill()
+        if group.expired:
             message = f"timeout after {invocation.timeout_s:g} s"
             raise RuntimeFailure(message, stream.to_result())
         result = stream.to_result()
@@ -342,29 +340,26 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         argv = interactive_argv(invocation, cli, mcp_file)
         return Command(argv=argv, env=env, files=files)
 
-    async def _kill(self) -> None:
+
+@dataclass
+class CliGroup:
+    """The process group of one run's CLI, found through the pid its launcher recorded."""
+
+    workdir: Path
+    expired: bool = False
+
+    async def kill(self) -> None:
         """End the CLI's process group, if the launcher recorded one."""
-        if self._workdir is None:
-            return
-        pgid = read_pid(self._workdir)
+        pgid = read_pid(self.workdir)
         if pgid is not None:
             await terminate_group(pgid, grace_s=1.0)
 
-    def _expire(self) -> None:
+    def expire(self) -> None:
         """The time limit passed: signal the CLI's group so the SDK's stream ends now."""
-        self._expired = True
-        pgid = read_pid(self._workdir) if self._workdir is not None else None
+        self.expired = True
+        pgid = read_pid(self.workdir)
         if pgid is not None:
             kill_group(pgid, signal.SIGTERM)
-
-    def reset(self) -> None:
-        if self._workdir is not None:
-            pgid = read_pid(self._workdir)
-            if pgid is not None:
-                from butler.runtimes.process import kill_group
-
-                kill_group(pgid)
-        self._workdir = None
 
 
 def _sdk_error_line(exc: Exception, stderr: list[str]) -> str:

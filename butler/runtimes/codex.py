@@ -16,6 +16,7 @@ from typing import Any
 
 from butler.runtimes.base import Command, Invocation, ToolCall, Usage
 from butler.runtimes.jsonl import JsonLinesStream, as_int
+from butler.runtimes.process import RuntimeProcess
 from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
 #: Codex calls home for analytics, plugins and apps unless told not to.
@@ -137,5 +138,5 @@ class CodexAdapter(SubprocessAdapter):
             files={codex_home / ".keep": ""},
         )
 
-    def parser(self, invocation: Invocation) -> CodexStream:
+    def parser(self, invocation: Invocation, process: RuntimeProcess) -> CodexStream:
         return CodexStream(invocation.mcp.name if invocation.mcp else None)

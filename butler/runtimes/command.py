@@ -16,6 +16,7 @@ import re
 import shutil
 
 from butler.runtimes.base import Command, Invocation, RuntimeFailure, RuntimeResult
+from butler.runtimes.process import RuntimeProcess
 from butler.runtimes.settings import RuntimeConfig
 from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
@@ -113,7 +114,7 @@ class CommandAdapter(SubprocessAdapter):
         env = {**invocation.env, "HOME": str(invocation.home)}
         return Command(argv=argv, env=env)
 
-    def parser(self, invocation: Invocation) -> TextStream:
+    def parser(self, invocation: Invocation, process: RuntimeProcess) -> TextStream:
         return TextStream()
 
     def interactive_command(self, invocation: Invocation) -> Command:

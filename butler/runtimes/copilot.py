@@ -38,6 +38,7 @@ from butler.runtimes.base import (
 from butler.runtimes.codex import embed_system_prompt
 from butler.runtimes.jsonl import JsonLinesStream, as_int
 from butler.runtimes.mcp_config import claude_entry, servers
+from butler.runtimes.process import RuntimeProcess
 from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
 USAGE_FILE = "copilot-usage.json"
@@ -180,7 +181,7 @@ class CopilotAdapter(SubprocessAdapter):
             },
         )
 
-    def parser(self, invocation: Invocation) -> CopilotStream:
+    def parser(self, invocation: Invocation, process: RuntimeProcess) -> CopilotStream:
         return CopilotStream(invocation.mcp.name if invocation.mcp else None)
 
     async def invoke(

@@ -26,7 +26,7 @@ from butler.jsonfile import read_json_object
 from butler.runtimes.base import Command, Invocation, RuntimeFailure, RuntimeResult, ToolCall, Usage
 from butler.runtimes.jsonl import JsonLinesStream, as_int, bare_name, stderr_summary
 from butler.runtimes.mcp_config import gemini_entry, servers
-from butler.runtimes.process import ProcessOutcome
+from butler.runtimes.process import ProcessOutcome, RuntimeProcess
 from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
 #: Spec 000: a Gemini runtime never sees the Anthropic key.
@@ -227,7 +227,7 @@ class GeminiAdapter(SubprocessAdapter):
             },
         )
 
-    def parser(self, invocation: Invocation) -> GeminiStream:
+    def parser(self, invocation: Invocation, process: RuntimeProcess) -> GeminiStream:
         return GeminiStream(invocation.mcp.name if invocation.mcp else None)
 
     def exit_error(self, outcome: ProcessOutcome) -> str:

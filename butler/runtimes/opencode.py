@@ -30,7 +30,7 @@ from butler.jsonfile import read_json_object
 from butler.runtimes.base import Command, Invocation, RuntimeFailure, ToolCall, Usage
 from butler.runtimes.jsonl import JsonLinesStream, as_int, bare_name
 from butler.runtimes.mcp_config import opencode_entry, servers
-from butler.runtimes.process import kill_group
+from butler.runtimes.process import RuntimeProcess, kill_group
 from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
 #: The owner's provider config, in the butler folder.
@@ -219,11 +219,12 @@ class OpenCodeAdapter(SubprocessAdapter):
             },
         )
 
-    def parser(self, invocation: Invocation) -> OpenCodeStream:
+    def parser(self, invocation: Invocation, process: RuntimeProcess) -> OpenCodeStream:
         server = invocation.mcp.name if invocation.mcp else None
-        return OpenCodeStream(server, on_fatal=self._stop)
 
-    def _stop(self) -> None:
-        """End a run the stream already showed failed (OpenCode would not end it)."""
-        if self._process is not None and self._process.pgid is not None:
-            kill_group(self._process.pgid, signal.SIGTERM)
+        def stop() -> None:
+            """End a run the stream already showed failed (OpenCode would not end it)."""
+            if process.pgid is not None:
+                kill_group(process.pgid, signal.SIGTERM)
+
+        return OpenCodeStream(server, on_fatal=stop)

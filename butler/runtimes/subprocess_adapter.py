@@ -25,7 +25,7 @@ from butler.runtimes.base import (
     RuntimeResult,
 )
 from butler.runtimes.jsonl import exit_message
-from butler.runtimes.process import ProcessOutcome, RuntimeProcess, kill_group
+from butler.runtimes.process import ProcessOutcome, RuntimeProcess
 
 
 class StreamParser(Protocol):
@@ -43,10 +43,6 @@ class SubprocessAdapter(RuntimeAdapter):
 
     #: Packages to install when the binary is missing, for the error message.
     install_hint: str = ""
-
-    def __init__(self, config: object) -> None:
-        super().__init__(config)  # type: ignore[arg-type]
-        self._process: RuntimeProcess | None = None
 
     def binary(self, env: dict[str, str]) -> str:
         """``cli_path`` if configured, else ``binary_name`` on the runtime's PATH."""
@@ -71,8 +67,9 @@ class SubprocessAdapter(RuntimeAdapter):
         """The argv, environment, stdin and files for one invocation."""
 
     @abstractmethod
-    def parser(self, invocation: Invocation) -> StreamParser:
-        """A fresh parser for one run."""
+    def parser(self, invocation: Invocation, process: RuntimeProcess) -> StreamParser:
+        """A fresh parser for one run; ``process`` is that run's, for a parser that must
+        end it early."""
 
     def exit_error(self, outcome: ProcessOutcome) -> str:
         """A readable error for a non-zero exit that the stream did not explain."""
@@ -87,7 +84,8 @@ class SubprocessAdapter(RuntimeAdapter):
         for path, text in command.files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        parser = self.parser(invocation)
+        process = RuntimeProcess()
+        parser = self.parser(invocation, process)
         pending: set[asyncio.Task[None]] = set()
 
         def on_line(line: str) -> None:
@@ -97,9 +95,8 @@ class SubprocessAdapter(RuntimeAdapter):
                 pending.add(task)
                 task.add_done_callback(pending.discard)
 
-        self._process = RuntimeProcess()
         try:
-            outcome = await self._process.run(
+            outcome = await process.run(
                 command.argv,
                 env=command.env,
                 cwd=invocation.cwd,
@@ -121,8 +118,3 @@ class SubprocessAdapter(RuntimeAdapter):
             result.error = self.exit_error(outcome)
             raise RuntimeFailure(result.error, result)
         return result
-
-    def reset(self) -> None:
-        if self._process is not None and self._process.pgid is not None:
-            kill_group(self._process.pgid)
-        self._process = None

@@ -208,7 +208,6 @@ class Spawner:
         started = time.monotonic()
         result = RuntimeResult()
         status, error = "failed", None
-        worker = self.adapter.create_worker()
         try:
             if progress:
                 await progress("queued")
@@ -217,20 +216,16 @@ class Spawner:
                 started = time.monotonic()
                 if progress:
                     await progress("running")
-                result = await self._run(worker, request, sid, parent, progress)
+                result = await self._run(request, sid, parent, progress)
             status = "succeeded"
         except RuntimeFailure as exc:
-            worker.reset()
             result, error = exc.partial, str(exc)
         except asyncio.CancelledError:
-            worker.reset()
             status, error = "cancelled", "cancelled: the butler is shutting down"
             raise
         except ButlerError as exc:
-            worker.reset()
             error = str(exc)
         except Exception as exc:
-            worker.reset()
             log.exception("session %s crashed", sid)
             error = f"internal error: {type(exc).__name__}: {exc}"
         finally:
@@ -241,7 +236,6 @@ class Spawner:
 
     async def _run(
         self,
-        worker: RuntimeAdapter,
         request: TriggerRequest,
         sid: str,
         parent: dict | None,
@@ -251,7 +245,7 @@ class Spawner:
         with Workspace(self.workspace_prefix) as workspace:
             invocation = await build_invocation(
                 self.config,
-                worker,
+                self.adapter,
                 self.credentials,
                 InvocationRequest(
                     session_id=sid,
@@ -265,10 +259,10 @@ class Spawner:
                     timeout_s=request.timeout_s,
                 ),
             )
-            workspace.write(worker.mcp_config_files(invocation))
+            workspace.write(self.adapter.mcp_config_files(invocation))
             try:
                 async with asyncio.timeout(invocation.timeout_s + TIMEOUT_GRACE_S):
-                    return await worker.invoke(invocation, progress)
+                    return await self.adapter.invoke(invocation, progress)
             except TimeoutError:
                 raise RuntimeFailure(f"timeout after {invocation.timeout_s:g} s") from None
 

@@ -33,14 +33,10 @@ class FakeAdapter(RuntimeAdapter):
         super().__init__(config or RuntimeConfig())
         self.invocations: list[Invocation] = []
         self.workspaces: list[dict[str, Any]] = []
-        self.resets = 0
         self.started = asyncio.Event()
         self.release = asyncio.Event()
         self.release.set()
         self.script = script
-
-    def create_worker(self) -> RuntimeAdapter:
-        return self  # one shared instance, so the test sees every call
 
     async def invoke(
         self, invocation: Invocation, progress: ProgressSink | None = None
@@ -63,9 +59,6 @@ class FakeAdapter(RuntimeAdapter):
             cost_usd=0.01,
             runtime_session_id="rt-1",
         )
-
-    def reset(self) -> None:
-        self.resets += 1
 
 
 async def failing(invocation: Invocation) -> RuntimeResult:
