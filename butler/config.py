@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from croniter import croniter
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -18,6 +18,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from butler.config_errors import describe, validation_error_line
 from butler.errors import ConfigError
+from butler.runtimes.registry import adapter_class, available_runtimes
+from butler.runtimes.settings import RuntimeConfig
 from butler.tomlfile import read_toml
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
@@ -27,22 +29,6 @@ ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class RuntimeConfig(_Section):
-    """``[butler.runtime]``: which agent CLI runs sessions, and its limits."""
-
-    type: str = "claude-code"
-    model: str | None = None
-    max_concurrent_sessions: int = Field(default=1, ge=1, le=64)
-    max_queued_sessions: int = Field(default=100, ge=0, le=10_000)
-    max_turns: int = Field(default=20, ge=1, le=1000)
-    timeout_s: float = Field(default=600.0, gt=0)
-    args: list[str] = Field(default_factory=list)
-    cli_path: str | None = None
-    transport: Literal["http", "sse"] = "http"
-    command: list[str] = Field(default_factory=list)
-    interactive_command: list[str] = Field(default_factory=list)
 
 
 class EnvConfig(_Section):
@@ -298,8 +284,6 @@ def load_config(config_dir: str | Path, **overrides: Any) -> ButlerConfig:
 
 
 def _check_runtime_type(runtime: RuntimeConfig, path: Path, where: str) -> None:
-    from butler.runtimes.registry import adapter_class, available_runtimes
-
     roster = path.parent.parent
     try:
         names = available_runtimes(roster)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from butler.builders.manager import BuilderManager
 from butler.config import ButlerConfig
 from butler.runtimes.registry import get_adapter
 from butler.scheduler import Scheduler
@@ -99,6 +100,8 @@ async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
     swept = spawner.sweep()
     if closed or swept:
         log.info("recovered from an earlier crash", extra={"sessions": closed, "temp": len(swept)})
+    builders = BuilderManager(config, spawner, sessions)
+    await builders.adopt_survivors()
     return ButlerContext(
         config=config,
         db=db,
@@ -106,4 +109,5 @@ async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
         sessions=sessions,
         spawner=spawner,
         scheduler=Scheduler(config.butler.schedule, ScheduleStore(db), spawner),
+        builders=builders,
     )
