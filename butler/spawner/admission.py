@@ -4,6 +4,10 @@ Counts are kept here, never read from asyncio's private attributes. A trigger
 either gets a slot, waits in a bounded queue, or is refused at once: when the
 queue is full, when the butler is shutting down, or when a session of this
 butler triggers it while no slot is free (it would wait on itself forever).
+
+The place in the queue is reserved synchronously, before the caller awaits
+anything (the row insert, a parent lookup): otherwise simultaneous triggers
+all pass the check before any of them is counted.
 """
 
 from __future__ import annotations
@@ -48,23 +52,50 @@ class Admission:
                 "self-trigger refused: every session slot is busy, and a session waiting "
                 "on itself would deadlock"
             )
-        if no_free_slot and self.waiting >= self.max_waiting:
+        # reserved places count as waiting until they get a slot
+        if self.running + self.waiting >= self.max_running + self.max_waiting:
             raise Rejected(
-                f"queue full: {self.running} running and {self.waiting} waiting "
-                f"(max_queued_sessions={self.max_waiting})"
+                f"queue full: {self.running + self.waiting} sessions running or queued "
+                f"(max_concurrent_sessions={self.max_running}, "
+                f"max_queued_sessions={self.max_waiting})"
             )
 
-    @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        """Hold one slot for the body; wait for it in the bounded queue."""
+    def reserve(self, source: str) -> Reservation:
+        """Check and count a place in the queue at once; raise :class:`Rejected`."""
+        self.check(source)
         self.waiting += 1
+        return Reservation(self)
+
+    @contextlib.asynccontextmanager
+    async def slot(self, reservation: Reservation | None = None) -> AsyncIterator[None]:
+        """Hold one slot for the body; wait for it in the bounded queue."""
+        reservation = reservation or Reservation.unchecked(self)
         try:
             await self._slots.acquire()
         finally:
-            self.waiting -= 1
+            reservation.release()
         self.running += 1
         try:
             yield
         finally:
             self.running -= 1
             self._slots.release()
+
+
+class Reservation:
+    """A counted place in the queue, given up once: on getting a slot, or on abandon."""
+
+    def __init__(self, admission: Admission) -> None:
+        self._admission: Admission | None = admission
+
+    @classmethod
+    def unchecked(cls, admission: Admission) -> Reservation:
+        """A place counted without the queue check (the caller checked already)."""
+        admission.waiting += 1
+        return cls(admission)
+
+    def release(self) -> None:
+        """Stop counting this place; harmless when already released."""
+        if self._admission is not None:
+            self._admission.waiting -= 1
+            self._admission = None

@@ -32,7 +32,7 @@ from butler.runtimes.base import (
     RuntimeFailure,
     RuntimeResult,
 )
-from butler.spawner.admission import Admission, validate_trigger_source
+from butler.spawner.admission import Admission, Reservation, validate_trigger_source
 from butler.spawner.homes import prune_homes
 from butler.spawner.invocation import InvocationRequest, build_invocation
 from butler.spawner.ledger import ToolCallLedger
@@ -134,10 +134,14 @@ class Spawner:
             validate_trigger_source(request.trigger_source)
         except ValueError as exc:
             raise Rejected(str(exc)) from None
-        self.admission.check(request.trigger_source)
-        parent = await self._parent(request.resume_session_id)
+        reservation = self.admission.reserve(request.trigger_source)
+        try:
+            parent = await self._parent(request.resume_session_id)
+        except BaseException:
+            reservation.release()
+            raise
         recorded: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        task = asyncio.create_task(self._session(request, parent, progress, recorded))
+        task = asyncio.create_task(self._session(request, parent, progress, recorded, reservation))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         await asyncio.wait([recorded, task], return_when=asyncio.FIRST_COMPLETED)
@@ -170,6 +174,20 @@ class Spawner:
         parent: dict | None,
         progress: ProgressSink | None,
         recorded: asyncio.Future[str],
+        reservation: Reservation,
+    ) -> SpawnerResult:
+        try:
+            return await self._recorded_session(request, parent, progress, recorded, reservation)
+        finally:
+            reservation.release()
+
+    async def _recorded_session(
+        self,
+        request: TriggerRequest,
+        parent: dict | None,
+        progress: ProgressSink | None,
+        recorded: asyncio.Future[str],
+        reservation: Reservation,
     ) -> SpawnerResult:
         with tracer().start_as_current_span(
             "butler.session",
@@ -190,7 +208,7 @@ class Spawner:
             span.set_attribute("butler.session_id", str(new.id))
             sid = await self.lifecycle.create(new, otel_context.get_current())
             recorded.set_result(sid)
-            outcome = await self._execute(sid, request, parent, progress)
+            outcome = await self._execute(sid, request, parent, progress, reservation)
             if outcome.error:
                 span.set_status(Status(StatusCode.ERROR, outcome.error))
             if outcome.success:
@@ -203,6 +221,7 @@ class Spawner:
         request: TriggerRequest,
         parent: dict | None,
         progress: ProgressSink | None,
+        reservation: Reservation,
     ) -> SessionOutcome:
         """Wait for a slot, run the runtime, and record the outcome whatever happens."""
         started = time.monotonic()
@@ -211,7 +230,7 @@ class Spawner:
         try:
             if progress:
                 await progress("queued")
-            async with self.admission.slot():
+            async with self.admission.slot(reservation):
                 await self.lifecycle.running(sid)
                 started = time.monotonic()
                 if progress:
