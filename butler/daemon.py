@@ -96,6 +96,9 @@ async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
         CredentialStore(db),
         memory=memory,
     )
+    replayed = await spawner.lifecycle.completions.replay()
+    if replayed:
+        log.info("completions replayed from the journal", extra={"sessions": replayed})
     closed = await sessions.fail_unfinished("the daemon stopped while this session was open")
     swept = spawner.sweep()
     if closed or swept:

@@ -20,7 +20,9 @@ from typing import Any
 from opentelemetry.context import Context
 
 from butler.config import ButlerConfig
+from butler.paths import butler_dir
 from butler.runtimes.base import ToolCall
+from butler.spawner.completions import CompletionWriter
 from butler.spawner.ledger import ToolCallLedger, merge_tool_calls
 from butler.store.sessions import NewSession, SessionOutcome, SessionStore
 from butler.telemetry import SessionMetrics
@@ -44,6 +46,7 @@ class SessionLifecycle:
         self.ledger = ledger
         self.runtime = runtime
         self.metrics = SessionMetrics.create(queue_depth, config.name)
+        self.completions = CompletionWriter(sessions, butler_dir(config.name) / "completions.jsonl")
 
     def new(
         self,
@@ -85,10 +88,14 @@ class SessionLifecycle:
     async def complete(
         self, session_id: str, outcome: SessionOutcome, reported: Iterable[ToolCall] = ()
     ) -> SessionOutcome:
-        """Write how the session ended, with every tool call it made; safe under cancellation."""
+        """Write how the session ended, with every tool call it made; safe under cancellation.
+
+        Returns once the outcome is journalled and written, or being retried in
+        the background because the database is away: the caller never waits on it.
+        """
         calls = merge_tool_calls(list(reported), self.ledger.close(session_id))
         outcome = replace(outcome, tool_calls=[call.to_json() for call in calls])
-        await asyncio.shield(self.sessions.complete(uuid.UUID(session_id), outcome))
+        await asyncio.shield(self.completions.write(session_id, outcome))
         self._measure(outcome)
         log.info(
             "session finished",

@@ -322,15 +322,16 @@ class Spawner:
         Returns how many sessions were cancelled.
         """
         self.stop_accepting()
-        pending = set(self._tasks)
-        if not pending:
-            return 0
-        _, still = await asyncio.wait(pending, timeout=timeout)
+        still: set[asyncio.Task[SpawnerResult]] = set()
+        if self._tasks:
+            _, still = await asyncio.wait(set(self._tasks), timeout=timeout)
         for task in still:
             task.cancel()
         if still:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait(still, timeout=TIMEOUT_GRACE_S)
+        # completions the database has not taken yet stay journalled for the next start
+        await self.lifecycle.completions.flush(TIMEOUT_GRACE_S)
         return len(still)
 
 

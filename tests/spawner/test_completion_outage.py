@@ -1,0 +1,112 @@
+"""A session's completion survives its database going away, live and across a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import signal
+import stat
+import tempfile
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from butler.config import RuntimeConfig, load_config
+from butler.daemon import assemble
+from butler.runtimes.registry import get_adapter
+from butler.spawner.spawner import Spawner, TriggerRequest
+from butler.store.credentials import CredentialStore
+from butler.store.db import Database
+from butler.store.embedded import EmbeddedPostgres
+from butler.store.migrations import migrate
+from butler.store.sessions import SessionStore
+from tests.helpers import eventually, free_port, write_butler
+
+pytestmark = pytest.mark.slow
+
+RUNTIME = {"type": "command", "command": ["bash", "-c", "sleep 2; echo slept well"]}
+
+
+@pytest.fixture
+async def own_postgres() -> AsyncIterator[Path]:
+    """A private PostgreSQL data folder this test may stop and start (under /tmp: root's
+    server runs as a system user that must traverse every parent)."""
+    root = Path(tempfile.mkdtemp(prefix="butler-outage-"))
+    yield root / "pgdata"
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if proc.info["name"] == "postgres" and str(root) in " ".join(
+                proc.info["cmdline"] or []
+            ):
+                proc.send_signal(signal.SIGQUIT)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _spawner(roster: Path, db: Database) -> Spawner:
+    folder = write_butler(roster, "tester", port=free_port(), schema=db.schema, runtime=RUNTIME)
+    config = load_config(folder)
+    adapter = get_adapter("command", RuntimeConfig(**RUNTIME))
+    return Spawner(config, adapter, SessionStore(db), CredentialStore(db, {}))
+
+
+async def _row_status(db: Database, sid: str) -> str | None:
+    with contextlib.suppress(Exception):
+        return await db.fetchval("SELECT status FROM sessions WHERE id = $1", uuid.UUID(sid))
+    return None
+
+
+async def _outage_during(spawner: Spawner, server: EmbeddedPostgres, db: Database):
+    """Run a session and stop the database while it runs; return the caller's result."""
+    sid, task = await spawner.start(TriggerRequest("nap"))
+    status = None
+    while status != "running":
+        status = await _row_status(db, sid)
+        await asyncio.sleep(0.05)
+    await server.stop()
+    return await task
+
+
+async def test_completion_is_retried_and_replayed_across_a_database_outage(own_postgres, roster):
+    server = EmbeddedPostgres(own_postgres)
+    dsn = await server.start()
+    db = Database(dsn, "outage")
+    await db.connect()
+    await migrate(db)
+    spawner = _spawner(roster, db)
+    journal = spawner.lifecycle.completions.journal.path
+    try:
+        # live: the caller gets its output while the database is down
+        result = await _outage_during(spawner, server, db)
+        assert result.success and result.output.strip() == "slept well"
+        assert stat.S_IMODE(journal.stat().st_mode) == 0o600
+        assert [e["session_id"] for e in spawner.lifecycle.completions.journal.entries()] == [
+            result.session_id
+        ]
+        server = EmbeddedPostgres(own_postgres)
+        assert await server.start() == dsn
+        await eventually(lambda: spawner.lifecycle.completions.pending == 0, timeout=60)
+        row = await spawner.sessions.get(result.session_id)
+        assert (row["status"], row["output"].strip()) == ("succeeded", "slept well")
+        assert not journal.exists()
+
+        # across a restart: a daemon that stopped first replays the journal
+        second = await _outage_during(spawner, server, db)
+        assert second.success
+        assert await spawner.lifecycle.completions.flush(0.5) == 1
+        server = EmbeddedPostgres(own_postgres)
+        assert await server.start() == dsn
+        restarted = await assemble(spawner.config, db)
+        row = await restarted.sessions.get(second.session_id)
+        assert (row["status"], row["output"].strip(), row["error"]) == (
+            "succeeded",
+            "slept well",
+            None,
+        )
+        assert not journal.exists()
+    finally:
+        await db.close()
+        await server.stop()
