@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from croniter import croniter
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from butler.config_errors import describe, validation_error_line
@@ -37,7 +43,7 @@ class RuntimeConfig(_Section):
     max_concurrent_sessions: int = Field(default=1, ge=1, le=64)
     max_queued_sessions: int = Field(default=100, ge=0, le=10_000)
     max_turns: int = Field(default=20, ge=1, le=1000)
-    timeout_s: float = Field(default=600.0, gt=0)
+    timeout_s: float = Field(default=600.0, gt=0, allow_inf_nan=False)
     args: list[str] = Field(default_factory=list)
     cli_path: str | None = None
     transport: Literal["http", "sse"] = "http"
@@ -143,7 +149,11 @@ class ButlerSection(_Section):
     port: int = 8100
     description: str = ""
     host: str = "127.0.0.1"
-    shutdown_timeout_s: float = Field(default=30.0, ge=0)
+    shutdown_timeout_s: float = Field(default=30.0, ge=0, allow_inf_nan=False)
+    #: Longest output, error or prompt stored for one session; the rest is cut with a marker.
+    max_output_bytes: int = Field(default=1024 * 1024, ge=1024, le=256 * 1024 * 1024)
+    #: Longest prompt a caller may send, and longest system prompt its includes may expand to.
+    max_prompt_bytes: int = Field(default=1024 * 1024, ge=1024, le=64 * 1024 * 1024)
     runtime: RuntimeConfig = Field(default_factory=RuntimeConfig)
     env: EnvConfig = Field(default_factory=EnvConfig)
     db: DbConfig = Field(default_factory=DbConfig)
@@ -160,6 +170,19 @@ class ButlerSection(_Section):
                 f"(at most 40, starting with a letter), found {value!r}"
             )
         return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _unique_schedules(cls, entries: list[ScheduleConfig]) -> list[ScheduleConfig]:
+        seen: set[str] = set()
+        for entry in entries:
+            if entry.name in seen:
+                raise ValueError(
+                    f"two [[butler.schedule]] entries are named {entry.name!r}; "
+                    "expected each schedule to have its own name"
+                )
+            seen.add(entry.name)
+        return entries
 
     @field_validator("port")
     @classmethod

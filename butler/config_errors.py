@@ -26,6 +26,7 @@ _EXPECTED: dict[str, str] = {
     "int_from_float": "an integer",
     "float_type": "a number",
     "float_parsing": "a number",
+    "finite_number": "a finite number",
     "string_type": "a string",
     "bool_type": "a boolean (true or false)",
     "bool_parsing": "a boolean (true or false)",
