@@ -1,7 +1,6 @@
 """Core tools of every butler: its key-value state and its status."""
 
-from __future__ import annotations
-
+# No postponed annotations: FastMCP reads the argument types (and their bounds) at runtime.
 import time
 from typing import Any
 
@@ -11,18 +10,20 @@ from pydantic import JsonValue
 
 from butler import __version__
 from butler.tools.context import ButlerContext
+from butler.tools.limits import ArgumentErrors, StateKey, StatePrefix, StateValue
 
 
 def register_core_tools(mcp: FastMCP, butler: ButlerContext) -> None:
-    """Add ``state_*`` and ``status`` to ``mcp``."""
+    """Add ``state_*`` and ``status`` to ``mcp``, and one-line refusals of bad arguments."""
+    mcp.add_middleware(ArgumentErrors())
 
     @mcp.tool
-    async def state_get(key: str) -> JsonValue:
+    async def state_get(key: StateKey) -> JsonValue:
         """Return the JSON value stored under ``key``, or null when there is none."""
         return await butler.state.get(key)
 
     @mcp.tool
-    async def state_set(key: str, value: JsonValue) -> dict[str, Any]:
+    async def state_set(key: StateKey, value: StateValue) -> dict[str, Any]:
         """Store a JSON value under ``key``, replacing any previous value."""
         if value is None:
             raise ToolError("state_set: value must not be null; use state_delete to remove a key")
@@ -30,12 +31,12 @@ def register_core_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         return {"key": key, "stored": True}
 
     @mcp.tool
-    async def state_list(prefix: str = "") -> dict[str, Any]:
+    async def state_list(prefix: StatePrefix = "") -> dict[str, Any]:
         """Return every key starting with ``prefix`` and its value."""
         return await butler.state.list(prefix)
 
     @mcp.tool
-    async def state_delete(key: str) -> dict[str, Any]:
+    async def state_delete(key: StateKey) -> dict[str, Any]:
         """Delete ``key``; says whether it existed."""
         return {"key": key, "deleted": await butler.state.delete(key)}
 
