@@ -53,6 +53,18 @@ def check_value(value: Any) -> Any:
     return value
 
 
+class VersionConflict(UserError):
+    """``if_version`` did not match the key's version: someone wrote it first."""
+
+    def __init__(self, key: str, expected: int, current: int) -> None:
+        now = f"is at version {current}" if current else "does not exist (version 0)"
+        super().__init__(
+            f"key {abbreviate(key)} {now}, not {expected} (if_version); expected the version "
+            "state_get(with_version=true) last returned: read it again and retry"
+        )
+        self.current = current
+
+
 class StateStore:
     """Get, set, list and delete JSON values by key.
 
@@ -69,13 +81,44 @@ class StateStore:
             return None
         return await self.db.fetchval("SELECT value FROM state WHERE key = $1", key)
 
-    async def set(self, key: str, value: Any) -> None:
-        await self.db.execute(
-            "INSERT INTO state (key, value, updated_at) VALUES ($1, $2, now())"
-            " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()",
-            check_key(key),
-            check_value(value),
-        )
+    async def get_versioned(self, key: str) -> tuple[Any | None, int]:
+        """The value under ``key`` and its version; ``(None, 0)`` when there is none."""
+        if key_problem(key):
+            return None, 0
+        row = await self.db.fetchrow("SELECT value, version FROM state WHERE key = $1", key)
+        return (row["value"], row["version"]) if row else (None, 0)
+
+    async def set(self, key: str, value: Any, if_version: int | None = None) -> int:
+        """Store ``value``; return the key's new version.
+
+        With ``if_version``, store only while the key is at that version (0: only
+        while it does not exist), else raise :class:`VersionConflict`: a
+        read-modify-write that lost a race retries instead of losing a write.
+        """
+        check_key(key)
+        check_value(value)
+        if if_version is None:
+            query = (
+                "INSERT INTO state (key, value, updated_at) VALUES ($1, $2, now())"
+                " ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value,"
+                " version = state.version + 1, updated_at = now() RETURNING version"
+            )
+            return await self.db.fetchval(query, key, value)
+        if if_version == 0:
+            query = (
+                "INSERT INTO state (key, value, updated_at) VALUES ($1, $2, now())"
+                " ON CONFLICT (key) DO NOTHING RETURNING version"
+            )
+            version = await self.db.fetchval(query, key, value)
+        else:
+            query = (
+                "UPDATE state SET value = $2, version = version + 1, updated_at = now()"
+                " WHERE key = $1 AND version = $3 RETURNING version"
+            )
+            version = await self.db.fetchval(query, key, value, if_version)
+        if version is None:
+            raise VersionConflict(key, if_version, (await self.get_versioned(key))[1])
+        return version
 
     async def list(self, prefix: str = "") -> dict[str, Any]:
         prefix = clean_text(prefix)[0]

@@ -21,7 +21,6 @@ from pydantic import AfterValidator, Field, JsonValue
 from pydantic import ValidationError as PydanticValidationError
 
 from butler.config_errors import describe
-from butler.errors import UserError
 from butler.store.sessions import STATUSES
 from butler.store.state import MAX_KEY_CHARS, MAX_VALUE_BYTES, MAX_VALUE_DEPTH, value_problem
 from butler.store.text import json_problem
@@ -118,6 +117,7 @@ Name = Annotated[
 Metadata = Annotated[
     dict[str, JsonValue] | None, _json_limits(MAX_METADATA_DEPTH, MAX_METADATA_BYTES)
 ]
+IfVersion = Annotated[int | None, Field(ge=0)]
 ListLimit = Annotated[int, Field(ge=1, le=MAX_LIST)]
 SessionStatus = Literal[STATUSES] | None  # type: ignore[valid-type]
 
@@ -142,5 +142,3 @@ class ArgumentErrors(Middleware):
             if isinstance(cause, PydanticValidationError):
                 raise ToolError(argument_error_line(context.message.name, cause)) from None
             raise
-        except UserError as exc:
-            raise ToolError(f"{context.message.name}: {exc}") from None
