@@ -121,6 +121,13 @@ class ScheduleConfig(_Section):
             raise ValueError(f"expected a short lower-case name, found {value!r}")
         return value
 
+    @field_validator("prompt")
+    @classmethod
+    def _prompt(cls, value: str) -> str:
+        if not value.strip() or "\x00" in value:
+            raise ValueError(f"expected a non-blank prompt without NUL, found {value[:40]!r}")
+        return value
+
     @field_validator("cron")
     @classmethod
     def _cron(cls, value: str) -> str:

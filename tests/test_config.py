@@ -117,6 +117,12 @@ def butler_toml(roster: Path, body: str, name: str = "tester") -> Path:
             ["butler.schedule", "two [[butler.schedule]] entries are named 'digest'"],
             id="duplicate-schedule-names",
         ),
+        pytest.param(
+            '[butler]\nname = "tester"\n'
+            '\n[[butler.schedule]]\nname = "digest"\ncron = "0 8 * * *"\nprompt = "  "\n',
+            ["butler.schedule[0].prompt", "expected a non-blank prompt", "found '  '"],
+            id="blank-schedule-prompt",
+        ),
     ],
 )
 def test_a_mistake_in_butler_toml_is_one_line_naming_file_key_and_expectation(

@@ -85,6 +85,8 @@ class Invocation:
     model: str | None = None
     args: tuple[str, ...] = ()
     resume: str | None = None
+    #: Most output a text runtime keeps in memory and returns; the rest is cut with a marker.
+    max_output_bytes: int = 1024 * 1024
 
     def with_prompt(self, prompt: str) -> Invocation:
         return replace(self, prompt=prompt)

@@ -29,16 +29,26 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 def truncation_marker(dropped: int, limit: int) -> str:
     """The line appended to a cut field, so a reader knows it is not the whole text."""
-    return f"\n[butler: truncated {dropped} bytes past the {limit}-byte limit]"
+    return f"\n[butler: {dropped} bytes cut at the {limit}-byte limit]"
 
 
-def cap_text(text: str, max_bytes: int) -> tuple[str, bool]:
-    """``text`` cut to at most ``max_bytes`` UTF-8 bytes plus a marker; whether it was cut."""
+#: Bytes of a capped field left for its marker, so field and marker fit the cap together.
+MARKER_RESERVE = 100
+
+
+def cap_text(text: str, max_bytes: int, dropped: int = 0) -> tuple[str, bool]:
+    """``text`` cut so that it and its marker fit in ``max_bytes``; whether it was cut.
+
+    ``dropped`` counts bytes that already went missing before ``text`` got here
+    (a reader that stopped keeping them), so the marker tells the whole loss.
+    """
     encoded = text.encode("utf-8", "surrogatepass")
-    if len(encoded) <= max_bytes:
+    total = len(encoded) + dropped
+    if total <= max_bytes:
         return text, False
-    kept = encoded[:max_bytes].decode("utf-8", "ignore")
-    return kept + truncation_marker(len(encoded) - max_bytes, max_bytes), True
+    keep = max(max_bytes - MARKER_RESERVE, 0)
+    kept = encoded[:keep].decode("utf-8", "ignore")
+    return kept + truncation_marker(total - keep, max_bytes), True
 
 
 def clean_text(text: str) -> tuple[str, bool]:

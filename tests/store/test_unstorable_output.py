@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -55,7 +56,7 @@ async def test_nul_in_stderr_of_a_failed_exit_is_recorded_as_the_error(command_r
     assert row["metadata"]["sanitised"] == ["error"]
 
 
-async def test_a_17_mb_line_is_cut_not_a_crash_and_the_row_keeps_the_cap(command_runtime):
+async def test_a_17_mb_line_is_cut_not_a_crash_and_caller_and_row_get_the_cap(command_runtime):
     spawner = command_runtime(
         [
             sys.executable,
@@ -65,12 +66,12 @@ async def test_a_17_mb_line_is_cut_not_a_crash_and_the_row_keeps_the_cap(command
     )
     result = await spawner.trigger(TriggerRequest("flood"))
     assert result.success, result.error
-    assert "line cut" in result.output and result.output.endswith("\nend")
+    # The caller gets the first MiB and a marker, not 17 MB held in memory.
+    marker = f"bytes cut at the {DEFAULT_MAX_TEXT_BYTES}-byte limit]"
+    assert result.output.startswith("xxx") and result.output.endswith(marker)
+    assert DEFAULT_MAX_TEXT_BYTES - 100 < len(result.output) <= DEFAULT_MAX_TEXT_BYTES
     row = await spawner.sessions.get(result.session_id)
-    stored = row["output"].encode()
-    assert DEFAULT_MAX_TEXT_BYTES < len(stored) < DEFAULT_MAX_TEXT_BYTES + 200
-    assert row["output"].endswith(f"past the {DEFAULT_MAX_TEXT_BYTES}-byte limit]")
-    assert row["metadata"]["truncated"] == ["output"]
+    assert row["status"] == "succeeded" and row["output"] == result.output
 
 
 async def test_nul_and_nan_in_what_a_session_is_created_with_are_stored_flagged(make_spawner):
@@ -88,3 +89,16 @@ async def test_nul_and_nan_in_what_a_session_is_created_with_are_stored_flagged(
     meta = row["metadata"]
     assert meta["dedupe_key"] == "k\ufffd" and meta["score"] is None and meta["bad\ufffd"] == "x"
     assert meta["sanitised"] == ["prompt", "metadata", "output"]
+
+
+async def test_100_mb_of_stdout_is_not_kept_whole(command_runtime):
+    spawner = command_runtime(
+        [sys.executable, "-c", "import sys\nfor _ in range(100 * 1024): print('y' * 1023)"]
+    )
+    result = await spawner.trigger(TriggerRequest("flood"))
+    assert result.success, result.error
+    assert len(result.output) <= DEFAULT_MAX_TEXT_BYTES
+    marker = re.search(r"\[butler: (\d+) bytes cut at the 1048576-byte limit\]$", result.output)
+    assert marker and abs(int(marker[1]) - (100 - 1) * 1024 * 1024) < 200
+    row = await spawner.sessions.get(result.session_id)
+    assert row["output"] == result.output and "truncated" not in row["metadata"]
