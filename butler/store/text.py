@@ -158,7 +158,7 @@ def _depth(value: Any, limit: int) -> int:
 def json_problem(value: Any, max_depth: int, max_bytes: int) -> str | None:
     """Why ``value`` cannot be stored as given (NUL, NaN, too deep, too big), or None."""
     if _depth(value, max_depth) > max_depth:
-        return f"nested deeper than {max_depth} levels"
+        return f"is nested deeper than {max_depth} levels"
     cleaned, changed = clean_json(value)
     if changed:
         return "holds a NUL character, invalid UTF-8 or a non-finite number (NaN, Infinity)"

@@ -114,6 +114,12 @@ StateValue = Annotated[JsonValue, AfterValidator(_state_value)]
 Name = Annotated[
     str | None, Field(min_length=1, max_length=MAX_NAME_CHARS), AfterValidator(_no_nul)
 ]
+#: A file-system path argument: no NUL (the OS cannot take one), at most PATH_MAX.
+PathText = Annotated[str, Field(min_length=1, max_length=4096), AfterValidator(_no_nul)]
+#: JSON arguments to a protocol: as bounded as session metadata.
+ProtocolArgs = Annotated[
+    dict[str, JsonValue] | None, _json_limits(MAX_METADATA_DEPTH, MAX_METADATA_BYTES)
+]
 Metadata = Annotated[
     dict[str, JsonValue] | None, _json_limits(MAX_METADATA_DEPTH, MAX_METADATA_BYTES)
 ]

@@ -49,6 +49,10 @@ def deep(levels: int) -> object:
         ("session_list", {"limit": 0}, "limit: expected at least 1, found 0"),
         ("session_list", {"limit": 1001}, "limit: expected at most 1000"),
         ("session_list", {"status": "bogus"}, "status: expected 'pending', 'running'"),
+        ("builder_spawn", {"repo": "/tmp/r\x00"}, "repo: expected text without NUL"),
+        ("builder_spawn", {"repo": "/tmp", "task": "t\x00"}, "task: expected text without NUL"),
+        ("builder_spawn", {"repo": "/tmp", "files": ["a\x00"]}, "files.0: expected text"),
+        ("builder_spawn", {"repo": "/tmp", "args": {"a": deep(20)}}, "args: expected JSON"),
     ],
 )
 async def test_a_bad_argument_is_refused_in_one_line(butler_mcp, tool, arguments, expected):
