@@ -97,14 +97,14 @@ class RowText:
     sanitised: list[str] = field(default_factory=list)
     truncated: list[str] = field(default_factory=list)
 
-    def text(self, name: str, value: str | None, max_bytes: int | None = None) -> str | None:
+    def text(self, name: str, value: str | None) -> str | None:
         """A text column's value, storable and within the cap."""
         if value is None:
             return None
         cleaned, dirty = clean_text(value)
         if dirty:
             self.sanitised.append(name)
-        capped, cut = cap_text(cleaned, max_bytes or self.max_bytes)
+        capped, cut = cap_text(cleaned, self.max_bytes)
         if cut:
             self.truncated.append(name)
         return capped
