@@ -121,6 +121,7 @@ async def test_a_bomb_in_claude_md_fails_its_session_while_health_answers_fast(
         result = session.result()
     assert result.success is False
     assert "expands past 1048576 bytes with its includes" in result.error
-    assert slowest < 0.1, f"/health took {slowest * 1000:.0f} ms while the prompt expanded"
+    # Typically a few ms; the bound leaves room for a loaded machine (it was 11-14 s).
+    assert slowest < 0.5, f"/health took {slowest * 1000:.0f} ms while the prompt expanded"
     row = await spawner.sessions.get(result.session_id)
     assert row["status"] == "failed" and row["error"] == result.error
