@@ -25,6 +25,8 @@ from butler import __version__
 from butler.store.embedded import default_pgdata, private_parents
 from tests.helpers import DaemonProcess, free_port, get_json, wait_until, write_butler
 
+pytestmark = pytest.mark.slow
+
 TRANSPORTS = ["mcp", "sse"]
 
 
@@ -72,6 +74,7 @@ def test_state_tools_over_each_transport(daemon, transport):
     assert tool(url, "state_set", key="meds/ibuprofen", value=value) == {
         "key": "meds/ibuprofen",
         "stored": True,
+        "version": 1,
     }
     tool(url, "state_set", key="meds/iron", value=65)
     tool(url, "state_set", key="mood", value="fine")

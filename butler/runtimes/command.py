@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import re
 import shutil
-from typing import ClassVar
 
-from butler.config import RuntimeConfig
-from butler.runtimes.base import Invocation, RuntimeFailure, RuntimeResult
-from butler.runtimes.subprocess_adapter import Command, SubprocessAdapter
-from butler.store.text import cap_text
+from butler.runtimes.base import Command, Invocation, RuntimeFailure, RuntimeResult
+from butler.runtimes.process import RuntimeProcess
+from butler.runtimes.settings import RuntimeConfig
+from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 #: What a template may name, and what each becomes.
@@ -99,7 +98,12 @@ class TextStream:
     def result(self) -> RuntimeResult:
         output = "\n".join(self.lines).strip("\n")
         if self.dropped:
-            output = cap_text(output, self.max_bytes, self.dropped)[0]
+            # Leave room for the marker, so output and marker fit the cap the store keeps.
+            encoded = output.encode("utf-8", "surrogatepass")
+            keep = max(self.max_bytes - 100, 0)
+            lost = len(encoded) - keep + self.dropped
+            output = encoded[:keep].decode("utf-8", "ignore")
+            output += f"\n[butler: {lost} bytes cut at the {self.max_bytes}-byte limit]"
         return RuntimeResult(output=output)
 
 
@@ -108,7 +112,6 @@ class CommandAdapter(SubprocessAdapter):
 
     type_name = "command"
     binary_name = "command"
-    placeholders: ClassVar[tuple[str, ...]] = PLACEHOLDERS
 
     @classmethod
     def validate_config(cls, config: RuntimeConfig) -> None:
@@ -132,7 +135,7 @@ class CommandAdapter(SubprocessAdapter):
         env = {**invocation.env, "HOME": str(invocation.home)}
         return Command(argv=argv, env=env)
 
-    def parser(self, invocation: Invocation) -> TextStream:
+    def parser(self, invocation: Invocation, process: RuntimeProcess) -> TextStream:
         return TextStream(invocation.max_output_bytes)
 
     def interactive_command(self, invocation: Invocation) -> Command:
