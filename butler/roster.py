@@ -4,7 +4,7 @@ Every butler keeps what makes it a butler: its own port, its own schema, its
 own spawner and schedules. What they share is the process and the database
 server: the one given (``--database-url``, ``DATABASE_URL`` or a butler's own
 ``[butler.db] url``), else a single embedded PostgreSQL for all of them. One
-SIGTERM or SIGINT drains every butler's sessions at once, then stops them all.
+SIGTERM, SIGINT or SIGHUP drains every butler's sessions at once, then stops them all.
 """
 
 from __future__ import annotations
@@ -211,6 +211,11 @@ async def up(configs: Sequence[ButlerConfig], *, named: bool = True) -> None:
                 await embedded.stop()
 
 
+#: Signals that drain and stop the roster; a terminal hanging up (SIGHUP) is a stop
+#: too, and must not kill the process before its sessions and database are closed.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 async def serve_all(
     butlers: Sequence[ButlerContext], sockets: Sequence[socket.socket], started: float
 ) -> None:
@@ -223,7 +228,7 @@ async def serve_all(
         for server in servers:
             server.handle_exit(sig, None)
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, on_signal, sig)
     schedules = [asyncio.create_task(start_schedules(s)) for s in servers]
     announce = asyncio.create_task(_announce(servers, started))
@@ -237,7 +242,7 @@ async def serve_all(
                 server.handle_exit(signal.SIGTERM, None)
         await asyncio.wait(tasks)
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig in STOP_SIGNALS:
             loop.remove_signal_handler(sig)
         announce.cancel()
         for task, butler in zip(schedules, butlers, strict=True):

@@ -209,7 +209,8 @@ async def session_statuses(schema: str) -> list[str]:
     return [r["status"] for r in rows]
 
 
-def test_sigterm_lets_every_butlers_running_session_finish(roster, schemas, tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_lets_every_butlers_running_session_finish(roster, schemas, tmp_path, stop):
     ports = {"alpha": free_port(), "beta": free_port()}
     gates = {name: tmp_path / f"{name}.gate" for name in ports}
     for (name, port), schema in zip(ports.items(), schemas, strict=False):
@@ -222,7 +223,7 @@ def test_sigterm_lets_every_butlers_running_session_finish(roster, schemas, tmp_
             asyncio.run(call(port, "schedule_run", name="morning"))
         for schema in schemas[:2]:
             wait_until(lambda s=schema: asyncio.run(session_statuses(s)) == ["running"])
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(stop)
         # The sessions can only end now, after the signal: the drain waited for them.
         for gate in gates.values():
             release(gate)
