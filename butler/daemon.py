@@ -12,6 +12,7 @@ from butler.builders.manager import BuilderManager
 from butler.config import ButlerConfig
 from butler.runtimes.registry import get_adapter
 from butler.scheduler import Scheduler
+from butler.spawner.orphans import reap_orphans
 from butler.spawner.spawner import Spawner
 from butler.store.credentials import CredentialStore
 from butler.store.db import Database, redact_dsn
@@ -96,13 +97,18 @@ async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
         CredentialStore(db),
         memory=memory,
     )
+    # before the sweep: a workspace goes only once no runtime of a dead daemon uses it
+    reaped = await reap_orphans(sessions)
     replayed = await spawner.lifecycle.completions.replay()
     if replayed:
         log.info("completions replayed from the journal", extra={"sessions": replayed})
     closed = await sessions.fail_unfinished("the daemon stopped while this session was open")
     swept = spawner.sweep()
-    if closed or swept:
-        log.info("recovered from an earlier crash", extra={"sessions": closed, "temp": len(swept)})
+    if closed or swept or reaped:
+        log.info(
+            "recovered from an earlier crash",
+            extra={"sessions": closed, "temp": len(swept), "runtimes_killed": reaped},
+        )
     builders = BuilderManager(config, spawner, sessions)
     await builders.adopt_survivors()
     return ButlerContext(

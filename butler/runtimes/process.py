@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import os
 import signal
 import threading
@@ -31,6 +32,19 @@ KILL_GRACE_S = 3.0
 STDERR_LIMIT = 64 * 1024
 #: Longest stdout line handed on whole; a longer one is cut, marked, and the rest skipped.
 LINE_LIMIT = 16 * 1024 * 1024
+
+
+#: Told the pid of each runtime process group as it starts, so the session that
+#: owns it can record it (a daemon killed outright leaves the group behind).
+PROCESS_STARTED: contextvars.ContextVar[Callable[[int], None] | None] = contextvars.ContextVar(
+    "butler_process_started", default=None
+)
+
+
+def _started(pid: int) -> None:
+    hook = PROCESS_STARTED.get()
+    if hook is not None:
+        hook(pid)
 
 
 @dataclass(frozen=True)
@@ -159,6 +173,7 @@ class RuntimeProcess:
             limit=LINE_LIMIT,
         )
         self.pgid = proc.pid
+        _started(proc.pid)
         assert proc.stdout is not None and proc.stderr is not None
         stderr_task = asyncio.create_task(_collect(proc.stderr))
         try:
@@ -225,6 +240,7 @@ async def run_captured(
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
     )
+    _started(proc.pid)
     assert proc.stdout is not None and proc.stderr is not None
     stdout = asyncio.create_task(proc.stdout.read())
     stderr = asyncio.create_task(proc.stderr.read())

@@ -16,6 +16,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +33,13 @@ from butler.runtimes.base import (
     RuntimeFailure,
     RuntimeResult,
 )
+from butler.runtimes.process import PROCESS_STARTED
 from butler.spawner.admission import Admission, Reservation, validate_trigger_source
 from butler.spawner.homes import prune_homes
 from butler.spawner.invocation import InvocationRequest, build_invocation
 from butler.spawner.ledger import ToolCallLedger
 from butler.spawner.lifecycle import SessionLifecycle
+from butler.spawner.orphans import recorder
 from butler.spawner.result import SpawnerResult, rejected
 from butler.spawner.workspace import Workspace, sweep_leftovers
 from butler.store.credentials import CredentialStore
@@ -279,6 +282,7 @@ class Spawner:
                 ),
             )
             workspace.write(self.adapter.mcp_config_files(invocation))
+            PROCESS_STARTED.set(recorder(partial(self.lifecycle.annotate, sid)))
             try:
                 async with asyncio.timeout(invocation.timeout_s + TIMEOUT_GRACE_S):
                     return await self.adapter.invoke(invocation, progress)
