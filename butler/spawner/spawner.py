@@ -49,6 +49,9 @@ from butler.telemetry import trace_id_of, tracer
 
 log = logging.getLogger(__name__)
 
+#: Why a session ended cancelled, for the caller and the row.
+SHUTDOWN = "cancelled: the butler is shutting down"
+CLIENT_GONE = "cancelled by its client"
 #: Extra seconds the spawner grants an adapter past its own timeout to clean up.
 TIMEOUT_GRACE_S = 10.0
 
@@ -121,8 +124,8 @@ class Spawner:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
             if task.cancelled():
-                return rejected("cancelled: the butler is shutting down")
-            task.cancel()
+                return rejected(SHUTDOWN)
+            task.cancel(CLIENT_GONE)
             raise
 
     async def start(
@@ -242,8 +245,10 @@ class Spawner:
             status = "succeeded"
         except RuntimeFailure as exc:
             result, error = exc.partial, str(exc)
-        except asyncio.CancelledError:
-            status, error = "cancelled", "cancelled: the butler is shutting down"
+        except asyncio.CancelledError as exc:
+            # whoever cancelled says why; a bare cancel is the drain's
+            reason = exc.args[0] if exc.args and isinstance(exc.args[0], str) else SHUTDOWN
+            status, error = "cancelled", reason
             raise
         except ButlerError as exc:
             error = str(exc)
@@ -330,7 +335,7 @@ class Spawner:
         if self._tasks:
             _, still = await asyncio.wait(set(self._tasks), timeout=timeout)
         for task in still:
-            task.cancel()
+            task.cancel(SHUTDOWN)
         if still:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait(still, timeout=TIMEOUT_GRACE_S)
