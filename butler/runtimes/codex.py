@@ -70,6 +70,14 @@ def build_argv(invocation: Invocation, binary: str) -> list[str]:
     return argv
 
 
+#: Codex's built-in tools, by item type, with the fields that say what each did.
+BUILT_IN = {
+    "command_execution": ("command",),
+    "file_change": ("changes",),
+    "web_search": ("query",),
+}
+
+
 class CodexStream(JsonLinesStream):
     """Folds ``codex exec --json`` events into a result."""
 
@@ -113,7 +121,18 @@ class CodexStream(JsonLinesStream):
             message = error.get("message") if isinstance(error, dict) else error
             self.calls.append(ToolCall(name, arguments, item.get("id"), error=message))
             return f"called {name}"
+        elif kind in BUILT_IN:
+            return self._built_in(kind, item)
         return None
+
+    def _built_in(self, kind: str, item: dict[str, Any]) -> str:
+        """A tool of Codex's own (a shell command, a file edit, a search), recorded too."""
+        arguments = {key: item[key] for key in BUILT_IN[kind] if key in item}
+        error = None
+        if item.get("status") == "failed" or item.get("exit_code") not in (None, 0):
+            error = f"{kind} failed (exit code {item.get('exit_code')})"
+        self.calls.append(ToolCall(kind, arguments, item.get("id"), error=error, source="runtime"))
+        return f"ran {kind}"
 
 
 class CodexAdapter(SubprocessAdapter):

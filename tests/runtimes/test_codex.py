@@ -28,10 +28,25 @@ def test_parser_on_a_captured_mcp_run():
     assert result.runtime_session_id == "01a21487-ec3d-7df1-aea5-0224c135b8f3"
 
 
-def test_parser_on_a_captured_command_run_records_no_mcp_call():
+def test_parser_on_a_captured_command_run_records_the_built_in_call():
     lines = (CAPTURES / "codex_exec_json_command.jsonl").read_text().splitlines()
     result = parse(lines).result()
-    assert result.output == "All done." and result.tool_calls == []
+    assert result.output == "All done."
+    assert [c.to_json() for c in result.tool_calls] == [
+        {
+            "name": "command_execution",
+            "arguments": {"command": "/bin/bash -lc 'echo hi'"},
+            "id": "item_1",
+            "source": "runtime",
+        }
+    ]
+
+
+def test_a_failed_built_in_call_is_recorded_with_its_error():
+    item = {"id": "i", "type": "command_execution", "command": "false", "exit_code": 1}
+    stream = parse([json.dumps({"type": "item.completed", "item": item})])
+    [call] = stream.result().tool_calls
+    assert call.error == "command_execution failed (exit code 1)"
 
 
 def test_usage_is_replaced_not_summed_across_turns():
