@@ -136,6 +136,9 @@ class RuntimeAdapter(ABC):
     prompt_files: ClassVar[tuple[str, ...]] = ("CLAUDE.md",)
     #: Whether :meth:`invoke` can continue a runtime session by its id.
     supports_resume: ClassVar[bool] = False
+    #: What this runtime reports as the whole conversation's running total on a
+    #: resume (token counts, cost) rather than the session's own share.
+    cumulative_on_resume: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, config: RuntimeConfig) -> None:
         self.config = config

@@ -263,6 +263,7 @@ class ClaudeCodeAdapter(RuntimeAdapter):
     binary_name = "claude"
     prompt_files = ("CLAUDE.md",)
     supports_resume = True
+    cumulative_on_resume = frozenset({"cost_usd"})
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)

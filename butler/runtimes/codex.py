@@ -142,6 +142,9 @@ class CodexAdapter(SubprocessAdapter):
     binary_name = "codex"
     prompt_files = ("AGENTS.md", "CLAUDE.md")
     supports_resume = True
+    cumulative_on_resume = frozenset(
+        {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"}
+    )
     install_hint = "npm install -g @openai/codex@0.169.0"
 
     def mcp_config_files(self, invocation: Invocation) -> dict[Path, str]:

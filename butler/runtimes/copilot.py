@@ -163,6 +163,9 @@ class CopilotAdapter(SubprocessAdapter):
     binary_name = "copilot"
     prompt_files = ("AGENTS.md", "CLAUDE.md")
     supports_resume = True
+    cumulative_on_resume = frozenset(
+        {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"}
+    )
     install_hint = "npm install -g @github/copilot@1.0.102"
 
     def mcp_config_files(self, invocation: Invocation) -> dict[Path, str]:

@@ -41,6 +41,7 @@ from butler.spawner.ledger import ToolCallLedger
 from butler.spawner.lifecycle import SessionLifecycle
 from butler.spawner.orphans import recorder
 from butler.spawner.result import SpawnerResult, rejected
+from butler.spawner.usage import TOTALS_KEY, own_share, totals
 from butler.spawner.workspace import Workspace, sweep_leftovers
 from butler.store.credentials import CredentialStore
 from butler.store.memory import Memory
@@ -242,6 +243,7 @@ class Spawner:
                 if progress:
                     await progress("running")
                 result = await self._run(request, sid, parent, progress)
+                result = await self._own_share(sid, result, parent)
             status = "succeeded"
         except RuntimeFailure as exc:
             result, error = exc.partial, str(exc)
@@ -293,6 +295,14 @@ class Spawner:
                     return await self.adapter.invoke(invocation, progress)
             except TimeoutError:
                 raise RuntimeFailure(f"timeout after {invocation.timeout_s:g} s") from None
+
+    async def _own_share(
+        self, sid: str, result: RuntimeResult, parent: dict | None
+    ) -> RuntimeResult:
+        fields = self.adapter.cumulative_on_resume
+        if fields:
+            await self.lifecycle.annotate(sid, {TOTALS_KEY: totals(result, fields)})
+        return own_share(result, fields, parent)
 
     async def invocation(self, request: InvocationRequest) -> Invocation:
         """The invocation of this butler's runtime for a session started elsewhere (a builder)."""
