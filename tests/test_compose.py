@@ -26,7 +26,7 @@ import yaml
 
 from butler.roster import load_roster
 from tests.conftest import TEST_DSN
-from tests.helpers import REPO, free_port, get_json, wait_until
+from tests.helpers import REPO, free_port, get_json, missing_tool, wait_until
 
 COMPOSE = REPO / "docker-compose.yml"
 DOCKERFILE = REPO / "Dockerfile"
@@ -196,7 +196,7 @@ def docker_compose() -> list[str] | None:
 def test_docker_compose_reads_the_file_as_these_tests_do(tmp_path):
     client = docker_compose()
     if client is None:
-        pytest.skip("no docker compose client on this machine")
+        missing_tool("a docker compose client")
     shutil.copy(COMPOSE, tmp_path / "docker-compose.yml")
     shutil.copy(ENV_EXAMPLE, tmp_path / ".env")
     result = subprocess.run(
