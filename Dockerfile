@@ -34,7 +34,6 @@ WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY butler ./butler
 RUN pip install .
-COPY migrations ./migrations
 COPY roster ./roster
 
 # A non-root user owns /data: runtime homes (CLI logins) and workspaces live there,
@@ -47,7 +46,6 @@ RUN useradd --create-home --uid 10001 butler \
 # Set it (compose does) when the butler's port is not 8100, for the health check.
 ENV PATH="/opt/clis/node_modules/.bin:${PATH}" \
     BUTLER_DATA_DIR=/data \
-    BUTLER_MIGRATIONS_DIR=/app/migrations \
     BUTLER_HOST=0.0.0.0
 
 USER butler
