@@ -19,6 +19,7 @@ from types import FrameType
 
 import uvicorn
 
+from butler import preflight
 from butler.config import ButlerConfig
 from butler.errors import ButlerError
 from butler.runtimes.registry import get_adapter
@@ -87,13 +88,10 @@ async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
     """The butler's stores and spawner over an open database."""
     sessions = SessionStore(db)
     memory = PostgresMemory(db, config.butler.memory.max_episodes)
-    spawner = Spawner(
-        config,
-        get_adapter(config.runtime.type, config.runtime, config.roster_dir),
-        sessions,
-        CredentialStore(db),
-        memory=memory,
-    )
+    adapter = get_adapter(config.runtime.type, config.runtime, config.roster_dir)
+    credentials = CredentialStore(db)
+    spawner = Spawner(config, adapter, sessions, credentials, memory=memory)
+    await preflight.check(config, adapter, credentials)
     closed = await sessions.fail_unfinished("the daemon stopped while this session was open")
     swept = spawner.sweep()
     if closed or swept:

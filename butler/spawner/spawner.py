@@ -22,6 +22,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, SessionNotFound
+from butler.preflight import explain
 from butler.runtimes.base import (
     Invocation,
     McpEndpoint,
@@ -227,7 +228,7 @@ class Spawner:
             status = "succeeded"
         except RuntimeFailure as exc:
             worker.reset()
-            result, error = exc.partial, str(exc)
+            result, error = exc.partial, explain(self.config, str(exc))
         except asyncio.CancelledError:
             worker.reset()
             status, error = "cancelled", "cancelled: the butler is shutting down"
@@ -244,10 +245,11 @@ class Spawner:
             outcome = _outcome(status, error, result, calls, started)
             await asyncio.shield(self.sessions.complete(new.id, outcome))
             self._measure(outcome)
-            log.info(
-                "session finished",
-                extra={"session_id": sid, "status": status, "ms": outcome.duration_ms},
-            )
+            details = {"session_id": sid, "status": status, "ms": outcome.duration_ms}
+            if error:
+                log.warning("session %s: %s", status, error, extra={**details, "error": error})
+            else:
+                log.info("session finished", extra=details)
         return outcome
 
     async def _run(
