@@ -63,6 +63,8 @@ async def test_a_key_the_sessions_receive_or_a_login_silences_the_warning(
     line = await missing_credential(config, nothing)
     assert line is not None and "set OPENAI_API_KEY" in line and "codex login" in line
     assert await missing_credential(config, CredentialStore(db, {"OPENAI_API_KEY": "k"})) is None
+    # compose hands an unset key over as an empty variable: that is no credential.
+    assert await missing_credential(config, CredentialStore(db, {"OPENAI_API_KEY": ""}))
     await nothing.set("OPENAI_API_KEY", "from-the-table")
     assert await missing_credential(config, nothing) is None
 
