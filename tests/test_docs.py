@@ -79,7 +79,7 @@ def quick_start(tmp_path, fake_model):
             return False
 
     try:
-        wait_until(answering, timeout=90)
+        wait_until(answering, timeout=180)
         yield port
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -53,6 +53,7 @@ def test_the_wheel_ships_every_file_the_program_reads():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # installs every dependency into a fresh venv
 def test_a_wheel_in_a_fresh_venv_runs_the_quick_start(tmp_path, schema_name):
     wheel = build_wheel(tmp_path)
     names = set(zipfile.ZipFile(wheel).namelist())

@@ -48,6 +48,7 @@ def embedded_servers() -> set[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a whole pytest run inside, on a machine that may be busy
 def test_with_no_server_the_suite_starts_one_embedded_postgres_and_stops_it(tmp_path):
     record = tmp_path / "dsns.txt"
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
@@ -68,7 +69,7 @@ def test_with_no_server_the_suite_starts_one_embedded_postgres_and_stops_it(tmp_
         start_new_session=True,
     )
     try:
-        output, _ = proc.communicate(timeout=240)
+        output, _ = proc.communicate(timeout=840)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
