@@ -127,6 +127,7 @@ def test_the_quick_start_the_health_check_and_the_mcp_client_example(quick_start
             assert param in tools[name], f"README: {name}({param}): it has {list(tools[name])}"
 
 
+@pytest.mark.slow
 def test_a_configuration_mistake_is_the_one_line_the_readme_shows(tmp_path):
     roster = tmp_path / "roster"
     for name in ("health", "shared"):
@@ -170,6 +171,7 @@ def commands(path: Path) -> list[tuple[str, list[str]]]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
 def test_every_butler_command_in_the_docs_exists_with_its_options(path):
     for line, words in commands(path):
