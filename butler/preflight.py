@@ -71,12 +71,12 @@ def login_home(butler: str) -> Path:
     return data_root() / "butlers" / butler / "home"
 
 
-def key_hint(runtime: str) -> str:
+def key_hint(config: ButlerConfig) -> str:
     """``set NAME`` for the runtime's first key, in the words a person acts on."""
-    needs = NEEDS[runtime]
+    key = NEEDS[config.runtime.type].keys[0]
     return (
-        f"set {needs.keys[0]} (in the daemon's environment or the credentials table: "
-        f"`butler credentials set {needs.keys[0]}`)"
+        f"set {key} (in the daemon's environment, or in the database: "
+        f"`butler credentials set {key} -c {config.config_dir}`)"
     )
 
 
@@ -88,7 +88,7 @@ def explain(config: ButlerConfig, error: str) -> str:
     needs = NEEDS[runtime]
     home = login_home(config.name)
     return (
-        f"{runtime} has no usable credential: {key_hint(runtime)}, or log it in under "
+        f"{runtime} has no usable credential: {key_hint(config)}, or log it in under "
         f"{home} ({needs.login_hint}); the CLI said: {error}"
     )[:2000]
 
@@ -113,7 +113,7 @@ async def missing_credential(config: ButlerConfig, credentials: CredentialStore)
     )
     return (
         f"butler {config.name}: runtime {runtime} has no credential, its sessions will "
-        f"fail: {key_hint(runtime)}{declare}, or log it in under {home} ({needs.login_hint})"
+        f"fail: {key_hint(config)}{declare}, or log it in under {home} ({needs.login_hint})"
     )
 
 
