@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from croniter import croniter
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from butler.config_errors import describe, validation_error_line
 from butler.errors import ConfigError
+from butler.runtimes.registry import adapter_class, available_runtimes
+from butler.runtimes.settings import RuntimeConfig
 from butler.tomlfile import read_toml
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
@@ -27,22 +35,6 @@ ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class RuntimeConfig(_Section):
-    """``[butler.runtime]``: which agent CLI runs sessions, and its limits."""
-
-    type: str = "claude-code"
-    model: str | None = None
-    max_concurrent_sessions: int = Field(default=1, ge=1, le=64)
-    max_queued_sessions: int = Field(default=100, ge=0, le=10_000)
-    max_turns: int = Field(default=20, ge=1, le=1000)
-    timeout_s: float = Field(default=600.0, gt=0)
-    args: list[str] = Field(default_factory=list)
-    cli_path: str | None = None
-    transport: Literal["http", "sse"] = "http"
-    command: list[str] = Field(default_factory=list)
-    interactive_command: list[str] = Field(default_factory=list)
 
 
 class EnvConfig(_Section):
@@ -115,6 +107,13 @@ class ScheduleConfig(_Section):
             raise ValueError(f"expected a short lower-case name, found {value!r}")
         return value
 
+    @field_validator("prompt")
+    @classmethod
+    def _prompt(cls, value: str) -> str:
+        if not value.strip() or "\x00" in value:
+            raise ValueError(f"expected a non-blank prompt without NUL, found {value[:40]!r}")
+        return value
+
     @field_validator("cron")
     @classmethod
     def _cron(cls, value: str) -> str:
@@ -143,7 +142,11 @@ class ButlerSection(_Section):
     port: int = 8100
     description: str = ""
     host: str = "127.0.0.1"
-    shutdown_timeout_s: float = Field(default=30.0, ge=0)
+    shutdown_timeout_s: float = Field(default=30.0, ge=0, allow_inf_nan=False)
+    #: Longest output, error or prompt stored for one session; the rest is cut with a marker.
+    max_output_bytes: int = Field(default=1024 * 1024, ge=1024, le=256 * 1024 * 1024)
+    #: Longest prompt a caller may send, and longest system prompt its includes may expand to.
+    max_prompt_bytes: int = Field(default=1024 * 1024, ge=1024, le=64 * 1024 * 1024)
     runtime: RuntimeConfig = Field(default_factory=RuntimeConfig)
     env: EnvConfig = Field(default_factory=EnvConfig)
     db: DbConfig = Field(default_factory=DbConfig)
@@ -160,6 +163,19 @@ class ButlerSection(_Section):
                 f"(at most 40, starting with a letter), found {value!r}"
             )
         return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _unique_schedules(cls, entries: list[ScheduleConfig]) -> list[ScheduleConfig]:
+        seen: set[str] = set()
+        for entry in entries:
+            if entry.name in seen:
+                raise ValueError(
+                    f"two [[butler.schedule]] entries are named {entry.name!r}; "
+                    "expected each schedule to have its own name"
+                )
+            seen.add(entry.name)
+        return entries
 
     @field_validator("port")
     @classmethod
@@ -298,8 +314,6 @@ def load_config(config_dir: str | Path, **overrides: Any) -> ButlerConfig:
 
 
 def _check_runtime_type(runtime: RuntimeConfig, path: Path, where: str) -> None:
-    from butler.runtimes.registry import adapter_class, available_runtimes
-
     roster = path.parent.parent
     try:
         names = available_runtimes(roster)

@@ -9,6 +9,7 @@ import logging
 from dataclasses import dataclass, field
 
 from butler import preflight
+from butler.builders.manager import BuilderManager
 from butler.config import ButlerConfig
 from butler.runtimes.registry import get_adapter
 from butler.scheduler import Scheduler
@@ -87,7 +88,7 @@ async def open_database(config: ButlerConfig, dsn: str | None = None) -> OpenDat
 
 async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
     """The butler's stores and spawner over an open database."""
-    sessions = SessionStore(db)
+    sessions = SessionStore(db, config.butler.max_output_bytes)
     memory = PostgresMemory(db, config.butler.memory.max_episodes)
     adapter = get_adapter(config.runtime.type, config.runtime, config.roster_dir)
     credentials = CredentialStore(db)
@@ -97,6 +98,8 @@ async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
     swept = spawner.sweep()
     if closed or swept:
         log.info("recovered from an earlier crash", extra={"sessions": closed, "temp": len(swept)})
+    builders = BuilderManager(config, spawner, sessions)
+    await builders.adopt_survivors()
     return ButlerContext(
         config=config,
         db=db,
@@ -104,4 +107,5 @@ async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
         sessions=sessions,
         spawner=spawner,
         scheduler=Scheduler(config.butler.schedule, ScheduleStore(db), spawner),
+        builders=builders,
     )

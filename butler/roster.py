@@ -266,10 +266,14 @@ def _raise_failures(servers: Sequence[ButlerServer], tasks: Sequence[asyncio.Tas
 
 
 async def start_schedules(server: ButlerServer) -> None:
-    """Start firing schedules once the server accepts: their sessions call back into it."""
+    """Start firing schedules and watching builders once the server accepts.
+
+    Sessions of both call back into the server, so neither starts before it.
+    """
     current_butler.set(server.butler.config.name)
     while not server.started:
         await asyncio.sleep(0.02)
+    server.butler.builders.start()
     if server.butler.scheduler is not None:
         try:
             await server.butler.scheduler.start()
@@ -282,6 +286,7 @@ async def stop_schedules(starting: asyncio.Task[None], butler: ButlerContext) ->
     starting.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await starting
+    await butler.builders.stop()
     if butler.scheduler is not None:
         await butler.scheduler.stop()
 

@@ -49,9 +49,6 @@ class RecordingAdapter(RuntimeAdapter):
     binary_name = "recording"
     prompts: list[str] = []  # noqa: RUF012 - shared on purpose: workers are new instances
 
-    def build_config_file(self, invocation: Invocation) -> Path:
-        return invocation.workdir / "mcp.json"
-
     async def invoke(
         self, invocation: Invocation, progress: ProgressSink | None = None
     ) -> RuntimeResult:

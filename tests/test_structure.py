@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tests import structure
 
 #: Functions over the limit in files other branches are reshaping; empty it as they land.
@@ -17,38 +15,12 @@ LONG_FUNCTIONS_ALLOWED = {
 LONG_FILES_ALLOWED: set[str] = set()
 
 
-def _outside_runtime_settings(group: list[str]) -> bool:
-    # config <-> runtimes goes when RuntimeConfig moves into runtimes/ (checked below).
-    return not all(name == "butler.config" or name.startswith("butler.runtimes") for name in group)
-
-
-def test_no_import_cycle_outside_the_runtime_settings():
-    found = [g for g in structure.cycles(structure.graph()) if _outside_runtime_settings(g)]
-    assert found == [], "import cycles: " + "; ".join(" <-> ".join(g) for g in found)
-
-
-@pytest.mark.xfail(
-    reason="config.py and runtimes/ import each other until RuntimeConfig moves to runtimes/",
-    strict=False,
-)
-def test_no_import_cycle_at_all():
+def test_no_import_cycle():
     found = structure.cycles(structure.graph())
     assert found == [], "import cycles: " + "; ".join(" <-> ".join(g) for g in found)
 
 
-@pytest.mark.xfail(
-    reason="runtimes/ still imports butler.config until RuntimeConfig moves to runtimes/",
-    strict=False,
-)
-def test_runtimes_import_only_runtimes_and_errors():
-    edges = structure.graph()
-    wrong = {
-        module: sorted(t for t in targets if not t.startswith("butler.runtimes")
-                       and t != "butler.errors")
-        for module, targets in edges.items()
-        if module.startswith("butler.runtimes")
-    }  # fmt: skip
-    assert {m: t for m, t in wrong.items() if t} == {}
+# What runtimes/ may import is checked in tests/runtimes/test_layering.py.
 
 
 def test_cli_groups_import_only_common():

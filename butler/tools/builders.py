@@ -1,40 +1,36 @@
 """Builder tools: spawn a builder, list them, look one up, prune finished ones."""
 
-from __future__ import annotations
-
+# No postponed annotations: FastMCP reads the argument types (and their bounds) at runtime.
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
+from pydantic import Field
 
-from butler.builders.manager import BuilderManager
 from butler.builders.modes import SpawnOptions
 from butler.builders.prune import prune
 from butler.builders.records import builder_view
 from butler.errors import ButlerError
 from butler.tools.context import ButlerContext
 from butler.tools.ledger_middleware import calling_session
-
-
-def builder_manager(butler: ButlerContext) -> BuilderManager:
-    """The butler's builders (the manager keeps no state of its own, so one per call is fine)."""
-    return BuilderManager(butler.config, butler.spawner, butler.sessions)
+from butler.tools.limits import Name, PathText, ProtocolArgs, optional_text
 
 
 def register_builder_tools(mcp: FastMCP, butler: ButlerContext) -> None:
     """Add ``builder_spawn``, ``builder_list``, ``builder_get`` and ``builder_prune`` to ``mcp``."""
+    Task = optional_text(butler.config.butler.max_prompt_bytes)
 
     @mcp.tool
     async def builder_spawn(
-        repo: str,
-        task: str | None = None,
-        files: list[str] | None = None,
-        protocol: str | None = None,
-        args: dict[str, Any] | None = None,
-        project: str | None = None,
+        repo: PathText,
+        task: Task = None,
+        files: Annotated[list[PathText] | None, Field(max_length=1000)] = None,
+        protocol: Name = None,
+        args: ProtocolArgs = None,
+        project: Name = None,
         shell: bool = False,
-        role: str | None = None,
+        role: Name = None,
         headless: bool = False,
     ) -> dict[str, Any]:
         """Delegate work to a builder: this butler's runtime in its own git worktree.
@@ -57,22 +53,19 @@ def register_builder_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         )
         source = "trigger" if calling_session(butler.spawner.ledger) else "external"
         try:
-            return await builder_manager(butler).spawn(options, Path(repo), source, headless)
+            return await butler.builders.spawn(options, Path(repo), source, headless)
         except ButlerError as exc:
             raise ToolError(str(exc)) from None
 
     @mcp.tool
     async def builder_list(include_pruned: bool = False) -> list[dict[str, Any]]:
         """This butler's builders, newest first: id, type, status, branch, worktree, tmux."""
-        manager = builder_manager(butler)
-        await manager.refresh()
-        return await manager.builders(include_pruned)
+        return await butler.builders.builders(include_pruned)
 
     @mcp.tool
     async def builder_get(builder_id: str) -> dict[str, Any]:
         """One builder by id, with what its terminal shows now if it is running."""
-        manager = builder_manager(butler)
-        await manager.refresh()
+        manager = butler.builders
         try:
             row = await manager.find(builder_id)
         except ButlerError as exc:
@@ -85,4 +78,4 @@ def register_builder_tools(mcp: FastMCP, butler: ButlerContext) -> None:
 
         A worktree with uncommitted changes and an unmerged branch are kept unless ``force``.
         """
-        return await prune(builder_manager(butler), force)
+        return await prune(butler.builders, force)

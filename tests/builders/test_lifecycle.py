@@ -111,6 +111,18 @@ def test_a_runtime_that_fails_fails_its_session(builders: Builders):
     assert ended["error"] == "runtime exited with status 3"
 
 
+def test_a_builders_end_is_recorded_without_anyone_reading_it(builders: Builders):
+    builder = builders.spawn("Fix bug")
+    builders.wait_screen(builder, "agent> ")
+    tmux(builders.socket, "send-keys", "-t", f"={builder['tmux_session']}:", "exit", "Enter")
+    # Only the database is read: no listing, no dashboard, nothing that asks the daemon.
+    row = wait_until(
+        lambda: (r := builders.row(builder["session_id"]))["status"] != "running" and r
+    )
+    assert row["status"] == "succeeded" and row["completed_at"] is not None
+    assert row["metadata"]["exit_status"] == 0 and "agent> " in row["output"]
+
+
 def test_attach_joins_the_builders_terminal(builders: Builders):
     builder = builders.spawn("Fix bug")
     builders.wait_screen(builder, "agent> ")
