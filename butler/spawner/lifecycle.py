@@ -93,9 +93,8 @@ class SessionLifecycle:
         details = {"session_id": session_id, "status": outcome.status, "ms": outcome.duration_ms}
         if outcome.error:
             # The reason goes on the line itself: "failed" alone tells nobody what to do.
-            log.warning(
-                "session %s: %s", outcome.status, outcome.error, extra={**details, "error": outcome.error}
-            )
+            extra = {**details, "error": outcome.error}
+            log.warning("session %s: %s", outcome.status, outcome.error, extra=extra)
         else:
             log.info("session finished", extra=details)
         return outcome
