@@ -25,6 +25,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, Rejected, SessionNotFound
+from butler.preflight import explain
 from butler.runtimes.base import (
     Command,
     Invocation,
@@ -246,7 +247,7 @@ class Spawner:
                 result = await self._own_share(sid, result, parent)
             status = "succeeded"
         except RuntimeFailure as exc:
-            result, error = exc.partial, str(exc)
+            result, error = exc.partial, explain(self.config, str(exc))
         except asyncio.CancelledError as exc:
             # whoever cancelled says why; a bare cancel is the drain's
             reason = exc.args[0] if exc.args and isinstance(exc.args[0], str) else SHUTDOWN
