@@ -45,6 +45,9 @@ HARDENING_ENV = {
     # MCP tools in the request itself: a butler has few tools, and deferring them
     # behind a search tool costs a model round trip on every session.
     "ENABLE_TOOL_SEARCH": "false",
+    # Its own retries of a failing model API take minutes, past most session time
+    # limits: the user would see "timeout" instead of the model's error.
+    "CLAUDE_CODE_MAX_RETRIES": "2",
 }
 #: Variables the SDK sets for its own protocol; the launcher lets them through.
 SDK_ENV = (

@@ -248,3 +248,21 @@ async def test_no_outbound_network_connection_is_attempted(
     assert any(is_loopback(t) for t in targets), "the trace saw the run's own connections"
     outbound = sorted({t for t in targets if not is_loopback(t)})
     assert outbound == [], f"{conformance.name} tried to reach {outbound}"
+
+
+#: Runtimes whose own retries of a failing model API are capped by the butler.
+RETRIES_CAPPED = {"claude-code"}
+
+
+async def test_a_model_5xx_fails_inside_the_time_limit_with_the_servers_text(
+    conformance: Conformance, fake_model: FakeModelServer
+) -> None:
+    if conformance.name not in RETRIES_CAPPED:
+        pytest.skip(f"{conformance.name}: its own model retries are not capped yet")
+    fake_model.script = [ModelError(500, "conformance overload 5512")]
+    started = time.monotonic()
+    result = await trigger(conformance, "Fail please", timeout_s=120)
+    assert result["success"] is False
+    assert "conformance overload 5512" in result["error"]
+    assert "timeout" not in result["error"]
+    assert time.monotonic() - started < 60
