@@ -179,7 +179,11 @@ async def serve(config: ButlerConfig, drain_s: float | None = None) -> None:
 def listen(config: ButlerConfig) -> socket.socket:
     """Bind the butler's port first, so a taken port fails before the database starts."""
     host, port = config.butler.host, config.butler.port
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # asyncio sets TCP_NODELAY on accepted connections only when the listening socket
+    # says IPPROTO_TCP (proto 0 does not count): without it, small response writes
+    # wait on the client's delayed ACK, ~40 ms per MCP call.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
