@@ -21,9 +21,9 @@ from fastmcp import Client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import DEFAULT_DSN, BareFastMCP, elapsed_ms, median  # noqa: E402
+from common import DEFAULT_DSN, BareFastMCP, elapsed_ms, median
 
-from tests.helpers import DaemonProcess, free_port, write_butler  # noqa: E402
+from tests.helpers import DaemonProcess, free_port, write_butler
 
 TOOLS = {"state_get": {"key": "bench"}, "status": {}, "session_list": {"limit": 20}}
 Row = tuple[str, float, float, str]
