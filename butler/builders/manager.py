@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from butler.builders import git, launch
+from butler.builders import git
 from butler.builders.modes import MODES, SpawnOptions, choose_mode
 from butler.builders.plan import BuilderPlan, make_plan
 from butler.builders.records import builder_view, elapsed_ms, is_builder, is_live, now_iso
@@ -25,6 +25,7 @@ from butler.builders.tmux import Tmux, session_name
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, UserError
 from butler.paths import butler_dir
+from butler.runtimes import launcher
 from butler.runtimes.base import Invocation, RuntimeFailure
 from butler.spawner.environment import build_runtime_env
 from butler.spawner.homes import session_home
@@ -136,7 +137,10 @@ class BuilderManager:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             path.chmod(0o600)
-        return launch.program(launch.write_spec(folder, command.argv, command.env))
+        script = launcher.write_launcher(
+            folder, command.argv, command.env, passthrough=launcher.TERMINAL_VARS, supervise=True
+        )
+        return [str(script)]
 
     def _system_prompt(self, adapter: Any, plan: BuilderPlan) -> str:
         prompt_file = adapter.parse_system_prompt_file(self.config.config_dir)
@@ -213,7 +217,7 @@ class BuilderManager:
                     await self._adopt(row)
                 continue
             folder = self.folder(row["metadata"]["builder_id"])
-            ended = launch.read_exit(folder) or (pane.record() if pane and pane.ended else None)
+            ended = launcher.read_exit(folder) or (pane.record() if pane and pane.ended else None)
             if ended is not None or pane is None:  # else: dead, and its end not yet known
                 await self._finish(row, pane is not None, ended)
 

@@ -293,8 +293,8 @@ class ClaudeCodeAdapter(RuntimeAdapter):
             )
         invocation.home.mkdir(parents=True, exist_ok=True)
         env = runtime_env(invocation)
-        launcher = write_launcher(invocation.workdir, cli, [*env, *SDK_ENV])
         try:
+            launcher = write_launcher(invocation.workdir, [cli], passthrough=[*env, *SDK_ENV])
             options = build_options(invocation, launcher)
         except ValueError as exc:
             raise RuntimeFailure(str(exc)) from None
