@@ -186,11 +186,7 @@ class BuilderManager:
 
     async def rows(self) -> list[dict[str, Any]]:
         """Every builder's session row, newest first."""
-        found: list[dict[str, Any]] = []
-        for mode in MODES:
-            found += await self.sessions.list(limit=10_000, type=mode)
-        found = [row for row in found if is_builder(row)]
-        return sorted(found, key=lambda row: row["created_at"], reverse=True)
+        return [row for row in await self.sessions.of_types(MODES) if is_builder(row)]
 
     async def builders(self, include_pruned: bool = False) -> list[dict[str, Any]]:
         """Builder views, newest first; pruned ones only when asked."""

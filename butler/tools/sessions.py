@@ -10,6 +10,7 @@ from fastmcp.exceptions import ToolError
 from butler.errors import ButlerError
 from butler.spawner.result import SpawnerResult
 from butler.spawner.spawner import TriggerRequest
+from butler.store.sessions import parse_position, position
 from butler.tools.context import ButlerContext
 from butler.tools.ledger_middleware import calling_session
 
@@ -61,11 +62,24 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
 
     @mcp.tool
     async def session_list(
-        limit: int = 20, status: str | None = None, trigger_source: str | None = None
+        limit: int = 20,
+        status: str | None = None,
+        trigger_source: str | None = None,
+        before: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Recent sessions, newest first, optionally by status or trigger source."""
+        """Recent sessions, newest first, optionally by status or trigger source.
+
+        Each row's ``position`` given as ``before`` lists the sessions older than it.
+        """
+        try:
+            after = parse_position("before", before) if before is not None else None
+        except ValueError as exc:
+            raise ToolError(f"session_list: {exc}") from None
         rows = await butler.sessions.list(
-            limit=max(1, min(limit, 500)), status=status, trigger_source=trigger_source
+            limit=max(1, min(limit, 500)),
+            status=status,
+            trigger_source=trigger_source,
+            before=after,
         )
         keep = ("id", "status", "trigger_source", "runtime", "created_at", "duration_ms", "error")
-        return [{k: r[k] for k in keep} for r in rows]
+        return [{**{k: r[k] for k in keep}, "position": position(r)} for r in rows]
