@@ -154,6 +154,7 @@ async def serve(config: ButlerConfig, drain_s: float | None = None) -> None:
             port=config.butler.port,
             log_config=None,
             lifespan="on",
+            ws="none",  # no websocket route: skip importing a websocket stack at start
             timeout_graceful_shutdown=5,
         )
         drain = config.butler.shutdown_timeout_s if drain_s is None else drain_s

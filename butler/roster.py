@@ -176,6 +176,7 @@ def _server(butler: ButlerContext, drain_s: float) -> RosterServer:
         port=config.butler.port,
         log_config=None,
         lifespan="on",
+        ws="none",  # no websocket route: skip importing a websocket stack at start
         timeout_graceful_shutdown=5,
     )
     return RosterServer(uv_config, butler, drain_s)

@@ -16,10 +16,9 @@ import json
 import os
 import signal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import claude_agent_sdk as sdk
-
+from butler.lazy import LazyModule, ready
 from butler.runtimes.base import (
     Invocation,
     ProgressSink,
@@ -32,6 +31,11 @@ from butler.runtimes.base import (
 from butler.runtimes.launcher import read_pid, write_launcher
 from butler.runtimes.process import KILL_GRACE_S, kill_group, terminate_group
 from butler.runtimes.subprocess_adapter import Command
+
+if TYPE_CHECKING:
+    import claude_agent_sdk as sdk
+else:
+    sdk = LazyModule("claude_agent_sdk")  # loaded by the first session, not at start
 
 #: Environment that keeps Claude Code from calling home: a daemon runs pinned
 #: versions and sends nothing it was not asked to.
@@ -285,6 +289,7 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         self, invocation: Invocation, progress: ProgressSink | None = None
     ) -> RuntimeResult:
         self._workdir = invocation.workdir
+        await ready("claude_agent_sdk")
         cli = self.cli_path()
         if not os.access(cli, os.X_OK):
             raise RuntimeFailure(
