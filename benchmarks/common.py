@@ -84,3 +84,14 @@ class BareFastMCP:
 
 def elapsed_ms(started: float) -> float:
     return (time.perf_counter() - started) * 1000
+
+
+async def drop_schema(dsn: str, schema: str) -> None:
+    """Leave the database as it was: a benchmark's schema can hold a million rows."""
+    import asyncpg
+
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    finally:
+        await conn.close()

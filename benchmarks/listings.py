@@ -26,7 +26,7 @@ from fastmcp import Client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import DEFAULT_DSN, elapsed_ms, median
+from common import DEFAULT_DSN, drop_schema, elapsed_ms, median
 
 from tests.helpers import DaemonProcess, free_port, write_butler
 
@@ -81,14 +81,17 @@ async def measure(dsn: str, rows: int, requests: int, tmp: Path) -> list[Row]:
     schema = f"bench_list_{port}"
     folder = write_butler(tmp / "roster", "listings", port=port, schema=schema)
     env = {"BUTLER_DATA_DIR": str(tmp / "data"), "ANTHROPIC_API_KEY": "sk-bench"}
-    with DaemonProcess(folder, port=port, database_url=dsn, env=env) as daemon:
-        async with Client(f"{daemon.url}/mcp", timeout=120) as client:
-            await client.call_tool("status", {})
-            # The small table fills every page, so only the table's size differs.
-            await _fill(dsn, schema, SMALL)
-            small = await listings(daemon.url, client, requests)
-            await _fill(dsn, schema, rows - SMALL)
-            full = await listings(daemon.url, client, requests)
+    try:
+        with DaemonProcess(folder, port=port, database_url=dsn, env=env) as daemon:
+            async with Client(f"{daemon.url}/mcp", timeout=120) as client:
+                await client.call_tool("status", {})
+                # The small table fills every page, so only the table's size differs.
+                await _fill(dsn, schema, SMALL)
+                small = await listings(daemon.url, client, requests)
+                await _fill(dsn, schema, rows - SMALL)
+                full = await listings(daemon.url, client, requests)
+    finally:
+        await drop_schema(dsn, schema)
     label = f"{rows:,} rows"
     return [(f"{name} at {label}", full[name], small[name], f"{SMALL:,} rows") for name in full]
 

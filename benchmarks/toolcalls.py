@@ -21,7 +21,7 @@ from fastmcp import Client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import DEFAULT_DSN, BareFastMCP, elapsed_ms, median
+from common import DEFAULT_DSN, BareFastMCP, drop_schema, elapsed_ms, median
 
 from tests.helpers import DaemonProcess, free_port, write_butler
 
@@ -74,11 +74,15 @@ async def first_call_row(folder: Path, dsn: str, env: dict[str, str]) -> Row:
 async def measure(dsn: str, calls: int, env: dict[str, str], tmp: Path) -> list[Row]:
     """Every tool-call row: (label, butler ms, reference ms, reference name)."""
     port = free_port()
-    folder = write_butler(tmp / "roster", "toolcalls", port=port, schema=f"bench_tc_{port}")
-    with DaemonProcess(folder, port=port, database_url=dsn, env=env) as daemon:
-        with BareFastMCP(folder, dsn) as bare:
-            rows = await warm_rows(daemon.url, bare, calls)
-    rows.append(await first_call_row(folder, dsn, env))
+    schema = f"bench_tc_{port}"
+    folder = write_butler(tmp / "roster", "toolcalls", port=port, schema=schema)
+    try:
+        with DaemonProcess(folder, port=port, database_url=dsn, env=env) as daemon:
+            with BareFastMCP(folder, dsn) as bare:
+                rows = await warm_rows(daemon.url, bare, calls)
+        rows.append(await first_call_row(folder, dsn, env))
+    finally:
+        await drop_schema(dsn, schema)
     return rows
 
 
