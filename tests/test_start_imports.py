@@ -14,7 +14,7 @@ def test_a_start_leaves_the_runtime_library_and_websockets_for_later(
     # neither is loaded before /health answers (the first session loads the SDK).
     port = free_port()
     folder = write_butler(roster, "lean", port=port, schema=schema_name)
-    env = {"PYTHONPROFILEIMPORTTIME": "1"}
+    env = {"PYTHONPROFILEIMPORTTIME": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": ""}
     with DaemonProcess(folder, port=port, database_url=pg_dsn, env=env) as daemon:
         imported = {
             line.rsplit("|", 1)[1].strip()
@@ -24,3 +24,5 @@ def test_a_start_leaves_the_runtime_library_and_websockets_for_later(
     assert "uvicorn" in imported and "fastmcp" in imported  # the log is what we think
     assert "claude_agent_sdk" not in imported
     assert not any(name.startswith("websockets") for name in imported)
+    # No metric exporter configured: the API's no-op meter, not the metrics SDK.
+    assert "opentelemetry.sdk.metrics" not in imported
