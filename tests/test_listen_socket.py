@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 
 from butler.config import load_config
-from butler.daemon import listen
+from butler.roster import bind
 from tests.helpers import free_port, write_butler
 
 
@@ -15,7 +15,7 @@ async def test_accepted_connections_do_not_hold_back_small_writes(tmp_path: Path
     # With Nagle on, each small response write waits for the client's delayed ACK
     # (~40 ms per MCP tool call); asyncio turns it off only for IPPROTO_TCP listeners.
     config = load_config(write_butler(tmp_path, "nodelay", port=free_port()))
-    sock = listen(config)
+    sock = bind(config)
     accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
     def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

@@ -71,15 +71,26 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
 
         Each row's ``position`` given as ``before`` lists the sessions older than it.
         """
-        try:
-            after = parse_position("before", before) if before is not None else None
-        except ValueError as exc:
-            raise ToolError(f"session_list: {exc}") from None
-        rows = await butler.sessions.list(
-            limit=max(1, min(limit, 500)),
-            status=status,
-            trigger_source=trigger_source,
-            before=after,
-        )
-        keep = ("id", "status", "trigger_source", "runtime", "created_at", "duration_ms", "error")
-        return [{**{k: r[k] for k in keep}, "position": position(r)} for r in rows]
+        return await list_sessions(butler, limit, status, trigger_source, before)
+
+
+async def list_sessions(
+    butler: ButlerContext,
+    limit: int,
+    status: str | None,
+    trigger_source: str | None,
+    before: str | None,
+) -> list[dict[str, Any]]:
+    """``session_list``: a page of sessions, each with the position that pages past it."""
+    try:
+        after = parse_position("before", before) if before is not None else None
+    except ValueError as exc:
+        raise ToolError(f"session_list: {exc}") from None
+    rows = await butler.sessions.list(
+        limit=max(1, min(limit, 500)),
+        status=status,
+        trigger_source=trigger_source,
+        before=after,
+    )
+    keep = ("id", "status", "trigger_source", "runtime", "created_at", "duration_ms", "error")
+    return [{**{k: r[k] for k in keep}, "position": position(r)} for r in rows]
