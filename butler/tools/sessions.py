@@ -1,7 +1,6 @@
 """Session tools: ``trigger`` a session and read recorded ones."""
 
-from __future__ import annotations
-
+# No postponed annotations: FastMCP reads the argument types (and their bounds) at runtime.
 from typing import Any
 
 from fastmcp import Context, FastMCP
@@ -13,17 +12,29 @@ from butler.spawner.spawner import TriggerRequest
 from butler.store.sessions import parse_position, position
 from butler.tools.context import ButlerContext
 from butler.tools.ledger_middleware import calling_session
+from butler.tools.limits import (
+    ListLimit,
+    MaxTurns,
+    Name,
+    SessionStatus,
+    optional_text,
+    prompt_text,
+    timeout_seconds,
+)
 
 
 def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
     """Add ``trigger``, ``session_get`` and ``session_list`` to ``mcp``."""
+    Prompt = prompt_text(butler.config.butler.max_prompt_bytes)
+    ContextText = optional_text(butler.config.butler.max_prompt_bytes)
+    Timeout = timeout_seconds(butler.config.runtime.timeout_s)
 
     @mcp.tool
     async def trigger(
-        prompt: str,
-        context: str | None = None,
-        max_turns: int | None = None,
-        timeout_s: float | None = None,
+        prompt: Prompt,
+        context: ContextText = None,
+        max_turns: MaxTurns = None,
+        timeout_s: Timeout = None,
         ctx: Context | None = None,
     ) -> SpawnerResult:
         """Run a session of this butler's agent runtime on ``prompt`` and return its result.
@@ -62,9 +73,9 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
 
     @mcp.tool
     async def session_list(
-        limit: int = 20,
-        status: str | None = None,
-        trigger_source: str | None = None,
+        limit: ListLimit = 20,
+        status: SessionStatus = None,
+        trigger_source: Name = None,
         before: str | None = None,
     ) -> list[dict[str, Any]]:
         """Recent sessions, newest first, optionally by status or trigger source.
@@ -87,7 +98,7 @@ async def list_sessions(
     except ValueError as exc:
         raise ToolError(f"session_list: {exc}") from None
     rows = await butler.sessions.list(
-        limit=max(1, min(limit, 500)),
+        limit=limit,
         status=status,
         trigger_source=trigger_source,
         before=after,
