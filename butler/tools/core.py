@@ -11,12 +11,11 @@ from pydantic import JsonValue
 from butler import __version__
 from butler.errors import UserError
 from butler.tools.context import ButlerContext
-from butler.tools.limits import ArgumentErrors, IfVersion, StateKey, StatePrefix, StateValue
+from butler.tools.limits import IfVersion, StateKey, StatePrefix, StateValue
 
 
 def register_core_tools(mcp: FastMCP, butler: ButlerContext) -> None:
-    """Add ``state_*`` and ``status`` to ``mcp``, and one-line refusals of bad arguments."""
-    mcp.add_middleware(ArgumentErrors())
+    """Add ``state_*`` and ``status`` to ``mcp``."""
 
     @mcp.tool
     async def state_get(key: StateKey, with_version: bool = False) -> JsonValue:
