@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
-from fastmcp import FastMCP
+from fastmcp import Client, FastMCP
 from fastmcp.server.http import RequestContextMiddleware
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -53,6 +53,7 @@ def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with http_app.router.lifespan_context(app), sse_app.router.lifespan_context(app):
+            await warm_up(mcp)
             yield
 
     routes = [Route("/health", health, methods=["GET"]), *http_app.routes, *sse_app.routes]
@@ -62,3 +63,15 @@ def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> Starlette:
         middleware=[Middleware(RequestContextMiddleware), Middleware(JsonRpcBodyLimit)],
         lifespan=lifespan,
     )
+
+
+async def warm_up(mcp: FastMCP) -> None:
+    """Do before serving what FastMCP otherwise does on the first call of all.
+
+    FastMCP imports and builds its session-state store and dereferences tool
+    schemas on first use, which made the first tool call after ``/health``
+    several times slower than later ones. One in-memory exchange pays for it.
+    """
+    async with Client(mcp) as client:
+        await client.list_tools()
+        await client.call_tool("status", {})
