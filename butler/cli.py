@@ -157,6 +157,10 @@ from butler.cli_spawn import register_spawn  # noqa: E402
 
 register_spawn(app)
 
+from butler.cli_token import register_token  # noqa: E402
+
+register_token(app)
+
 
 def main() -> None:
     """Console entry point."""

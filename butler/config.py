@@ -43,6 +43,8 @@ class RuntimeConfig(_Section):
     transport: Literal["http", "sse"] = "http"
     command: list[str] = Field(default_factory=list)
     interactive_command: list[str] = Field(default_factory=list)
+    #: The tools a session may call; None is every tool the butler serves.
+    tools: list[str] | None = None
 
 
 class EnvConfig(_Section):
@@ -57,7 +59,15 @@ class EnvConfig(_Section):
         for name in names:
             if not ENV_NAME_PATTERN.match(name):
                 raise ValueError(f"expected an environment variable name, found {name!r}")
+            if name == "BUTLER_TOKEN":
+                raise ValueError("BUTLER_TOKEN is the owner's token and never goes to a runtime")
         return names
+
+
+class BuildersConfig(_Section):
+    """``[butler.builders]``: how many interactive builders may run at once."""
+
+    max_running: int = Field(default=4, ge=1, le=64)
 
 
 class DbConfig(_Section):
@@ -143,8 +153,13 @@ class ButlerSection(_Section):
     port: int = 8100
     description: str = ""
     host: str = "127.0.0.1"
+    #: Host names (besides loopback and the bound address) a request may be addressed to.
+    allowed_hosts: list[str] = Field(default_factory=list)
+    #: Browser origins (besides the dashboard's own) a request may come from.
+    allowed_origins: list[str] = Field(default_factory=list)
     shutdown_timeout_s: float = Field(default=30.0, ge=0)
     runtime: RuntimeConfig = Field(default_factory=RuntimeConfig)
+    builders: BuildersConfig = Field(default_factory=BuildersConfig)
     env: EnvConfig = Field(default_factory=EnvConfig)
     db: DbConfig = Field(default_factory=DbConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)

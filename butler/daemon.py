@@ -13,6 +13,7 @@ import contextlib
 import logging
 import signal
 import socket
+import sys
 import time
 from dataclasses import dataclass, field
 from types import FrameType
@@ -23,6 +24,7 @@ from butler.config import ButlerConfig
 from butler.errors import ButlerError
 from butler.runtimes.registry import get_adapter
 from butler.scheduler import Scheduler
+from butler.security.owner_token import owner_token
 from butler.spawner.spawner import Spawner
 from butler.store.credentials import CredentialStore
 from butler.store.db import Database, redact_dsn
@@ -215,6 +217,9 @@ async def stop_schedules(starting: asyncio.Task[None], butler: ButlerContext) ->
 async def _announce(server: uvicorn.Server, config: ButlerConfig, started: float) -> None:
     while not server.started:
         await asyncio.sleep(0.02)
+    # As Jupyter does: the owner's way in, on the terminal only, never in the exported logs.
+    token = owner_token(config.name)
+    print(f"butler {config.name}: dashboard {config.mcp_base_url}/?token={token}", file=sys.stderr)
     with contextlib.suppress(Exception):
         log.info(
             "butler serving",

@@ -15,6 +15,15 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+#: The owner token of every butler a test starts (tests/conftest.py sets BUTLER_TOKEN to it).
+TEST_TOKEN = "test-owner-token-0123456789-abcdefghijklmnop"
+
+
+def butler_client(url: str, **kwargs: Any) -> Any:
+    """An MCP client on a butler's ``/mcp`` or ``/sse``, presenting the owner token."""
+    from fastmcp import Client
+
+    return Client(url, auth=TEST_TOKEN, **kwargs)
 
 
 def free_port() -> int:
@@ -61,9 +70,14 @@ def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.05) ->
         time.sleep(interval)
 
 
-def get_json(url: str, timeout: float = 2.0) -> tuple[int, dict[str, Any]]:
+def get_json(
+    url: str, timeout: float = 2.0, token: str | None = TEST_TOKEN
+) -> tuple[int, dict[str, Any]]:
+    """GET a JSON route of a butler, with the owner token unless ``token`` is None."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        request = urllib.request.Request(url, headers=headers)
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read() or b"{}")

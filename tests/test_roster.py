@@ -18,11 +18,10 @@ from subprocess import Popen
 
 import asyncpg
 import pytest
-from fastmcp import Client
 
 from butler.store.db import quote_ident
 from tests.conftest import TEST_DSN
-from tests.helpers import REPO, free_port, get_json, wait_until, write_butler
+from tests.helpers import REPO, butler_client, free_port, get_json, wait_until, write_butler
 
 SCHEDULE = """
 [[butler.schedule]]
@@ -91,7 +90,7 @@ def table_rows(text: str) -> dict[str, list[str]]:
 
 
 async def call(port: int, tool: str, **arguments: object) -> object:
-    async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+    async with butler_client(f"http://127.0.0.1:{port}/mcp") as client:
         return (await client.call_tool(tool, arguments)).data
 
 

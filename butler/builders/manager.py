@@ -154,6 +154,7 @@ class BuilderManager:
         if await git.branch_exists(plan.repo, plan.branch):
             await git.delete_branch(plan.repo, plan.branch)
         shutil.rmtree(self.folder(plan.id), ignore_errors=True)
+        self.spawner.session_tokens.revoke(str(session_id))
         outcome = SessionOutcome("failed", False, "", f"spawn failed: {error}", [], 0)
         await self.sessions.complete(session_id, outcome)
         await self.sessions.update_metadata(session_id, {"ended_at": now_iso()})
@@ -235,6 +236,7 @@ class BuilderManager:
         name = row["metadata"].get("tmux_session", "")
         output = await self.tmux.capture(name, OUTPUT_LINES) if screen else ""
         status, error = end_of(ended)
+        self.spawner.session_tokens.revoke(row["id"])
         calls = [call.to_json() for call in self.spawner.ledger.close(row["id"])]
         outcome = SessionOutcome(
             status, status == "succeeded", output, error, calls, elapsed_ms(row)

@@ -30,6 +30,7 @@ from butler.runtimes.base import (
     RuntimeFailure,
     RuntimeResult,
 )
+from butler.security.session_tokens import SessionTokens
 from butler.spawner.admission import Admission, Rejected, validate_trigger_source
 from butler.spawner.environment import build_runtime_env
 from butler.spawner.homes import prune_homes, session_home
@@ -44,7 +45,6 @@ from butler.telemetry import SessionMetrics, current_traceparent, trace_id_of, t
 
 log = logging.getLogger(__name__)
 
-SESSION_HEADER = "X-Butler-Session"
 #: Extra seconds the spawner grants an adapter past its own timeout to clean up.
 TIMEOUT_GRACE_S = 10.0
 
@@ -85,6 +85,7 @@ class Spawner:
         self.sessions = sessions
         self.credentials = credentials
         self.ledger = ledger or ToolCallLedger()
+        self.session_tokens = SessionTokens()
         self.memory = memory
         rt = config.runtime
         self.admission = Admission(rt.max_concurrent_sessions, rt.max_queued_sessions)
@@ -240,6 +241,7 @@ class Spawner:
             log.exception("session %s crashed", sid)
             error = f"internal error: {type(exc).__name__}: {exc}"
         finally:
+            self.session_tokens.revoke(sid)
             calls = merge_tool_calls(result.tool_calls, self.ledger.close(sid))
             outcome = _outcome(status, error, result, calls, started)
             await asyncio.shield(self.sessions.complete(new.id, outcome))
@@ -298,17 +300,18 @@ class Spawner:
                 self.metrics.tokens.add(count, {**labels, "kind": kind})
 
     def endpoint(self, session_id: str) -> McpEndpoint:
-        """This butler's MCP server as a runtime of the given session reaches it."""
+        """This butler's MCP server as a runtime of the given session reaches it.
+
+        Carries a fresh capability token of that session, revoked when it ends:
+        the server knows the session by the token alone.
+        """
         transport = self.config.runtime.transport
-        base = self.config.mcp_base_url
-        if transport == "sse":
-            url = f"{base}/sse"
-        else:
-            url = f"{base}/mcp?session={session_id}"
+        path = "sse" if transport == "sse" else "mcp"
+        token = self.session_tokens.issue(session_id)
         return McpEndpoint(
             name=self.config.name,
-            url=url,
-            headers={SESSION_HEADER: session_id},
+            url=f"{self.config.mcp_base_url}/{path}",
+            headers={"Authorization": f"Bearer {token}"},
             transport=transport,
         )
 

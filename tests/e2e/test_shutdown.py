@@ -5,11 +5,9 @@ from __future__ import annotations
 import asyncio
 import signal
 
-from fastmcp import Client
-
 from tests.conftest import TEST_DSN
 from tests.fakes.runtime import FAKE_CLAUDE
-from tests.helpers import DaemonProcess, free_port, write_butler
+from tests.helpers import DaemonProcess, butler_client, free_port, write_butler
 
 
 async def test_sigterm_drains_then_cancels_and_records_it(roster, schema_name):
@@ -30,7 +28,7 @@ async def test_sigterm_drains_then_cancels_and_records_it(roster, schema_name):
         folder, port=port, database_url=TEST_DSN, env={"ANTHROPIC_API_KEY": "sk-test"}
     ).start()
     try:
-        async with Client(f"{daemon.url}/mcp", timeout=60) as client:
+        async with butler_client(f"{daemon.url}/mcp", timeout=60) as client:
             running = asyncio.create_task(client.call_tool("trigger", {"prompt": "MODE:hang"}))
             while (await client.call_tool("status", {})).structured_content["sessions_running"] < 1:
                 await asyncio.sleep(0.05)
