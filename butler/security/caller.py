@@ -36,3 +36,10 @@ def current_caller() -> Caller:
         return OWNER
     caller = request.scope.get(SCOPE_KEY)
     return caller if isinstance(caller, Caller) else OWNER
+
+
+def request_origin(caller: Caller) -> dict[str, str]:
+    """How a session asked for by ``caller`` is recorded: by a session, source ``trigger``."""
+    if caller.session_id is None:
+        return {}
+    return {"trigger_source": "trigger", "caller_session_id": caller.session_id}

@@ -61,6 +61,8 @@ class TriggerRequest:
     resume_session_id: str | None = None
     session_type: str = "trigger"
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: The running session of this butler that asked, as its token says.
+    caller_session_id: str | None = None
 
     def full_prompt(self) -> str:
         if self.context:
@@ -191,15 +193,21 @@ class Spawner:
     def _new_session(
         self, request: TriggerRequest, parent: dict | None, trace_id: str | None
     ) -> NewSession:
+        metadata = dict(request.metadata)
+        parent_id = parent["id"] if parent else None
+        if request.caller_session_id:  # the session that asked is the parent; a resumed one noted
+            if parent_id:
+                metadata["resumed_session_id"] = parent_id
+            parent_id = request.caller_session_id
         return NewSession(
             prompt=request.full_prompt(),
             trigger_source=request.trigger_source,
             runtime=self.adapter.type_name,
             model=self.config.runtime.model,
             type=request.session_type,
-            parent_session_id=uuid.UUID(parent["id"]) if parent else None,
+            parent_session_id=uuid.UUID(parent_id) if parent_id else None,
             trace_id=trace_id,
-            metadata=dict(request.metadata),
+            metadata=metadata,
         )
 
     async def _execute(
