@@ -10,6 +10,7 @@ from fastmcp.exceptions import ToolError
 from pydantic import JsonValue
 
 from butler import __version__
+from butler.tools.builders import builder_manager
 from butler.tools.context import ButlerContext
 
 
@@ -41,7 +42,7 @@ def register_core_tools(mcp: FastMCP, butler: ButlerContext) -> None:
 
     @mcp.tool
     async def status() -> dict[str, Any]:
-        """The butler's name, runtime, uptime, database health and sessions in flight."""
+        """The butler's name, runtime, uptime, database health, sessions and builders running."""
         return await status_of(butler)
 
 
@@ -59,5 +60,7 @@ async def status_of(butler: ButlerContext) -> dict[str, Any]:
         "sessions_running": spawner.admission.running,
         "sessions_queued": spawner.admission.waiting,
         "accepting": spawner.admission.accepting,
+        "builders_running": await builder_manager(butler).running() if database else None,
+        "builders_max_running": butler.config.butler.builders.max_running,
         "uptime_s": round(time.time() - butler.started_at, 1),
     }
