@@ -26,7 +26,7 @@ import yaml
 
 from butler.roster import load_roster
 from tests.conftest import TEST_DSN
-from tests.helpers import REPO, free_port, get_json, wait_until
+from tests.helpers import REPO, TEST_TOKEN, free_port, get_json, wait_until
 
 COMPOSE = REPO / "docker-compose.yml"
 DOCKERFILE = REPO / "Dockerfile"
@@ -65,9 +65,13 @@ def compose_file() -> dict[str, Any]:
     return yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))
 
 
-def service_environment(name: str) -> dict[str, str]:
+#: What a person puts in .env besides the example's values (the example has no token).
+FILLED_IN = {"BUTLER_TOKEN": TEST_TOKEN}
+
+
+def service_environment(name: str, filled_in: dict[str, str] | None = None) -> dict[str, str]:
     """What compose puts in the service's environment: env_file, then environment."""
-    dotenv = env_file(ENV_EXAMPLE)
+    dotenv = env_file(ENV_EXAMPLE) | (FILLED_IN if filled_in is None else filled_in)
     service = compose_file()["services"][name]
     env = dict(dotenv) if service.get("env_file") == ".env" else {}
     for key, value in service.get("environment", {}).items():
@@ -116,7 +120,7 @@ def test_every_roster_butler_has_a_service_on_its_own_port():
             "--port",
             str(port),
         ]
-        assert service["ports"] == [f"{port}:{port}"]
+        assert service["ports"] == [f"127.0.0.1:{port}:{port}"]  # this machine only
         env = service_environment(name)
         assert env["BUTLER_PORT"] == str(port)
         assert env["BUTLER_HOST"] == "0.0.0.0"
@@ -134,13 +138,24 @@ def test_butlers_start_after_a_healthy_database_and_are_health_checked():
     assert "pg_isready" in " ".join(postgres["healthcheck"]["test"])
     assert any(v.endswith(":/var/lib/postgresql/data") for v in postgres["volumes"])
     assert services["lgtm"]["image"].startswith("grafana/otel-lgtm:")
-    assert services["lgtm"]["ports"] == ["3000:3000", "4317:4317", "4318:4318"]
+    assert services["lgtm"]["ports"] == [
+        "127.0.0.1:3000:3000",
+        "127.0.0.1:4317:4317",
+        "127.0.0.1:4318:4318",
+    ]
     for name in ROSTER:
         service = services[name]
         assert service["depends_on"]["postgres"] == {"condition": "service_healthy"}
         assert "/health" in " ".join(service["healthcheck"]["test"])
     healthchecks = [rest for word, rest in final_stage() if word == "HEALTHCHECK"]
     assert len(healthchecks) == 1 and "/health" in healthchecks[0]
+
+
+def test_the_butlers_need_an_owner_token_and_the_example_gives_none_that_works():
+    for name in ROSTER:
+        with pytest.raises(AssertionError, match="BUTLER_TOKEN is required"):
+            service_environment(name, filled_in={})
+        assert service_environment(name)["BUTLER_TOKEN"] == TEST_TOKEN
 
 
 def test_no_secret_is_written_in_the_deployment_files():
@@ -199,6 +214,8 @@ def test_docker_compose_reads_the_file_as_these_tests_do(tmp_path):
         pytest.skip("no docker compose client on this machine")
     shutil.copy(COMPOSE, tmp_path / "docker-compose.yml")
     shutil.copy(ENV_EXAMPLE, tmp_path / ".env")
+    with (tmp_path / ".env").open("a") as dotenv:
+        dotenv.write(f"BUTLER_TOKEN={TEST_TOKEN}\n")
     result = subprocess.run(
         [*client, "-f", "docker-compose.yml", "config"],
         cwd=tmp_path,
