@@ -94,11 +94,17 @@ class DaemonProcess:
         database_url: str | None,
         env: dict[str, str] | None = None,
         log_path: Path | None = None,
+        token: str | None = TEST_TOKEN,
     ) -> None:
+        """``token`` becomes ``BUTLER_TOKEN``; None leaves the daemon to its token file."""
         self.config_dir = config_dir
         self.port = port
         self.database_url = database_url
         self.env = {**os.environ, **(env or {})}
+        if token is None:
+            self.env.pop("BUTLER_TOKEN", None)
+        else:
+            self.env["BUTLER_TOKEN"] = token
         self.log_path = log_path or config_dir / "daemon.log"
         self.proc: subprocess.Popen[bytes] | None = None
 

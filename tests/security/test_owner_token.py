@@ -60,7 +60,7 @@ def test_butler_token_overrides_and_a_weak_one_is_refused(monkeypatch):
 async def test_the_everyday_path_needs_only_the_token_file(no_env_token, butler_dir):
     """Start a daemon, print the token with `butler token`, and let a command use it alone."""
     port = load_config(butler_dir).butler.port
-    with DaemonProcess(butler_dir, port=port, database_url=TEST_DSN) as daemon:
+    with DaemonProcess(butler_dir, port=port, database_url=TEST_DSN, token=None) as daemon:
         token = await asyncio.to_thread(butler_token, butler_dir)
         assert token == token_path("tester").read_text().strip()
         assert f"{daemon.url}/?token={token}" in daemon.logs()  # the login link at start-up
