@@ -30,14 +30,14 @@ async def daemon_client(config: ButlerConfig, timeout: float = 600) -> AsyncIter
     client = Client(url, timeout=timeout, auth=token)
     try:
         await client.__aenter__()
-    except Exception as exc:
+    except Exception:
         if await _refuses(config, token):
             raise UserError(
                 f"butler {config.name!r} at {url} refused the owner token; expected the one "
                 f"`butler token --config {config.config_dir}` prints (BUTLER_TOKEN overrides it)"
             ) from None
         raise DaemonNotRunning(
-            f"butler {config.name!r} is not running at {url} ({type(exc).__name__}); "
+            f"butler {config.name!r} is not running at {url}; "
             f"start it with: butler run --config {config.config_dir}"
         ) from None
     try:

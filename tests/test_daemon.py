@@ -31,6 +31,8 @@ from tests.helpers import (
     write_butler,
 )
 
+pytestmark = pytest.mark.slow
+
 TRANSPORTS = ["mcp", "sse"]
 
 

@@ -10,7 +10,6 @@ from fastmcp.exceptions import ToolError
 from pydantic import JsonValue
 
 from butler import __version__
-from butler.tools.builders import builder_manager
 from butler.tools.context import ButlerContext
 
 
@@ -60,7 +59,7 @@ async def status_of(butler: ButlerContext) -> dict[str, Any]:
         "sessions_running": spawner.admission.running,
         "sessions_queued": spawner.admission.waiting,
         "accepting": spawner.admission.accepting,
-        "builders_running": await builder_manager(butler).running() if database else None,
+        "builders_running": await butler.builders.running() if database else None,
         "builders_max_running": butler.config.butler.builders.max_running,
         "uptime_s": round(time.time() - butler.started_at, 1),
     }

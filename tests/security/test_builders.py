@@ -12,6 +12,8 @@ from tests.builders.conftest import Builders, write_builder_butler
 from tests.conftest import TEST_DSN
 from tests.helpers import DaemonProcess, free_port, get_json
 
+pytestmark = pytest.mark.slow  # a real server, and runtimes as processes
+
 repo = builder_fixtures.repo
 tmux_socket = builder_fixtures.tmux_socket
 

@@ -14,6 +14,8 @@ from butler import __version__
 from butler.security import owner_token as owner_module
 from tests.helpers import TEST_TOKEN, butler_client
 
+pytestmark = pytest.mark.slow  # a real server, and runtimes as processes
+
 #: (method, path) of every kind of route a butler serves, and one it does not.
 ROUTES = [
     ("GET", "/"),

@@ -57,6 +57,7 @@ def test_butler_token_overrides_and_a_weak_one_is_refused(monkeypatch):
         owner_token("tester")
 
 
+@pytest.mark.slow
 async def test_the_everyday_path_needs_only_the_token_file(no_env_token, butler_dir):
     """Start a daemon, print the token with `butler token`, and let a command use it alone."""
     port = load_config(butler_dir).butler.port

@@ -8,9 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 
 from tests.helpers import InProcessButler, butler_client
 from tests.security.conftest import agent_runtime
+
+pytestmark = pytest.mark.slow  # a real server, and runtimes as processes
 
 FORGED = "00000000-0000-4000-8000-000000000001"
 SCHEDULE = '\n[[butler.schedule]]\nname = "daily"\ncron = "0 8 * * *"\nprompt = "[]"\n'
