@@ -309,9 +309,17 @@ async def _announce(servers: Sequence[ButlerServer], started: float) -> None:
                 "startup_ms": startup_ms,
             },
         )
-        # As Jupyter does: the owner's way in, on the terminal only, never in the exported logs.
+        _login_link(config)
+
+
+def _login_link(config: ButlerConfig) -> None:
+    """The owner's way in, as Jupyter prints it: on a terminal only, never in a log line."""
+    if sys.stderr.isatty():
         link = f"{config.mcp_base_url}/?token={owner_token(config.name)}"
         print(f"butler {config.name}: dashboard {link}", file=sys.stderr, flush=True)
+    else:
+        hint = f"butler token --config {config.config_dir}"
+        log.info("dashboard login link", extra={"butler": config.name, "print_it_with": hint})
 
 
 @dataclass(frozen=True)
