@@ -1,12 +1,14 @@
 # syntax=docker/dockerfile:1
-# One image for every butler: Python 3.11, the project, Node 20 and the agent
-# CLIs at exactly the versions butler's conformance suite verifies
-# (clis/package.json, locked by clis/package-lock.json). See docs/deployment.md.
+# One image for every butler: Python 3.11, the project with its dependencies
+# from requirements.lock (hashes checked), Node 20 and the agent CLIs at exactly
+# the versions butler's conformance suite verifies (clis/package.json, locked by
+# clis/package-lock.json). Base images are pinned to patch releases.
+# See docs/deployment.md.
 
 # --- The agent CLIs, installed from the lock file ------------------------------
 # The full node image has the compilers that native add-ons of the CLIs need; only
 # the result is copied into the slim runtime image below.
-FROM node:20-bookworm AS clis
+FROM node:20.20.2-bookworm AS clis
 WORKDIR /opt/clis
 COPY clis/package.json clis/package-lock.json ./
 # npm ci installs the lock file as it is; the check fails the build if any CLI's
@@ -20,21 +22,32 @@ for (const [name, want] of Object.entries(pins)) { \
 }"
 
 # --- The butler image ------------------------------------------------------------
-FROM python:3.11-slim-bookworm
+FROM python:3.11.13-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
+# git and tmux for builders (`butler spawn`), bubblewrap for the runtime jail.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends git tmux bubblewrap \
+ && rm -rf /var/lib/apt/lists/*
+
 COPY --from=clis /usr/local/bin/node /usr/local/bin/node
 COPY --from=clis /opt/clis /opt/clis
 
 WORKDIR /app
+# Every dependency at its locked version, each file checked against its hash.
+COPY requirements.lock ./
+RUN pip install --require-hashes --no-deps -r requirements.lock
 COPY pyproject.toml README.md ./
 COPY butler ./butler
-RUN pip install .
-COPY migrations ./migrations
+RUN pip install --no-deps . && pip check
+# One Claude Code everywhere: `claude` (for logging in) is the one sessions run,
+# bundled in claude-agent-sdk.
+RUN ln -s "$(python -c 'import claude_agent_sdk, pathlib; print(pathlib.Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude")')" /usr/local/bin/claude
+# The default roster; compose mounts ./roster over it, so a change needs no rebuild.
 COPY roster ./roster
 
 # A non-root user owns /data: runtime homes (CLI logins) and workspaces live there,
@@ -47,7 +60,6 @@ RUN useradd --create-home --uid 10001 butler \
 # Set it (compose does) when the butler's port is not 8100, for the health check.
 ENV PATH="/opt/clis/node_modules/.bin:${PATH}" \
     BUTLER_DATA_DIR=/data \
-    BUTLER_MIGRATIONS_DIR=/app/migrations \
     BUTLER_HOST=0.0.0.0
 
 USER butler

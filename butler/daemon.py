@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from butler import preflight
 from butler.builders.manager import BuilderManager
 from butler.config import ButlerConfig
 from butler.runtimes.registry import get_adapter
@@ -87,15 +88,12 @@ async def open_database(config: ButlerConfig, dsn: str | None = None) -> OpenDat
 
 async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
     """The butler's stores and spawner over an open database."""
-    sessions = SessionStore(db)
+    sessions = SessionStore(db, config.butler.max_output_bytes)
     memory = PostgresMemory(db, config.butler.memory.max_episodes)
-    spawner = Spawner(
-        config,
-        get_adapter(config.runtime.type, config.runtime, config.roster_dir),
-        sessions,
-        CredentialStore(db),
-        memory=memory,
-    )
+    adapter = get_adapter(config.runtime.type, config.runtime, config.roster_dir)
+    credentials = CredentialStore(db)
+    spawner = Spawner(config, adapter, sessions, credentials, memory=memory)
+    await preflight.check(config, adapter, credentials)
     closed = await sessions.fail_unfinished("the daemon stopped while this session was open")
     swept = spawner.sweep()
     if closed or swept:

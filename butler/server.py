@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from butler import __version__
 from butler.dashboard import SECURITY_HEADERS, dashboard_routes
+from butler.http_limits import JsonRpcBodyLimit
 from butler.security.http import RequireToken, cookie_name
 from butler.security.owner_token import owner_token
 from butler.tools.builders import register_builder_tools
@@ -30,6 +31,7 @@ from butler.tools.context import ButlerContext
 from butler.tools.contract import register_contract_tools
 from butler.tools.core import register_core_tools, status_of
 from butler.tools.ledger_middleware import LedgerMiddleware
+from butler.tools.limits import ArgumentErrors
 from butler.tools.schedules import register_schedule_tools
 from butler.tools.sessions import register_session_tools
 
@@ -39,6 +41,7 @@ def build_mcp(butler: ButlerContext) -> FastMCP:
     description = butler.config.butler.description or f"The {butler.config.name} butler."
     mcp = FastMCP(butler.config.name, instructions=description)
     mcp.add_middleware(LedgerMiddleware(butler.spawner.ledger, butler.config.runtime.tools))
+    mcp.add_middleware(ArgumentErrors())
     register_core_tools(mcp, butler)
     register_session_tools(mcp, butler)
     register_contract_tools(mcp, butler)
@@ -103,7 +106,7 @@ def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> ASGIApp:
     site = Starlette(routes=routes, lifespan=lifespan)
     mcp_apps = {"/mcp": http_app, "/sse": sse_app, "/messages": sse_app}
     authenticated = RequireToken(
-        _ByPrefix(site, mcp_apps),
+        JsonRpcBodyLimit(_ByPrefix(site, mcp_apps)),
         owner_token=owner_token(butler.config.name),
         sessions=butler.spawner.session_tokens,
         cookie=cookie_name(section.port),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -19,14 +18,21 @@ from butler.store.db import Database, quote_ident
 from butler.store.memory import PostgresMemory
 from butler.store.migrations import migrate
 from butler.store.sessions import SessionStore
+from tests.database import SuiteDatabase
 from tests.fakes.runtime import FakeAdapter
 from tests.helpers import TEST_TOKEN, free_port, write_butler
 
 #: The fake model server and MCP probe fixtures serve every test package.
 pytest_plugins = ["tests.fakes.fixtures"]
 
-#: The test database: the machine's PostgreSQL (CI starts it), or TEST_DATABASE_URL.
-TEST_DSN = os.environ.get("TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
+#: The test database: TEST_DATABASE_URL, the machine's PostgreSQL, or an embedded one.
+_DATABASE = SuiteDatabase()
+TEST_DSN = _DATABASE.open()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the embedded PostgreSQL once every test (and every xdist worker) is done."""
+    _DATABASE.close()
 
 
 @pytest.fixture(scope="session")

@@ -6,6 +6,7 @@ import asyncio
 import inspect
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -15,6 +16,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 #: The owner token of every butler a test starts (tests/conftest.py sets BUTLER_TOKEN to it).
@@ -26,6 +29,23 @@ def butler_client(url: str, **kwargs: Any) -> Any:
     from fastmcp import Client
 
     return Client(url, auth=TEST_TOKEN, **kwargs)
+
+
+#: The one script that installs everything the suite needs; every missing tool names it.
+SETUP = "scripts/setup-dev"
+
+
+def missing_tool(what: str) -> None:
+    """Fail the test: CI must run it, so a missing tool is never a silent skip."""
+    pytest.fail(f"{what} is not installed: run {SETUP} (it installs what the tests need)", False)
+
+
+def require_tool(name: str) -> str:
+    """The path of system tool ``name``; the test fails naming the set-up script without it."""
+    found = shutil.which(name)
+    if found is None:
+        missing_tool(name)
+    return str(found)
 
 
 def free_port() -> int:

@@ -156,8 +156,8 @@ class BuilderManager:
             await git.delete_branch(plan.repo, plan.branch)
         shutil.rmtree(self.folder(plan.id), ignore_errors=True)
         outcome = SessionOutcome("failed", False, "", f"spawn failed: {error}", [], 0)
-        await self.lifecycle.complete(session_id, outcome)
         await self.lifecycle.annotate(session_id, {"ended_at": now_iso()})
+        await self.lifecycle.complete(session_id, outcome)
 
     async def _headless(self, plan: BuilderPlan, source: str) -> dict[str, Any]:
         """The same builder run through the spawner to completion, in its worktree."""
@@ -280,8 +280,8 @@ class BuilderManager:
         output = await self.tmux.capture(name, OUTPUT_LINES) if screen else ""
         status, error = end_of(ended)
         outcome = SessionOutcome(status, status == "succeeded", output, error, [], elapsed_ms(row))
-        await self.lifecycle.complete(row["id"], outcome)
         ended = ended or {}
+        # How it ended is written first, so whoever sees the row completed sees why.
         await self.lifecycle.annotate(
             row["id"],
             {
@@ -290,6 +290,7 @@ class BuilderManager:
                 "signal": ended.get("signal"),
             },
         )
+        await self.lifecycle.complete(row["id"], outcome)
         log.info("builder finished", extra={"session_id": row["id"], "status": status})
 
     async def screen(self, row: dict[str, Any]) -> str | None:

@@ -94,10 +94,13 @@ class SessionLifecycle:
         outcome = replace(outcome, tool_calls=[call.to_json() for call in calls])
         await asyncio.shield(self.sessions.complete(uuid.UUID(session_id), outcome))
         self._measure(outcome)
-        log.info(
-            "session finished",
-            extra={"session_id": session_id, "status": outcome.status, "ms": outcome.duration_ms},
-        )
+        details = {"session_id": session_id, "status": outcome.status, "ms": outcome.duration_ms}
+        if outcome.error:
+            # The reason goes on the line itself: "failed" alone tells nobody what to do.
+            extra = {**details, "error": outcome.error}
+            log.warning("session %s: %s", outcome.status, outcome.error, extra=extra)
+        else:
+            log.info("session finished", extra=details)
         return outcome
 
     def _measure(self, outcome: SessionOutcome) -> None:

@@ -24,6 +24,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, Rejected, SessionNotFound
+from butler.preflight import explain
 from butler.runtimes.base import (
     Command,
     Invocation,
@@ -232,7 +233,7 @@ class Spawner:
                 result = await self._run(request, sid, parent, progress)
             status = "succeeded"
         except RuntimeFailure as exc:
-            result, error = exc.partial, str(exc)
+            result, error = exc.partial, explain(self.config, str(exc))
         except asyncio.CancelledError:
             status, error = "cancelled", "cancelled: the butler is shutting down"
             raise

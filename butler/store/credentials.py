@@ -49,7 +49,8 @@ class CredentialStore:
             value = await self.db.fetchval("SELECT value FROM credentials WHERE name = $1", name)
             if value is not None:
                 return value
-        return self.environ.get(name)
+        # An empty variable (compose's ${KEY:-} with no key set) is no credential.
+        return self.environ.get(name) or None
 
     async def resolve_many(self, names: list[str]) -> dict[str, str]:
         """The values of every name that resolves; names without a value are left out."""
@@ -60,6 +61,6 @@ class CredentialStore:
             )
             found = {r["name"]: r["value"] for r in rows}
         for name in names:
-            if name not in found and name in self.environ:
+            if name not in found and self.environ.get(name):
                 found[name] = self.environ[name]
         return found

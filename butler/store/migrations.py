@@ -1,6 +1,8 @@
 """Numbered SQL migrations, applied once each, safely from several daemons at once.
 
-Files are ``migrations/NNN_name.sql``. Each runs in its own transaction and is
+Files are ``butler/migrations/NNN_name.sql``, shipped inside the package and
+read through ``importlib.resources``, so a wheel or a plain ``pip install .``
+finds them as an editable install does. Each runs in its own transaction and is
 recorded in ``butler_migrations`` of the butler's schema. A session-level
 advisory lock per schema makes two daemons starting together apply each
 migration exactly once.
@@ -12,6 +14,8 @@ import os
 import re
 import zlib
 from dataclasses import dataclass
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 import asyncpg
@@ -28,24 +32,25 @@ class Migration:
 
     version: int
     name: str
-    path: Path
+    path: Traversable
 
 
-def migrations_dir() -> Path:
-    """The folder of migration files (``BUTLER_MIGRATIONS_DIR`` overrides)."""
+def migrations_dir() -> Traversable:
+    """The package's folder of migration files (``BUTLER_MIGRATIONS_DIR`` overrides)."""
     configured = os.environ.get("BUTLER_MIGRATIONS_DIR")
     if configured:
         return Path(configured)
-    return Path(__file__).resolve().parents[2] / "migrations"
+    return resources.files("butler").joinpath("migrations")
 
 
-def discover(folder: Path | None = None) -> list[Migration]:
+def discover(folder: Traversable | None = None) -> list[Migration]:
     """Every migration in ``folder``, in version order."""
     folder = folder or migrations_dir()
     if not folder.is_dir():
         raise DatabaseError(f"{folder}: migrations folder not found")
     found: list[Migration] = []
-    for path in sorted(folder.glob("*.sql")):
+    files = [p for p in folder.iterdir() if p.name.endswith(".sql")]
+    for path in sorted(files, key=lambda p: p.name):
         match = _FILE.match(path.name)
         if match is None:
             raise DatabaseError(f"{path}: expected a migration named like 001_name.sql")
@@ -60,7 +65,7 @@ def _lock_key(schema: str) -> int:
     return zlib.crc32(f"butler-migrate:{schema}".encode()) - 2**31
 
 
-async def migrate(db: Database, folder: Path | None = None) -> list[Migration]:
+async def migrate(db: Database, folder: Traversable | None = None) -> list[Migration]:
     """Apply every migration not yet recorded; return the ones applied now."""
     pending = discover(folder)
     applied_now: list[Migration] = []

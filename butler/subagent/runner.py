@@ -43,7 +43,13 @@ class AgentFailed(RuntimeAdapterError):
     """The agent failed (non-zero exit, signal, time-out); the message carries its stderr."""
 
     def __init__(
-        self, agent: str, returncode: int | None, stderr: str, *, reason: str | None = None
+        self,
+        agent: str,
+        returncode: int | None,
+        stderr: str,
+        *,
+        reason: str | None = None,
+        stdout: str = "",
     ) -> None:
         self.agent = agent
         self.returncode = returncode
@@ -51,7 +57,12 @@ class AgentFailed(RuntimeAdapterError):
         if reason is None:
             code = returncode or 0
             reason = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
-        detail = stderr.strip()[-STDERR_TAIL:] or "(nothing on stderr)"
+        # Some CLIs (Claude Code's "Not logged in") give their reason on stdout.
+        detail = (
+            stderr.strip()[-STDERR_TAIL:]
+            or stdout.strip()[-STDERR_TAIL:]
+            or "(nothing on stdout or stderr)"
+        )
         super().__init__(f"agent {agent!r} {reason}: {detail}")
 
 
@@ -95,7 +106,9 @@ class SubagentRunner:
             limit = timeout_s or self.config.ask_timeout_s
             completed = await self._run_headless(agent, argv, workspace.path, limit)
             if completed.returncode != 0:
-                raise AgentFailed(agent.name, completed.returncode, completed.stderr)
+                raise AgentFailed(
+                    agent.name, completed.returncode, completed.stderr, stdout=completed.stdout
+                )
             return completed.stdout
         finally:
             workspace.remove()

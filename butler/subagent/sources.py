@@ -19,11 +19,13 @@ One TOML file, ``config.toml`` in the user config folder
 Commands are argv lists, never shell strings: each element may hold the
 placeholders in :data:`ASK_PLACEHOLDERS` / :data:`CHAT_PLACEHOLDERS`, which are
 replaced inside that element only. Built-in agents (``claude-code``) apply
-unless the file redefines them.
+unless the file redefines them; the built-in ``claude-code`` runs the Claude
+Code bundled in claude-agent-sdk (the version sessions use), not one on PATH.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -55,6 +57,22 @@ RESERVED_NAMES = frozenset({"prompt.md", "mcp.json", "opencode.json"})
 #: working folder, and Claude Code asks before reading through them otherwise.
 CLAUDE_READ_TOOLS = "Read,Glob,Grep"
 
+
+def bundled_claude() -> str:
+    """The Claude Code binary inside claude-agent-sdk, the one butler's sessions run.
+
+    Found without importing the SDK (slow to import); ``claude`` on PATH when absent.
+    """
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        candidate = Path(folder) / "_bundled" / "claude"
+        if os.access(candidate, os.X_OK):
+            return str(candidate)
+    return "claude"
+
+
+CLAUDE = bundled_claude()
+
 #: claude ``-p`` takes the prompt TEXT as its argument, so ``{prompt}`` (not the
 #: file path) is passed, after ``--`` so a prompt starting with "-" is no flag.
 #: ``--mcp-config`` is left out: the CLI rejects the empty ``{}`` file, and
@@ -62,7 +80,7 @@ CLAUDE_READ_TOOLS = "Read,Glob,Grep"
 BUILTIN_AGENTS: dict[str, dict[str, list[str]]] = {
     "claude-code": {
         "ask": [
-            "claude",
+            CLAUDE,
             "-p",
             "--strict-mcp-config",
             "--tools",
@@ -72,7 +90,7 @@ BUILTIN_AGENTS: dict[str, dict[str, list[str]]] = {
             "--",
             "{prompt}",
         ],
-        "chat": ["claude", "--strict-mcp-config", "--allowedTools", CLAUDE_READ_TOOLS],
+        "chat": [CLAUDE, "--strict-mcp-config", "--allowedTools", CLAUDE_READ_TOOLS],
     },
 }
 DEFAULT_AGENT = "claude-code"

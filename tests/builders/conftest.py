@@ -19,7 +19,14 @@ import pytest
 
 from butler.store.db import quote_ident
 from tests.conftest import TEST_DSN
-from tests.helpers import REPO, DaemonProcess, free_port, wait_until, write_butler
+from tests.helpers import (
+    REPO,
+    DaemonProcess,
+    free_port,
+    require_tool,
+    wait_until,
+    write_butler,
+)
 
 AGENT = Path(__file__).with_name("agent.py")
 AGENT_ARGS = ["--prompt-file", "{prompt_file}", "--system", "{system_prompt_file}"]
@@ -41,6 +48,7 @@ def run(*argv: str, cwd: Path, env: dict[str, str] | None = None) -> str:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A git repository with one commit holding a spec, its plan and two source files."""
+    require_tool("git")
     root = tmp_path / "project"
     files = {
         "README.md": "# project\n",
@@ -62,6 +70,7 @@ def repo(tmp_path: Path) -> Path:
 @pytest.fixture
 def tmux_socket(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A tmux server of this test's own, killed afterwards with everything on it."""
+    require_tool("tmux")
     name = f"bt{uuid.uuid4().hex[:10]}"
     monkeypatch.setenv("BUTLER_TMUX_SOCKET", name)
     yield name

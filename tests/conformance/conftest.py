@@ -21,7 +21,7 @@ from butler.store.db import quote_ident
 from tests.conformance.runtimes import BUTLER, CASES, RuntimeCase
 from tests.conftest import TEST_DSN
 from tests.fakes.model_server import FakeModelServer
-from tests.helpers import DaemonProcess, free_port, write_butler
+from tests.helpers import SETUP, DaemonProcess, free_port, write_butler
 
 STRACE = shutil.which("strace")
 
@@ -90,7 +90,7 @@ def conformance(
     case = CASES[name]
     missing = case.recipe.missing_reason()
     if missing:
-        pytest.skip(missing)
+        pytest.fail(f"{missing} (or run {SETUP})", False)
     root = tmp_path_factory.mktemp(f"conformance-{name}")
     logs = root / "connect" if STRACE else None
     model_url = _fake_model_session.url

@@ -25,7 +25,7 @@ import pytest
 from tests.conformance.conftest import Conformance
 from tests.fakes.mcp_probe import McpProbe
 from tests.fakes.model_server import FakeModelServer, Garbage, Hang, ModelError, Text, ToolCall
-from tests.helpers import butler_client, eventually
+from tests.helpers import butler_client, eventually, missing_tool
 
 pytestmark = pytest.mark.e2e
 
@@ -237,7 +237,7 @@ async def test_no_outbound_network_connection_is_attempted(
 ) -> None:
     logs = conformance.connect_logs
     if logs is None:
-        pytest.skip("strace is not installed (apt-get install strace)")
+        missing_tool("strace")
     for old in logs.glob("connect.*.log"):
         old.unlink()
     fake_model.script = [ToolCall("state_set", {"key": "net", "value": "1"}), Text("Done.")]

@@ -1,6 +1,6 @@
 """Dashboard fixtures: a butler daemon with sessions a test holds open, and real Chromium.
 
-Chromium is Debian's (``.ci/browser`` installs it), driven by Playwright's
+Chromium is Debian's (``scripts/setup-dev`` installs it), driven by Playwright's
 Python package with ``executable_path``: nothing is downloaded.
 """
 
@@ -20,7 +20,7 @@ import pytest
 from tests.builders import conftest as builder_fixtures
 from tests.builders.conftest import COMMAND_RUNTIME, Builders, write_builder_butler
 from tests.conftest import TEST_DSN
-from tests.helpers import REPO, TEST_TOKEN, DaemonProcess, butler_client, free_port
+from tests.helpers import REPO, TEST_TOKEN, DaemonProcess, butler_client, free_port, missing_tool
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [
@@ -40,7 +40,7 @@ FIFO_AGENT = Path(__file__).with_name("fifo_agent.py")
 
 @pytest.fixture
 def chromium(dashboard: Any) -> Iterator[Any]:
-    """A headless Chromium browser; skipped where it is not installed, except in CI.
+    """A headless Chromium browser; the test fails naming the set-up script without it.
 
     Per test, and set up after the daemon: Playwright's sync API runs an event loop
     in this thread, which must be gone before fixtures that call ``asyncio.run``
@@ -50,10 +50,10 @@ def chromium(dashboard: Any) -> Iterator[Any]:
         from playwright.sync_api import sync_playwright
     except ImportError:
         sync_playwright = None
-    if sync_playwright is None or not CHROMIUM.exists():
-        if os.environ.get("CI"):
-            pytest.fail("the dashboard tests need Chromium and playwright: run .ci/browser")
-        pytest.skip("Chromium or playwright missing: run .ci/browser")
+    if sync_playwright is None:
+        missing_tool("playwright (the Python package)")
+    if not CHROMIUM.exists():
+        missing_tool(f"Chromium ({CHROMIUM})")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
         yield browser

@@ -19,6 +19,7 @@ import pytest
 from tests.fakes.cli_recipes import RECIPES, Target, run
 from tests.fakes.mcp_probe import McpProbe
 from tests.fakes.model_server import FakeModelServer, Hang, Text, ToolCall
+from tests.helpers import SETUP
 
 FINAL_TEXT = "Done. 3 tasks checked."
 CLI_TIMEOUT_S = 180.0
@@ -44,7 +45,7 @@ def test_cli_runs_the_scripted_tool_loop(
 ) -> None:
     recipe = RECIPES[cli]
     if reason := recipe.missing_reason():
-        pytest.skip(reason)
+        pytest.fail(f"{reason} (or run {SETUP})", False)
     fake_model.script = [ToolCall("state_set", {"key": "k", "value": "v"}), Text(FINAL_TEXT)]
     target = Target(
         model_url=fake_model.url,

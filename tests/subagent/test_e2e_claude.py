@@ -22,10 +22,8 @@ from tests.fakes.model_server import FakeModelServer, Text, ToolCall
 from tests.helpers import REPO
 from tests.subagent.conftest import SourceTree, cli_env, leftovers, write_config
 
-BINARIES = {
-    "bundled": Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude",
-    "npm": REPO / "clis" / "node_modules" / ".bin" / "claude",
-}
+#: The Claude Code butler's sessions run; `butler ask` must run it too, with no claude on PATH.
+BUNDLED = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
 SECRET = "The secret word is PELICAN-42."
 ANSWER = "The secret word is PELICAN-42 (from ./docs/notes.txt)."
 OFFLINE = {
@@ -51,20 +49,20 @@ def tool_results(server: FakeModelServer) -> list[str]:
     return found
 
 
+def path_without_claude() -> str:
+    """PATH minus every folder holding a ``claude``: only the bundled one can run."""
+    folders = os.environ["PATH"].split(os.pathsep)
+    return os.pathsep.join(f for f in folders if not (Path(f) / "claude").exists())
+
+
 @pytest.mark.e2e
-@pytest.mark.parametrize("binary", sorted(BINARIES))
 def test_butler_ask_with_genuine_claude(
-    binary: str, source_tree: SourceTree, temp_root: Path, tmp_path: Path
+    source_tree: SourceTree, temp_root: Path, tmp_path: Path
 ) -> None:
-    executable = BINARIES[binary]
-    if not executable.exists():
-        pytest.skip(f"no {binary} claude binary at {executable}")
+    assert BUNDLED.exists(), f"claude-agent-sdk ships no CLI at {BUNDLED}"
     (source_tree.folder / "notes.txt").write_text(SECRET + "\n", encoding="utf-8")
     # No [agents] table: the built-in claude-code command is what runs.
     write_config(source_tree.config_dir, sources=source_tree.as_config())
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "claude").symlink_to(executable)
     home = tmp_path / "home"
     home.mkdir()
 
@@ -78,7 +76,7 @@ def test_butler_ask_with_genuine_claude(
             ANTHROPIC_BASE_URL=server.url,
             HOME=str(home),
             CLAUDE_CONFIG_DIR=str(home / ".claude"),
-            PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+            PATH=path_without_claude(),
         )
         result = subprocess.run(
             [sys.executable, "-m", "butler.cli", "ask", "-s", "docs,langchain", "What is it?"],
@@ -101,4 +99,29 @@ def test_butler_ask_with_genuine_claude(
     assert {"Read", "Glob", "Grep"} <= offered
     assert not offered & {"Bash", "Edit", "Write"}
     assert not any(name.startswith("mcp__") for name in offered)
+    assert leftovers(temp_root) == []
+
+
+@pytest.mark.e2e
+def test_butler_ask_with_no_key_shows_what_claude_said(
+    source_tree: SourceTree, temp_root: Path, tmp_path: Path
+) -> None:
+    write_config(source_tree.config_dir, sources=source_tree.as_config())
+    home = tmp_path / "home"
+    home.mkdir()
+    offline = {k: v for k, v in OFFLINE.items() if k != "ANTHROPIC_API_KEY"}
+    env = cli_env(source_tree.config_dir, temp_root, **offline, HOME=str(home))
+    env.pop("ANTHROPIC_API_KEY", None)
+    env["PATH"] = path_without_claude()
+    result = subprocess.run(
+        [sys.executable, "-m", "butler.cli", "ask", "-s", "docs", "What is it?"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    # Claude gives its reason on stdout; the one error line carries it.
+    assert "Not logged in" in result.stderr, result.stderr
     assert leftovers(temp_root) == []

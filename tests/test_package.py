@@ -1,0 +1,107 @@
+"""butler as a real package: a built wheel, installed into a fresh venv, runs the quick start."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from butler.store.migrations import discover
+from tests.conftest import TEST_DSN
+from tests.helpers import REPO, free_port, get_json, wait_until
+
+#: What the wheel is built from: the sources a clone holds, nothing installed.
+SOURCES = ("pyproject.toml", "README.md", "butler")
+
+
+def run(argv: list[str | Path], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [str(a) for a in argv], capture_output=True, text=True, timeout=600, **kwargs
+    )
+    assert result.returncode == 0, f"{argv}: {result.stdout[-2000:]}{result.stderr[-2000:]}"
+    return result
+
+
+def build_wheel(tmp_path: Path) -> Path:
+    """A wheel built from a copy of the sources, so the checkout is left as it was."""
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in SOURCES:
+        if (REPO / name).is_dir():
+            ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+            shutil.copytree(REPO / name, source / name, ignore=ignore)
+        else:
+            shutil.copy(REPO / name, source / name)
+    dist = tmp_path / "dist"
+    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", dist, source])
+    return next(dist.glob("butler-*.whl"))
+
+
+def test_the_wheel_ships_every_file_the_program_reads():
+    # The package data lists of pyproject.toml, checked against the source tree.
+    shipped = {p.relative_to(REPO).as_posix() for p in (REPO / "butler").rglob("*")}
+    for name in ("migrations", "assets"):
+        assert any(s.startswith(f"butler/{name}/") for s in shipped)
+    assert [m.name for m in discover()][:2] == ["sessions", "state"]
+    assert not (REPO / "migrations").exists(), "migrations belong in butler/migrations"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)  # installs every dependency into a fresh venv
+def test_a_wheel_in_a_fresh_venv_runs_the_quick_start(tmp_path, schema_name):
+    wheel = build_wheel(tmp_path)
+    names = set(zipfile.ZipFile(wheel).namelist())
+    expected = {f"butler/migrations/{m.path.name}" for m in discover()}
+    expected |= {"butler/assets/page.html", "butler/subagent/default_prompt_template.md"}
+    assert expected <= names, expected - names
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", venv])
+    run([venv / "bin" / "pip", "install", "-q", wheel])
+    port = free_port()
+    # Away from the checkout: nothing may come from the source tree but the roster folder.
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {
+        "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
+        "HOME": str(home),
+        "DATABASE_URL": TEST_DSN,
+        "BUTLER_DB_SCHEMA": schema_name,
+        "BUTLER_DATA_DIR": str(tmp_path / "data"),
+    }
+    log = tmp_path / "butler.log"
+    argv = [venv / "bin" / "butler", "run", "--config", REPO / "roster" / "health"]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [*argv, "--port", str(port)],
+            cwd=home,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+
+        def health() -> dict[str, object] | None:
+            assert proc.poll() is None, log.read_text()
+            try:
+                return get_json(f"http://127.0.0.1:{port}/health", timeout=1)[1]
+            except OSError:
+                return None
+
+        body = wait_until(health, timeout=60)
+        assert (body["butler"], body["status"], body["database"]) == ("health", "ok", True)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    where = [venv / "bin" / "python", "-c", "import butler; print(butler.__file__)"]
+    installed = run(where, cwd=home, env=env)
+    assert str(venv) in installed.stdout, "butler was imported from the checkout, not the wheel"
+    assert os.path.exists(venv / "bin" / "butler")

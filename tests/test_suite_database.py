@@ -1,0 +1,85 @@
+"""The suite sets up its own PostgreSQL on a machine that has none."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import asyncpg
+import psutil
+import pytest
+
+from tests.database import PORT_VARIABLE
+from tests.helpers import REPO, free_port
+
+#: The inner run's tests append "<worker> <dsn>" here, to show which server each used.
+RECORD_VARIABLE = "BUTLER_TEST_RECORD_DSN"
+
+
+@pytest.mark.parametrize("run", range(4))
+def test_the_suite_database_answers(pg_dsn, run):
+    async def ask() -> int:
+        conn = await asyncpg.connect(pg_dsn)
+        try:
+            return await conn.fetchval("SELECT 1")
+        finally:
+            await conn.close()
+
+    assert asyncio.run(ask()) == 1
+    record = os.environ.get(RECORD_VARIABLE)
+    if record:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(record, "a", encoding="utf-8") as out:
+            out.write(f"{worker} {pg_dsn}\n")
+
+
+def embedded_servers() -> set[str]:
+    """The data folders of the suite's embedded PostgreSQL servers running now."""
+    found = set()
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        for part in proc.info["cmdline"] or []:
+            if proc.info["name"] == "postgres" and "butler-test-pg-" in part:
+                found.add(part)
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # a whole pytest run inside, on a machine that may be busy
+def test_with_no_server_the_suite_starts_one_embedded_postgres_and_stops_it(tmp_path):
+    record = tmp_path / "dsns.txt"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.pop("TEST_DATABASE_URL", None)
+    env[PORT_VARIABLE] = str(free_port())  # nothing answers there
+    env[RECORD_VARIABLE] = str(record)
+    before = embedded_servers()
+    tests = [f"{Path(__file__).relative_to(REPO)}", "tests/test_migrations.py"]
+    # "not slow": this very test must not run itself again inside.
+    argv = [sys.executable, "-m", "pytest", "-n", "2", "-q", "-p", "no:cacheprovider"]
+    proc = subprocess.Popen(
+        [*argv, "-m", "not slow", *tests],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        output, _ = proc.communicate(timeout=840)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, output[-4000:]
+    lines = record.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 4
+    dsns = {line.split(" ", 1)[1] for line in lines}
+    assert len(dsns) == 1, f"the workers used different servers: {dsns}"
+    socket_dir = dsns.pop().rpartition("host=")[2]
+    assert "butler-test-pg-" in socket_dir, f"not the embedded server: {socket_dir}"
+    assert embedded_servers() == before, "the embedded server was left running"
+    assert not Path(socket_dir).exists()
