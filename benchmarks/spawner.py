@@ -3,9 +3,12 @@
 The runtime is a no-op fake Claude CLI that answers at once, so what is
 measured is butler's own cost per session: admission, the session row,
 workspace, environment, the SDK handshake, the launcher, and recording. The
-floor is launching that same no-op CLI directly, in the same run.
+floor is launching that same no-op CLI directly, in the same run, one at a
+time and eight at a time. CPU per trigger is the daemon's own and its reaped
+children's (``/proc/<pid>/stat``), against the floor's children (``getrusage``).
+Memory: the daemon's RSS when idle and after a burst of triggers.
 
-    .venv/bin/python benchmarks/spawner.py [--triggers 40] [--database-url URL]
+    .venv/bin/python benchmarks/spawner.py [--triggers 40] [--burst 1000] [--database-url URL]
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
+import resource
 import sys
 import tempfile
 import time
@@ -21,17 +24,13 @@ from pathlib import Path
 
 from fastmcp import Client
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tests.helpers import DaemonProcess, free_port, write_butler  # noqa: E402
+from common import DEFAULT_DSN, NOOP_CLI, drop_schema, median, percentile, proc_cpu_s, rss_mb
 
-NOOP_CLI = REPO / "tests" / "runtimes" / "fake_claude.py"
+from tests.helpers import DaemonProcess, free_port, write_butler
 
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+Row = tuple[str, float, float, str]
 
 
 async def floor_once() -> float:
@@ -49,6 +48,22 @@ async def floor_once() -> float:
         payload = (json.dumps(request) + "\n" + json.dumps(user) + "\n").encode()
         await proc.communicate(payload)
     return time.perf_counter() - started
+
+
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def run_floor(count: int, concurrency: int) -> tuple[list[float], float, float]:
+    """Latencies, wall time and CPU per run of the direct floor."""
+    cpu = children_cpu_s()
+    wall = time.perf_counter()
+    latencies: list[float] = []
+    for start in range(0, count, concurrency):
+        batch = min(concurrency, count - start)
+        latencies += await asyncio.gather(*(floor_once() for _ in range(batch)))
+    return latencies, time.perf_counter() - wall, (children_cpu_s() - cpu) / count
 
 
 async def run_triggers(url: str, count: int, concurrency: int) -> tuple[list[float], float]:
@@ -72,45 +87,81 @@ async def run_triggers(url: str, count: int, concurrency: int) -> tuple[list[flo
     return latencies, time.perf_counter() - wall
 
 
-def report(label: str, latencies: list[float], wall: float) -> None:
-    ms = [v * 1000 for v in latencies]
-    print(
-        f"{label:<16} p50 {percentile(ms, 50):7.1f} ms   p95 {percentile(ms, 95):7.1f} ms   "
-        f"{len(ms) / wall:6.1f} triggers/s"
+def daemon_cpu_s(pid: int) -> float:
+    own, children = proc_cpu_s(pid)
+    return own + children
+
+
+async def measure(dsn: str, triggers: int, burst: int, tmp: Path) -> list[Row]:
+    """Every trigger row: (label, butler figure, reference figure, reference name)."""
+    floor1, _, floor_cpu = await run_floor(triggers, 1)
+    _, floor8_wall, _ = await run_floor(triggers, 8)
+    port = free_port()
+    folder = write_butler(
+        tmp / "roster",
+        "bench",
+        port=port,
+        schema=f"bench_{port}",
+        runtime={"cli_path": str(NOOP_CLI), "max_concurrent_sessions": 8},
     )
+    env = {"ANTHROPIC_API_KEY": "sk-bench", "BUTLER_DATA_DIR": str(tmp / "data")}
+    try:
+        return await _daemon_rows(
+            folder, port, dsn, env, triggers, burst, (floor1, floor8_wall, floor_cpu)
+        )
+    finally:
+        await drop_schema(dsn, f"bench_{port}")
 
 
-async def main() -> None:
+async def _daemon_rows(
+    folder: Path,
+    port: int,
+    dsn: str,
+    env: dict[str, str],
+    triggers: int,
+    burst: int,
+    floor: tuple[list[float], float, float],
+) -> list[Row]:
+    floor1, floor8_wall, floor_cpu = floor
+    with DaemonProcess(folder, port=port, database_url=dsn, env=env) as daemon:
+        assert daemon.proc is not None
+        pid = daemon.proc.pid
+        url = f"{daemon.url}/mcp"
+        await run_triggers(url, 3, 1)  # warm up imports and the pool
+        idle = rss_mb(pid)
+        cpu = daemon_cpu_s(pid)
+        one, _ = await run_triggers(url, triggers, 1)
+        cpu_per = (daemon_cpu_s(pid) - cpu) / triggers
+        eight, eight_wall = await run_triggers(url, triggers, 8)
+        await run_triggers(url, max(0, burst - 2 * triggers), 8)
+        after = rss_mb(pid)
+    ms = [v * 1000 for v in one]
+    floor_ms = [v * 1000 for v in floor1]
+    return [
+        ("trigger p50, c=1", median(ms), median(floor_ms), "no-op CLI direct"),
+        ("trigger p95, c=1", percentile(ms, 95), percentile(floor_ms, 95), "no-op CLI direct"),
+        (
+            "triggers/s, c=8",
+            len(eight) / eight_wall,
+            triggers / floor8_wall,
+            "no-op CLI 8 at a time",
+        ),
+        ("CPU ms per trigger (all processes)", cpu_per * 1000, floor_cpu * 1000, "no-op CLI"),
+        (f"RSS MB after {burst} triggers", after, idle, "idle after warm-up"),
+    ]
+
+
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--triggers", type=int, default=40)
-    parser.add_argument("--database-url", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--burst", type=int, default=200)
+    parser.add_argument("--database-url", default=DEFAULT_DSN)
     args = parser.parse_args()
-
-    floor = [await floor_once() for _ in range(args.triggers)]
-    report("floor (direct)", floor, sum(floor))
-
     with tempfile.TemporaryDirectory() as tmp:
-        roster = Path(tmp) / "roster"
-        port = free_port()
-        folder = write_butler(
-            roster,
-            "bench",
-            port=port,
-            schema=f"bench_{port}",
-            runtime={"cli_path": str(NOOP_CLI), "max_concurrent_sessions": 8},
-        )
-        env = {"ANTHROPIC_API_KEY": "sk-bench", "BUTLER_DATA_DIR": str(Path(tmp) / "data")}
-        with DaemonProcess(folder, port=port, database_url=args.database_url, env=env) as daemon:
-            url = f"{daemon.url}/mcp"
-            await run_triggers(url, 3, 1)  # warm up imports and the pool
-            results = {}
-            for concurrency in (1, 8):
-                latencies, wall = await run_triggers(url, args.triggers, concurrency)
-                report(f"trigger c={concurrency}", latencies, wall)
-                results[concurrency] = latencies
-    ratio = statistics.median(results[1]) / statistics.median(floor)
-    print(f"overhead ratio (trigger c=1 p50 / floor p50): {ratio:.1f}x")
+        rows = asyncio.run(measure(args.database_url, args.triggers, args.burst, Path(tmp)))
+    for label, ours, ref, name in rows:
+        print(f"{label:<36} {ours:8.1f}   {name}: {ref:8.1f}   {ours / ref:5.2f}x")
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import html
 import json
-from datetime import UTC, datetime
+import uuid
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from string import Template
 from typing import Any
@@ -21,10 +22,13 @@ from starlette.routing import Route
 
 from butler.builders.modes import MODES
 from butler.builders.records import elapsed_ms, is_builder, summary
+from butler.store.sessions import parse_position, parse_timestamp
 from butler.tools.context import ButlerContext
 
 FINAL = ("succeeded", "failed", "cancelled")
 LIST_LIMIT = 200
+#: A change stamped before a reader's cursor but committed after it still reaches it.
+CURSOR_OVERLAP = timedelta(seconds=1)
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
     "object-src 'none'; frame-ancestors 'none'; base-uri 'none'",
@@ -204,6 +208,16 @@ def render_tool_calls(calls: list[dict[str, Any]]) -> str:
     return f'<h2>Tool calls ({len(calls)})</h2><div id="tool-calls">{table}</div>'
 
 
+# -- live updates and paging -------------------------------------------------------------
+
+
+def listing_query(params: Any) -> tuple[datetime | None, tuple[datetime, uuid.UUID] | None]:
+    """``since=<cursor>`` (changes only) and ``before=<created_at>,<id>`` (older page)."""
+    since = parse_timestamp("since", params["since"]) if "since" in params else None
+    before = parse_position("before", params["before"]) if "before" in params else None
+    return since, before
+
+
 # -- routes ---------------------------------------------------------------------------
 
 
@@ -243,9 +257,22 @@ def dashboard_routes(butler: ButlerContext) -> list[Route]:
             False,
         )
 
-    async def index_json(_: Request) -> Response:
-        found = await rows()
-        data = {"html": render_list(found), "final": False, "count": len(found)}
+    async def index_json(request: Request) -> Response:
+        try:
+            since, before = listing_query(request.query_params)
+        except ValueError as exc:
+            return JSONResponse({"error": str(exc)}, 400, SECURITY_HEADERS)
+        cursor = await butler.sessions.cursor()  # read first: no change slips between
+        data: dict[str, Any] = {"final": False, "cursor": cursor.isoformat()}
+        if since is not None:
+            # Rows the page already shows are swapped in place; it asks for the whole
+            # list only when one of these is new to it.
+            changed = await butler.sessions.changed_since(since - CURSOR_OVERLAP, LIST_LIMIT)
+            data["rows"] = {r["id"]: (builder_row if is_builder(r) else session_row)(r)
+                            for r in changed}  # fmt: skip
+        else:
+            found = await butler.sessions.list(limit=LIST_LIMIT, before=before)
+            data |= {"html": render_list(found), "count": len(found)}
         return JSONResponse(data, headers=SECURITY_HEADERS)
 
     async def session(request: Request) -> Response:

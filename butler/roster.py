@@ -102,7 +102,11 @@ def check_distinct(configs: Sequence[ButlerConfig]) -> None:
 def bind(config: ButlerConfig) -> socket.socket:
     """Listen on the butler's port now, so a taken port fails before anything starts."""
     host, port = config.butler.host, config.butler.port
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # asyncio sets TCP_NODELAY on accepted connections only when the listening socket
+    # says IPPROTO_TCP (proto 0 does not count): without it, small response writes
+    # wait on the client's delayed ACK, ~40 ms per MCP call.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -148,6 +152,7 @@ class ButlerServer(uvicorn.Server):
                 port=config.butler.port,
                 log_config=None,
                 lifespan="on",
+                ws="none",  # no websocket route: skip importing a websocket stack at start
                 timeout_graceful_shutdown=5,
             )
         )

@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastmcp import FastMCP
+from fastmcp import Client, FastMCP
 from fastmcp.server.http import HostOriginGuardMiddleware
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -96,6 +96,7 @@ def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> ASGIApp:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with http_app.router.lifespan_context(app), sse_app.router.lifespan_context(app):
+            await warm_up(mcp)
             yield
 
     routes = [
@@ -118,3 +119,15 @@ def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> ASGIApp:
         allowed_origins=guard["allowed_origins"],
         mode="strict",
     )
+
+
+async def warm_up(mcp: FastMCP) -> None:
+    """Do before serving what FastMCP otherwise does on the first call of all.
+
+    FastMCP imports and builds its session-state store and dereferences tool
+    schemas on first use, which made the first tool call after ``/health``
+    several times slower than later ones. One in-memory exchange pays for it.
+    """
+    async with Client(mcp) as client:
+        await client.list_tools()
+        await client.call_tool("status", {})

@@ -11,13 +11,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from opentelemetry import metrics, propagate, trace
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics.export import MetricReader
 
 _configured = False
 
@@ -53,6 +55,8 @@ def _span_processor() -> SpanProcessor | None:
 def _metric_reader() -> MetricReader | None:
     if not _exporting("metrics"):
         return None
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
     if _grpc():
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
     else:
@@ -82,7 +86,10 @@ def setup_telemetry(
             provider.add_span_processor(processor)
     trace.set_tracer_provider(provider)
     readers = [r for r in (_metric_reader(), extra_reader) if r is not None]
-    metrics.set_meter_provider(MeterProvider(resource=resource, metric_readers=readers))
+    if readers:  # with none, the API's no-op meter serves, and a start skips the metrics SDK
+        from opentelemetry.sdk.metrics import MeterProvider
+
+        metrics.set_meter_provider(MeterProvider(resource=resource, metric_readers=readers))
     _configured = True
     return provider
 

@@ -18,7 +18,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from butler.builders import git, launch
+from butler.builders import git
 from butler.builders.modes import MODES, SpawnOptions, choose_mode
 from butler.builders.plan import BuilderPlan, make_plan
 from butler.builders.records import builder_view, elapsed_ms, is_builder, is_live, now_iso
@@ -26,6 +26,7 @@ from butler.builders.tmux import Tmux, session_name
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, UserError
 from butler.paths import butler_dir
+from butler.runtimes import launcher
 from butler.runtimes.base import RuntimeFailure
 from butler.spawner.invocation import InvocationRequest
 from butler.spawner.spawner import Spawner, TriggerRequest
@@ -143,7 +144,10 @@ class BuilderManager:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             path.chmod(0o600)
-        return launch.program(launch.write_spec(folder, command.argv, command.env))
+        script = launcher.write_launcher(
+            folder, command.argv, command.env, passthrough=launcher.TERMINAL_VARS, supervise=True
+        )
+        return [str(script)]
 
     async def _undo(self, plan: BuilderPlan, session_id: str, error: str) -> None:
         """Take back what a failed spawn created, and record the failure."""
@@ -182,11 +186,7 @@ class BuilderManager:
 
     async def rows(self) -> list[dict[str, Any]]:
         """Every builder's session row, newest first."""
-        found: list[dict[str, Any]] = []
-        for mode in MODES:
-            found += await self.sessions.list(limit=10_000, type=mode)
-        found = [row for row in found if is_builder(row)]
-        return sorted(found, key=lambda row: row["created_at"], reverse=True)
+        return [row for row in await self.sessions.of_types(MODES) if is_builder(row)]
 
     async def builders(self, include_pruned: bool = False) -> list[dict[str, Any]]:
         """Builder views, newest first; pruned ones only when asked."""
@@ -223,7 +223,7 @@ class BuilderManager:
                     await self._adopt(row)
                 continue
             folder = self.folder(row["metadata"]["builder_id"])
-            ended = launch.read_exit(folder) or (pane.record() if pane and pane.ended else None)
+            ended = launcher.read_exit(folder) or (pane.record() if pane and pane.ended else None)
             if ended is not None or pane is None:  # else: dead, and its end not yet known
                 await self._finish(row, pane is not None, ended)
 

@@ -17,9 +17,7 @@ import os
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import claude_agent_sdk as sdk
+from typing import TYPE_CHECKING, Any
 
 from butler.runtimes.base import (
     Command,
@@ -32,8 +30,14 @@ from butler.runtimes.base import (
     Usage,
 )
 from butler.runtimes.launcher import read_pid, write_launcher
+from butler.runtimes.lazy import LazyModule, ready
 from butler.runtimes.mcp_config import claude_entry
 from butler.runtimes.process import KILL_GRACE_S, kill_group, terminate_group
+
+if TYPE_CHECKING:
+    import claude_agent_sdk as sdk
+else:
+    sdk = LazyModule("claude_agent_sdk")  # loaded by the first session, not at start
 
 #: Environment that keeps Claude Code from calling home: a daemon runs pinned
 #: versions and sends nothing it was not asked to.
@@ -278,6 +282,7 @@ class ClaudeCodeAdapter(RuntimeAdapter):
     async def invoke(
         self, invocation: Invocation, progress: ProgressSink | None = None
     ) -> RuntimeResult:
+        await ready("claude_agent_sdk")
         cli = self.cli_path()
         if not os.access(cli, os.X_OK):
             raise RuntimeFailure(
@@ -286,8 +291,8 @@ class ClaudeCodeAdapter(RuntimeAdapter):
             )
         invocation.home.mkdir(parents=True, exist_ok=True)
         env = runtime_env(invocation)
-        launcher = write_launcher(invocation.workdir, cli, [*env, *SDK_ENV])
         try:
+            launcher = write_launcher(invocation.workdir, [cli], passthrough=[*env, *SDK_ENV])
             options = build_options(invocation, launcher)
         except ValueError as exc:
             raise RuntimeFailure(str(exc)) from None

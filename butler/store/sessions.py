@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -52,6 +54,36 @@ class SessionOutcome:
     cache_write_tokens: int | None = None
     cost_usd: float | None = None
     runtime_session_id: str | None = None
+
+
+def parse_timestamp(name: str, raw: str) -> datetime:
+    """An ISO 8601 timestamp with a time zone from argument ``name``; ValueError otherwise."""
+    try:
+        value = datetime.fromisoformat(raw[:64])
+    except ValueError:
+        raise ValueError(
+            f"{name}: {raw[:64]!r} is not a timestamp; expected ISO 8601 with a time zone"
+        ) from None
+    if value.tzinfo is None:
+        raise ValueError(f"{name}: {raw[:64]!r} has no time zone; expected one, e.g. +00:00")
+    return value
+
+
+def parse_position(name: str, raw: str) -> tuple[datetime, uuid.UUID]:
+    """A row's place in a listing, ``<created_at>,<id>``, for keyset paging."""
+    stamp, _, key = raw[:100].rpartition(",")
+    try:
+        return parse_timestamp(name, stamp), uuid.UUID(key)
+    except ValueError:
+        raise ValueError(
+            f"{name}: {raw[:100]!r} is not a session's position; "
+            "expected <created_at ISO timestamp>,<session id>"
+        ) from None
+
+
+def position(row: dict[str, Any]) -> str:
+    """The ``before`` value that pages past ``row`` (a listed row, as strings)."""
+    return f"{row['created_at']},{row['id']}"
 
 
 def _row(record: Any) -> dict[str, Any]:
@@ -178,13 +210,49 @@ class SessionStore:
         status: str | None = None,
         trigger_source: str | None = None,
         type: str | None = None,
+        before: tuple[datetime, uuid.UUID] | None = None,
     ) -> list[dict[str, Any]]:
+        """The newest sessions (older than ``before``, a row's ``(created_at, id)``).
+
+        Only the filters given reach the SQL, so each query matches one of the
+        ``(column, created_at, id)`` indexes whatever the table's size.
+        """
+        where: list[str] = []
+        args: list[Any] = []
+        filters = (("status", status), ("trigger_source", trigger_source), ("type", type))
+        for column, value in filters:
+            if value is not None:
+                args.append(clean_text(value)[0])
+                where.append(f"{column} = ${len(args)}")
+        if before is not None:
+            args += before
+            where.append(f"(created_at, id) < (${len(args) - 1}, ${len(args)})")
+        args.append(limit)
+        clause = f"WHERE {' AND '.join(where)} " if where else ""
         records = await self.db.fetch(
-            "SELECT * FROM sessions WHERE ($1::text IS NULL OR status = $1)"
-            " AND ($2::text IS NULL OR trigger_source = $2)"
-            " AND ($3::text IS NULL OR type = $3)"
-            " ORDER BY created_at DESC LIMIT $4",
-            *(clean_text(v)[0] if v is not None else None for v in (status, trigger_source, type)),
+            f"SELECT * FROM sessions {clause}ORDER BY created_at DESC, id DESC LIMIT ${len(args)}",
+            *args,
+        )
+        return [_row(r) for r in records]
+
+    async def of_types(self, types: Sequence[str]) -> list[dict[str, Any]]:
+        """Every session of these types (builders), newest first, from the type index."""
+        records = await self.db.fetch(
+            "SELECT * FROM sessions WHERE type = ANY($1::text[]) ORDER BY created_at DESC, id DESC",
+            list(types),
+        )
+        return [_row(r) for r in records]
+
+    async def cursor(self) -> datetime:
+        """The database's clock now: what a reader passes to :meth:`changed_since` next."""
+        return await self.db.fetchval("SELECT clock_timestamp()")
+
+    async def changed_since(self, since: datetime, limit: int) -> list[dict[str, Any]]:
+        """Rows changed after ``since``, and running ones (their duration moves unseen)."""
+        records = await self.db.fetch(
+            "SELECT * FROM sessions WHERE updated_at > $1 OR status = 'running'"
+            " ORDER BY created_at DESC, id DESC LIMIT $2",
+            since,
             limit,
         )
         return [_row(r) for r in records]

@@ -10,6 +10,7 @@ from butler.errors import ButlerError
 from butler.security.caller import current_caller, request_origin
 from butler.spawner.result import SpawnerResult
 from butler.spawner.spawner import TriggerRequest
+from butler.store.sessions import parse_position, position
 from butler.tools.context import ButlerContext
 from butler.tools.limits import (
     ListLimit,
@@ -72,9 +73,35 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
 
     @mcp.tool
     async def session_list(
-        limit: ListLimit = 20, status: SessionStatus = None, trigger_source: Name = None
+        limit: ListLimit = 20,
+        status: SessionStatus = None,
+        trigger_source: Name = None,
+        before: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Recent sessions, newest first, optionally by status or trigger source."""
-        rows = await butler.sessions.list(limit=limit, status=status, trigger_source=trigger_source)
-        keep = ("id", "status", "trigger_source", "runtime", "created_at", "duration_ms", "error")
-        return [{k: r[k] for k in keep} for r in rows]
+        """Recent sessions, newest first, optionally by status or trigger source.
+
+        Each row's ``position`` given as ``before`` lists the sessions older than it.
+        """
+        return await list_sessions(butler, limit, status, trigger_source, before)
+
+
+async def list_sessions(
+    butler: ButlerContext,
+    limit: int,
+    status: str | None,
+    trigger_source: str | None,
+    before: str | None,
+) -> list[dict[str, Any]]:
+    """``session_list``: a page of sessions, each with the position that pages past it."""
+    try:
+        after = parse_position("before", before) if before is not None else None
+    except ValueError as exc:
+        raise ToolError(f"session_list: {exc}") from None
+    rows = await butler.sessions.list(
+        limit=limit,
+        status=status,
+        trigger_source=trigger_source,
+        before=after,
+    )
+    keep = ("id", "status", "trigger_source", "runtime", "created_at", "duration_ms", "error")
+    return [{**{k: r[k] for k in keep}, "position": position(r)} for r in rows]

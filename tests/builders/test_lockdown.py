@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from butler.builders import launch
+from butler.runtimes import launcher
 from tests.builders.conftest import AGENT, Builders, write_builder_butler
 from tests.conftest import TEST_DSN
 from tests.helpers import TEST_TOKEN, DaemonProcess, free_port
@@ -39,7 +39,7 @@ def test_the_runtime_reaches_only_its_butler_with_its_session_token(builders: Bu
     home = builders.data_dir / "butlers" / "tester" / "homes" / sid
     assert (home / "seen.json").is_file()  # HOME was the session's private home
     folder = builders.data_dir / "butlers" / "tester" / "builders" / builder["id"]
-    assert not (folder / launch.SPEC_FILE).exists()  # read once, then deleted
+    assert not (folder / launcher.SPEC_FILE).exists()  # read once, then deleted
     assert (folder.stat().st_mode & 0o777) == 0o700
     # The tmux server butler started holds none of the daemon's variables.
     server_env = tmux(builders.socket, "show-environment", "-g")
@@ -52,29 +52,51 @@ def test_task_text_never_meets_a_shell(builders: Builders, tmp_path: Path):
     builder = builders.spawn(text)
     assert builders.seen(builder)["prompt"] == text  # byte for byte, through a file
     started = tmux(builders.socket, "list-panes", "-a", "-F", "#{pane_start_command}")
-    assert "touch" not in started and "launch.py" in started
+    assert "touch" not in started and f"/{launcher.SCRIPT_FILE}" in started
     assert not marker.exists()
 
 
 def test_the_launch_spec_is_private(tmp_path: Path):
-    spec = launch.write_spec(tmp_path, ["/bin/true"], {"ANTHROPIC_API_KEY": "sk"})
-    assert (spec.stat().st_mode & 0o777) == 0o600
+    launcher.write_launcher(tmp_path, ["/bin/true"], {"ANTHROPIC_API_KEY": "sk"})
+    assert ((tmp_path / launcher.SPEC_FILE).stat().st_mode & 0o777) == 0o600
     with pytest.raises(FileExistsError):  # never reuses a spec someone else planted
-        launch.write_spec(tmp_path, ["/bin/true"], {})
+        launcher.write_launcher(tmp_path, ["/bin/true"], {})
 
 
 def test_the_launcher_runs_exactly_the_built_env_and_records_the_end(tmp_path: Path):
     script = "import json, os, sys; print(json.dumps(sorted(os.environ))); sys.exit(5)"
-    spec = launch.write_spec(tmp_path, [sys.executable, "-c", script], {"ONLY": "this"})
-    parent_env = {**os.environ, "TERM": "xterm", "SECRET": "daemon-only"}
-    done = subprocess.run(
-        launch.program(spec), env=parent_env, capture_output=True, text=True, check=False
+    program = launcher.write_launcher(
+        tmp_path,
+        [sys.executable, "-c", script],
+        {"ONLY": "this"},
+        passthrough=launcher.TERMINAL_VARS,
+        supervise=True,
     )
+    parent_env = {**os.environ, "TERM": "xterm", "SECRET": "daemon-only"}
+    done = subprocess.run([program], env=parent_env, capture_output=True, text=True, check=False)
     assert done.returncode == 5
     seen = set(json.loads(done.stdout))
     assert seen <= {"ONLY", "TERM", "LC_CTYPE"} and "SECRET" not in seen
-    assert not spec.exists()
-    assert launch.read_exit(tmp_path) == {"status": 5, "signal": None}
+    assert not (tmp_path / launcher.SPEC_FILE).exists()
+    assert launcher.read_exit(tmp_path) == {"status": 5, "signal": None}
+
+
+def test_the_launcher_starts_no_site_packages_and_no_butler(tmp_path: Path):
+    # Every session pays the launcher's start: a full interpreter importing butler
+    # cost ~60 ms of CPU, most of what a trigger cost.
+    lines = launcher.write_launcher(tmp_path, ["/bin/true"]).read_text().splitlines()
+    assert lines[0] == f"#!{sys.executable} -IS"
+    # Everything the launcher runs before it hands over, then what it has loaded.
+    probe = [*lines[1:-1], "print(' '.join(sorted(sys.modules)))"]
+    loaded = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", "\n".join(probe)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert "launch_main" in loaded
+    assert not {"site", "json", "re", "pathlib"} & set(loaded)
+    assert not any(name.startswith("butler") for name in loaded)
 
 
 def test_a_runtime_without_an_interactive_mode_is_refused(

@@ -1,0 +1,121 @@
+"""Listings at 1,000,000 session rows against the same listings at 1,000.
+
+One daemon; each listing is timed on its empty schema, then the table is
+filled with one ``INSERT ... SELECT generate_series`` (and analysed) and
+each is timed again. Times are request round trips on loopback, so they
+bound the server's time from above.
+
+    .venv/bin/python benchmarks/listings.py [--rows 1000000] [--requests 20] [--database-url URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import asyncpg
+from fastmcp import Client
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import DEFAULT_DSN, drop_schema, elapsed_ms, median
+
+from tests.helpers import DaemonProcess, free_port, write_butler
+
+Row = tuple[str, float, float, str]
+SMALL = 1_000
+
+FILL = (
+    "INSERT INTO {table} (id, prompt, trigger_source, runtime, status, created_at)"
+    " SELECT gen_random_uuid(), 'p' || g, 'external', 'claude-code', 'succeeded',"
+    " now() - (g || ' seconds')::interval FROM generate_series(1, $1) g"
+)
+
+
+def http_get(url: str) -> dict[str, object] | None:
+    with urllib.request.urlopen(url, timeout=60) as response:
+        body = response.read()
+    return json.loads(body) if response.headers.get_content_type() == "application/json" else None
+
+
+async def timed(call: Callable[[], Awaitable[object]], requests: int) -> float:
+    await call()  # warm the plan and the pages
+    times = []
+    for _ in range(requests):
+        started = time.perf_counter()
+        await call()
+        times.append(elapsed_ms(started))
+    return median(times)
+
+
+async def listings(url: str, client: Client, requests: int) -> dict[str, float]:
+    """Median ms of each listing a person or an agent reads."""
+    api = f"{url}/api/sessions"
+    cursor = (await asyncio.to_thread(http_get, api) or {})["cursor"]
+    since = f"{api}?since={urllib.parse.quote(str(cursor))}"
+    page = await client.call_tool("session_list", {"limit": 20})
+    before = page.structured_content["result"][-1]["position"] if page.structured_content else ""
+    calls: dict[str, Callable[[], Awaitable[object]]] = {
+        "dashboard /": lambda: asyncio.to_thread(http_get, url + "/"),
+        "/api/sessions": lambda: asyncio.to_thread(http_get, api),
+        "/api/sessions?since= (live update)": lambda: asyncio.to_thread(http_get, since),
+        "session_list": lambda: client.call_tool("session_list", {"limit": 20}),
+        "session_list before= (next page)": lambda: client.call_tool(
+            "session_list", {"limit": 20, "before": before}
+        ),
+        "builder_list": lambda: client.call_tool("builder_list", {}),
+    }
+    return {name: await timed(call, requests) for name, call in calls.items()}
+
+
+async def measure(dsn: str, rows: int, requests: int, tmp: Path) -> list[Row]:
+    port = free_port()
+    schema = f"bench_list_{port}"
+    folder = write_butler(tmp / "roster", "listings", port=port, schema=schema)
+    env = {"BUTLER_DATA_DIR": str(tmp / "data"), "ANTHROPIC_API_KEY": "sk-bench"}
+    try:
+        with DaemonProcess(folder, port=port, database_url=dsn, env=env) as daemon:
+            async with Client(f"{daemon.url}/mcp", timeout=120) as client:
+                await client.call_tool("status", {})
+                # The small table fills every page, so only the table's size differs.
+                await _fill(dsn, schema, SMALL)
+                small = await listings(daemon.url, client, requests)
+                await _fill(dsn, schema, rows - SMALL)
+                full = await listings(daemon.url, client, requests)
+    finally:
+        await drop_schema(dsn, schema)
+    label = f"{rows:,} rows"
+    return [(f"{name} at {label}", full[name], small[name], f"{SMALL:,} rows") for name in full]
+
+
+async def _fill(dsn: str, schema: str, rows: int) -> None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(FILL.format(table=f'"{schema}".sessions'), rows)
+        await conn.execute(f'ANALYZE "{schema}".sessions')
+    finally:
+        await conn.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--requests", type=int, default=20)
+    parser.add_argument("--database-url", default=DEFAULT_DSN)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        found = asyncio.run(measure(args.database_url, args.rows, args.requests, Path(tmp)))
+    for label, ours, ref, name in found:
+        print(f"{label:<52} {ours:8.1f} ms   {name}: {ref:8.1f} ms   {ours / ref:5.2f}x")
+
+
+if __name__ == "__main__":
+    main()
