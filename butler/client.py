@@ -12,6 +12,7 @@ from fastmcp.exceptions import ToolError
 
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, UserError
+from butler.security.owner_token import owner_token
 
 
 class DaemonNotRunning(UserError):
@@ -20,12 +21,21 @@ class DaemonNotRunning(UserError):
 
 @contextlib.asynccontextmanager
 async def daemon_client(config: ButlerConfig, timeout: float = 600) -> AsyncIterator[Client]:
-    """An MCP client on the butler's daemon, or a one-line error saying how to start it."""
+    """An MCP client on the butler's daemon, or a one-line error saying how to start it.
+
+    It presents the owner token, read the same way the daemon reads it.
+    """
     url = f"{config.mcp_base_url}/mcp"
-    client = Client(url, timeout=timeout)
+    token = owner_token(config.name)
+    client = Client(url, timeout=timeout, auth=token)
     try:
         await client.__aenter__()
-    except (OSError, httpx2.HTTPError, RuntimeError):
+    except Exception:
+        if await _refuses(config, token):
+            raise UserError(
+                f"butler {config.name!r} at {url} refused the owner token; expected the one "
+                f"`butler token --config {config.config_dir}` prints (BUTLER_TOKEN overrides it)"
+            ) from None
         raise DaemonNotRunning(
             f"butler {config.name!r} is not running at {url}; "
             f"start it with: butler run --config {config.config_dir}"
@@ -35,6 +45,17 @@ async def daemon_client(config: ButlerConfig, timeout: float = 600) -> AsyncIter
     finally:
         with contextlib.suppress(Exception):
             await client.__aexit__(None, None, None)
+
+
+async def _refuses(config: ButlerConfig, token: str) -> bool:
+    """Whether the daemon answers, and answers 401 to this token (rather than being down)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    try:
+        async with httpx2.AsyncClient(timeout=5) as http:
+            answer = await http.get(f"{config.mcp_base_url}/api/status", headers=headers)
+    except httpx2.HTTPError:
+        return False
+    return answer.status_code == 401
 
 
 async def call(client: Client, tool: str, arguments: dict[str, Any]) -> Any:

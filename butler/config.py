@@ -49,7 +49,15 @@ class EnvConfig(_Section):
         for name in names:
             if not ENV_NAME_PATTERN.match(name):
                 raise ValueError(f"expected an environment variable name, found {name!r}")
+            if name == "BUTLER_TOKEN":
+                raise ValueError("BUTLER_TOKEN is the owner's token and never goes to a runtime")
         return names
+
+
+class BuildersConfig(_Section):
+    """``[butler.builders]``: how many interactive builders may run at once."""
+
+    max_running: int = Field(default=4, ge=1, le=64)
 
 
 class DbConfig(_Section):
@@ -142,12 +150,17 @@ class ButlerSection(_Section):
     port: int = 8100
     description: str = ""
     host: str = "127.0.0.1"
+    #: Host names (besides loopback and the bound address) a request may be addressed to.
+    allowed_hosts: list[str] = Field(default_factory=list)
+    #: Browser origins (besides the dashboard's own) a request may come from.
+    allowed_origins: list[str] = Field(default_factory=list)
     shutdown_timeout_s: float = Field(default=30.0, ge=0, allow_inf_nan=False)
     #: Longest output, error or prompt stored for one session; the rest is cut with a marker.
     max_output_bytes: int = Field(default=1024 * 1024, ge=1024, le=256 * 1024 * 1024)
     #: Longest prompt a caller may send, and longest system prompt its includes may expand to.
     max_prompt_bytes: int = Field(default=1024 * 1024, ge=1024, le=64 * 1024 * 1024)
     runtime: RuntimeConfig = Field(default_factory=RuntimeConfig)
+    builders: BuildersConfig = Field(default_factory=BuildersConfig)
     env: EnvConfig = Field(default_factory=EnvConfig)
     db: DbConfig = Field(default_factory=DbConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)

@@ -16,6 +16,7 @@ import json
 import logging
 import signal
 import socket
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -30,6 +31,7 @@ from butler.config import ButlerConfig, load_config
 from butler.daemon import OpenDatabase, assemble, open_database, start_embedded
 from butler.errors import ButlerError, ConfigError
 from butler.logs import current_butler
+from butler.security.owner_token import owner_token
 from butler.server import build_app
 from butler.telemetry import setup_telemetry
 from butler.tools.context import ButlerContext
@@ -317,6 +319,17 @@ async def _announce(servers: Sequence[ButlerServer], started: float) -> None:
                 "startup_ms": startup_ms,
             },
         )
+        _login_link(config)
+
+
+def _login_link(config: ButlerConfig) -> None:
+    """The owner's way in, as Jupyter prints it: on a terminal only, never in a log line."""
+    if sys.stderr.isatty():
+        link = f"{config.mcp_base_url}/?token={owner_token(config.name)}"
+        print(f"butler {config.name}: dashboard {link}", file=sys.stderr, flush=True)
+    else:
+        hint = f"butler token --config {config.config_dir}"
+        log.info("dashboard login link", extra={"butler": config.name, "print_it_with": hint})
 
 
 @dataclass(frozen=True)

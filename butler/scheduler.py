@@ -133,8 +133,11 @@ class Scheduler:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
-    async def tick(self, via: FiredVia = "tick") -> list[Fired]:
-        """Fire every schedule due now; return what fired."""
+    async def tick(self, via: FiredVia = "tick", caller: str | None = None) -> list[Fired]:
+        """Fire every schedule due now; return what fired.
+
+        ``caller`` is the running session that asked, recorded as the parent of each.
+        """
         await self._sync()
         if not self.spawner.admission.accepting:
             # A slot claimed now would be refused by the spawner and lost;
@@ -148,15 +151,18 @@ class Scheduler:
                 continue
             slot = next_due(schedule.cron, schedule.timezone, record.since)
             if slot <= now and await self.store.claim(name, slot, now, via):
-                self._fire(schedule)
+                self._fire(schedule, caller)
                 fired.append(Fired(name, now, via))
         return fired
 
-    async def run_now(self, name: str, wait: bool = False) -> tuple[Fired, SpawnerResult | None]:
+    async def run_now(
+        self, name: str, wait: bool = False, caller: str | None = None
+    ) -> tuple[Fired, SpawnerResult | None]:
         """Fire the schedule ``name`` at once, whether due or not.
 
         With ``wait``, also wait for its session and return the result; the
         session goes on in the background if the waiting caller goes away.
+        ``caller`` is the running session that asked, recorded as the parent.
         """
         schedule = self.schedules.get(name)
         if schedule is None:
@@ -165,7 +171,7 @@ class Scheduler:
         await self._sync()
         now = self.clock.now()
         await self.store.record(name, now, "manual")
-        task = self._fire(schedule)
+        task = self._fire(schedule, caller)
         fired = Fired(name, now, "manual")
         return fired, (await asyncio.shield(task) if wait else None)
 
@@ -195,16 +201,28 @@ class Scheduler:
         await self.store.sync(entries, self.clock.now())
         self._synced = True
 
-    def _fire(self, schedule: ScheduleConfig) -> asyncio.Task[SpawnerResult | None]:
+    def _fire(
+        self, schedule: ScheduleConfig, caller: str | None = None
+    ) -> asyncio.Task[SpawnerResult | None]:
         """Start the schedule's session in the background (its fire is already recorded)."""
         log.info("schedule fired", extra={"schedule": schedule.name})
-        task = asyncio.create_task(self._session(schedule), name=f"schedule:{schedule.name}")
+        session = self._session(schedule, caller)
+        task = asyncio.create_task(session, name=f"schedule:{schedule.name}")
         self._sessions.add(task)
         task.add_done_callback(self._sessions.discard)
         return task
 
-    async def _session(self, schedule: ScheduleConfig) -> SpawnerResult | None:
+    async def _session(
+        self, schedule: ScheduleConfig, caller: str | None = None
+    ) -> SpawnerResult | None:
         request = TriggerRequest(prompt=schedule.prompt, trigger_source=f"schedule:{schedule.name}")
+        if caller:  # a session fired it: it counts as that session's trigger
+            request = TriggerRequest(
+                prompt=schedule.prompt,
+                trigger_source="trigger",
+                caller_session_id=caller,
+                metadata={"schedule": schedule.name},
+            )
         try:
             result = await self.spawner.trigger(request)
         except Exception:

@@ -1,21 +1,31 @@
-"""The butler's Starlette app: MCP over streamable HTTP (``/mcp``) and SSE (``/sse``),
-plus ``GET /health`` and the dashboard at ``/``, all on one port."""
+"""The butler's ASGI app: MCP over streamable HTTP (``/mcp``) and SSE (``/sse``),
+``GET /health`` and the dashboard at ``/``, all on one port.
+
+Every request first passes FastMCP's Host/Origin guard (DNS rebinding, CSRF),
+then the token guard (:mod:`butler.security.http`). The two FastMCP apps are
+served whole, their own middleware included, rather than having their routes
+copied out of them.
+"""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastmcp import Client, FastMCP
-from fastmcp.server.http import RequestContextMiddleware
+from fastmcp.server.http import HostOriginGuardMiddleware
 from starlette.applications import Starlette
-from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from butler.dashboard import dashboard_routes
+from butler import __version__
+from butler.dashboard import SECURITY_HEADERS, dashboard_routes
 from butler.http_limits import JsonRpcBodyLimit
+from butler.security.http import RequireToken, cookie_name
+from butler.security.owner_token import owner_token
 from butler.tools.builders import register_builder_tools
 from butler.tools.context import ButlerContext
 from butler.tools.contract import register_contract_tools
@@ -30,7 +40,7 @@ def build_mcp(butler: ButlerContext) -> FastMCP:
     """The butler's MCP server with every tool registered."""
     description = butler.config.butler.description or f"The {butler.config.name} butler."
     mcp = FastMCP(butler.config.name, instructions=description)
-    mcp.add_middleware(LedgerMiddleware(butler.spawner.ledger))
+    mcp.add_middleware(LedgerMiddleware(butler.spawner.ledger, butler.config.runtime.tools))
     mcp.add_middleware(ArgumentErrors())
     register_core_tools(mcp, butler)
     register_session_tools(mcp, butler)
@@ -40,15 +50,48 @@ def build_mcp(butler: ButlerContext) -> FastMCP:
     return mcp
 
 
-def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> Starlette:
-    """One Starlette app serving both MCP transports; their lifespans combined."""
+class _ByPrefix:
+    """Send each request to the app serving its path prefix, else to ``default``."""
+
+    def __init__(self, default: ASGIApp, apps: dict[str, ASGIApp]) -> None:
+        self.default = default
+        self.apps = apps
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path = scope["path"]
+            for prefix, app in self.apps.items():
+                if path == prefix or path.startswith(prefix + "/"):
+                    await app(scope, receive, send)
+                    return
+        await self.default(scope, receive, send)
+
+
+def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> ASGIApp:
+    """The whole butler behind its Host/Origin and token guards; lifespans combined."""
     mcp = mcp or build_mcp(butler)
-    http_app = mcp.http_app(path="/mcp")
-    sse_app = mcp.http_app(transport="sse")
+    section = butler.config.butler
+    guard: dict[str, Any] = {
+        "host_origin_protection": True,
+        "allowed_hosts": list(section.allowed_hosts),
+        "allowed_origins": list(section.allowed_origins),
+    }
+    http_app = mcp.http_app(path="/mcp", **guard)
+    sse_app = mcp.http_app(transport="sse", **guard)
 
     async def health(_: Request) -> JSONResponse:
+        # Open to anyone: says it is up, and nothing a stranger could use.
+        database = await butler.db.ping()
+        brief = {
+            "status": "ok" if database else "degraded",
+            "butler": butler.config.name,
+            "version": __version__,
+        }
+        return JSONResponse(brief, status_code=200 if database else 503)
+
+    async def status(_: Request) -> JSONResponse:
         body = await status_of(butler)
-        return JSONResponse(body, status_code=200 if body["database"] else 503)
+        return JSONResponse(body, 200 if body["database"] else 503, SECURITY_HEADERS)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -56,12 +99,25 @@ def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> Starlette:
             await warm_up(mcp)
             yield
 
-    routes = [Route("/health", health, methods=["GET"]), *http_app.routes, *sse_app.routes]
-    routes += dashboard_routes(butler)
-    return Starlette(
-        routes=routes,
-        middleware=[Middleware(RequestContextMiddleware), Middleware(JsonRpcBodyLimit)],
-        lifespan=lifespan,
+    routes = [
+        Route("/health", health, methods=["GET"]),
+        Route("/api/status", status, methods=["GET"]),
+        *dashboard_routes(butler),
+    ]
+    site = Starlette(routes=routes, lifespan=lifespan)
+    mcp_apps = {"/mcp": http_app, "/sse": sse_app, "/messages": sse_app}
+    authenticated = RequireToken(
+        JsonRpcBodyLimit(_ByPrefix(site, mcp_apps)),
+        owner_token=owner_token(butler.config.name),
+        sessions=butler.spawner.session_tokens,
+        cookie=cookie_name(section.port),
+    )
+    # The same guard as FastMCP's own, in front of the dashboard and the token check too.
+    return HostOriginGuardMiddleware(
+        authenticated,
+        allowed_hosts=guard["allowed_hosts"],
+        allowed_origins=guard["allowed_origins"],
+        mode="strict",
     )
 
 

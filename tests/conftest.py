@@ -20,7 +20,7 @@ from butler.store.migrations import migrate
 from butler.store.sessions import SessionStore
 from tests.database import SuiteDatabase
 from tests.fakes.runtime import FakeAdapter
-from tests.helpers import free_port, write_butler
+from tests.helpers import TEST_TOKEN, free_port, write_butler
 
 #: The fake model server and MCP probe fixtures serve every test package.
 pytest_plugins = ["tests.fakes.fixtures"]
@@ -45,6 +45,8 @@ def _isolated_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: py
     """Every test gets its own butler data folder, never the user's."""
     data = tmp_path_factory.mktemp("butler-data")
     monkeypatch.setenv("BUTLER_DATA_DIR", str(data))
+    # Every butler a test starts, and every command it runs, shares one known owner token.
+    monkeypatch.setenv("BUTLER_TOKEN", TEST_TOKEN)
     return data
 
 

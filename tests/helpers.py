@@ -20,6 +20,17 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+#: The owner token of every butler a test starts (tests/conftest.py sets BUTLER_TOKEN to it).
+TEST_TOKEN = "test-owner-token-0123456789-abcdefghijklmnop"
+
+
+def butler_client(url: str, **kwargs: Any) -> Any:
+    """An MCP client on a butler's ``/mcp`` or ``/sse``, presenting the owner token."""
+    from fastmcp import Client
+
+    return Client(url, auth=TEST_TOKEN, **kwargs)
+
+
 #: The one script that installs everything the suite needs; every missing tool names it.
 SETUP = "scripts/setup-dev"
 
@@ -96,9 +107,14 @@ async def eventually(predicate: Any, timeout: float = 30.0, interval: float = 0.
         await asyncio.sleep(interval)
 
 
-def get_json(url: str, timeout: float = 2.0) -> tuple[int, dict[str, Any]]:
+def get_json(
+    url: str, timeout: float = 2.0, token: str | None = TEST_TOKEN
+) -> tuple[int, dict[str, Any]]:
+    """GET a JSON route of a butler, with the owner token unless ``token`` is None."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        request = urllib.request.Request(url, headers=headers)
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as exc:
         return exc.code, json.loads(exc.read() or b"{}")
@@ -115,11 +131,17 @@ class DaemonProcess:
         database_url: str | None,
         env: dict[str, str] | None = None,
         log_path: Path | None = None,
+        token: str | None = TEST_TOKEN,
     ) -> None:
+        """``token`` becomes ``BUTLER_TOKEN``; None leaves the daemon to its token file."""
         self.config_dir = config_dir
         self.port = port
         self.database_url = database_url
         self.env = {**os.environ, **(env or {})}
+        if token is None:
+            self.env.pop("BUTLER_TOKEN", None)
+        else:
+            self.env["BUTLER_TOKEN"] = token
         self.log_path = log_path or config_dir / "daemon.log"
         self.proc: subprocess.Popen[bytes] | None = None
 

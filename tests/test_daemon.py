@@ -19,11 +19,17 @@ from typing import Any
 import asyncpg
 import psutil
 import pytest
-from fastmcp import Client
 
 from butler import __version__
 from butler.store.embedded import default_pgdata, private_parents
-from tests.helpers import DaemonProcess, free_port, get_json, wait_until, write_butler
+from tests.helpers import (
+    DaemonProcess,
+    butler_client,
+    free_port,
+    get_json,
+    wait_until,
+    write_butler,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +38,7 @@ TRANSPORTS = ["mcp", "sse"]
 
 async def call(url: str, tool: str, **arguments: Any) -> Any:
     """Call one tool in a fresh MCP session, as a separate client would."""
-    async with Client(url) as client:
+    async with butler_client(url) as client:
         return (await client.call_tool(tool, arguments)).data
 
 
@@ -116,12 +122,14 @@ def test_a_value_survives_a_daemon_restart(butler_dir, pg_dsn):
 
 
 def test_health_reports_name_database_version_and_sessions(daemon):
-    status, body = get_json(f"{daemon.url}/health")
+    # Open to anyone, so it says only that the butler is up.
+    status, body = get_json(f"{daemon.url}/health", token=None)
     assert status == 200
-    assert body["butler"] == "tester"
-    assert body["status"] == "ok"
+    assert body == {"status": "ok", "butler": "tester", "version": __version__}
+    # The detail is for the owner.
+    status, body = get_json(f"{daemon.url}/api/status")
+    assert status == 200
     assert body["database"] is True
-    assert body["version"] == __version__
     assert body["sessions_in_flight"] == 0
 
 
@@ -129,7 +137,7 @@ def test_health_reports_name_database_version_and_sessions(daemon):
 async def test_sigterm_stops_promptly_with_a_client_connected(daemon, transport):
     outcome: dict[str, float] = {}
     with contextlib.suppress(Exception):  # the client loses its server mid-session, as it should
-        async with Client(f"{daemon.url}/{transport}") as client:
+        async with butler_client(f"{daemon.url}/{transport}") as client:
             await client.call_tool("status", {})
             started = time.monotonic()
             daemon.proc.send_signal(signal.SIGTERM)
@@ -201,7 +209,7 @@ def test_with_no_database_configured_an_embedded_postgresql_serves_and_goes_away
         assert postgres_serving(pgdata)
         tool(f"{first.url}/mcp", "state_set", key="first-run", value={"ok": True})
         assert tool(f"{first.url}/sse", "state_get", key="first-run") == {"ok": True}
-        assert get_json(f"{first.url}/health")[1]["database"] is True
+        assert get_json(f"{first.url}/api/status")[1]["database"] is True
     finally:
         assert first.stop() == 0
     wait_until(lambda: not postgres_serving(pgdata), timeout=30)

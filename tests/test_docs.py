@@ -23,10 +23,9 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from fastmcp import Client
 
 from tests.fakes.model_server import Text
-from tests.helpers import REPO, free_port, get_json, wait_until
+from tests.helpers import REPO, butler_client, free_port, get_json, wait_until
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 BIN = Path(sys.executable).parent
@@ -92,7 +91,7 @@ def quick_start(tmp_path, fake_model):
 
 async def served_tools(port: int) -> dict[str, dict]:
     """Each tool the butler serves, with its parameters."""
-    async with Client(f"http://127.0.0.1:{port}/mcp") as mcp:
+    async with butler_client(f"http://127.0.0.1:{port}/mcp") as mcp:
         return {tool.name: tool.inputSchema["properties"] for tool in await mcp.list_tools()}
 
 

@@ -6,14 +6,13 @@ import json
 import re
 
 import pytest
-from fastmcp import Client
 
 from butler.config import load_config
 from butler.preflight import NEEDS, missing_cli, missing_credential
 from butler.runtimes.registry import get_adapter
 from butler.store.credentials import CredentialStore
 from tests.conftest import TEST_DSN
-from tests.helpers import REPO, DaemonProcess, free_port, wait_until, write_butler
+from tests.helpers import REPO, DaemonProcess, butler_client, free_port, wait_until, write_butler
 
 
 def butler_config(roster, schema_name, runtime, extra=""):
@@ -37,7 +36,7 @@ async def test_no_key_warns_once_at_start_and_the_failed_trigger_names_the_varia
         warnings = [line for line in daemon.logs().splitlines() if "ANTHROPIC_API_KEY" in line]
         assert len(warnings) == 1, daemon.logs()
         assert json.loads(warnings[0])["level"] == "warning"
-        async with Client(f"{daemon.url}/mcp") as client:
+        async with butler_client(f"{daemon.url}/mcp") as client:
             result = await client.call_tool("trigger", {"prompt": "hello"})
         body = result.structured_content
         assert body["success"] is False

@@ -81,9 +81,24 @@ class BuilderManager:
             taken = await git.builder_names(root) | {b["id"] for b in await self.builders()}
             plan = make_plan(mode, options, self.config.config_dir, root, taken)
             if not headless:
+                await self._check_room()
                 return await self._interactive(plan, source)
             await git.add_worktree(plan.repo, plan.worktree, plan.branch)
         return await self._headless(plan, source)
+
+    async def running(self) -> int:
+        """How many interactive builders run now (their runtimes hold no session slot)."""
+        await self.refresh()
+        return sum(1 for row in await self.rows() if is_live(row))
+
+    async def _check_room(self) -> None:
+        limit = self.config.butler.builders.max_running
+        running = await self.running()
+        if running >= limit:
+            raise UserError(
+                f"builder refused: {running} interactive builders running and "
+                f"[butler.builders] max_running = {limit}; finish one or raise the limit"
+            )
 
     async def _interactive(self, plan: BuilderPlan, source: str) -> dict[str, Any]:
         name = session_name(self.config.name, plan.id)

@@ -85,18 +85,25 @@ def protocol_role(config_dir: Path, name: str) -> Path | None:
     return own if own.is_file() else builder_role(config_dir)
 
 
-def find_role(config_dir: Path, role: str) -> Path:
-    """``--role``: a file, or a role of the butler by name (``roles/<name>[.md]``)."""
-    given = Path(role).expanduser()
-    if given.is_file():
-        return given.resolve()
-    roles = config_dir / "roles"
-    known = sorted(p.stem for p in roles.glob("*.md")) if roles.is_dir() else []
-    for candidate in (role, f"{role}.md"):
-        if "/" not in candidate and candidate.removesuffix(".md") in known:
-            return roles / f"{candidate.removesuffix('.md')}.md"
+def find_role(config_dir: Path, role: str, repo: Path | None = None) -> Path:
+    """``--role``: a role by name, ``roles/<name>.md`` of the butler, else of the repository.
+
+    Never a path: a caller (perhaps a runtime) must not make the daemon read a
+    file of its choosing into a prompt.
+    """
+    name = role.removesuffix(".md")
+    folders = [config_dir / "roles"] + ([repo / "roles"] if repo is not None else [])
+    if SAFE_NAME.match(name):
+        for folder in folders:
+            path = (folder / f"{name}.md").resolve()
+            if path.is_file() and path.is_relative_to(folder.resolve()):
+                return path
+    known = sorted({p.stem for f in folders if f.is_dir() for p in f.glob("*.md")})
     listing = ", ".join(known) or "none"
-    raise UserError(f"--role: {role} not found; expected a file or a role of {roles} ({listing})")
+    raise UserError(
+        f"--role {role!r}: expected the name of a role in {' or '.join(map(str, folders))} "
+        f"(letters, digits, '-' or '_'; no path); known roles: {listing}"
+    )
 
 
 def find_spec(repo: Path, project: str) -> tuple[str, str | None]:
@@ -207,6 +214,6 @@ def make_plan(
             builder_role(config_dir),
             details,
         )
-    role = find_role(config_dir, options.role) if options.role else None
+    role = find_role(config_dir, options.role, repo) if options.role else None
     builder_id = ids.shell_id(now, taken)
     return BuilderPlan(mode, builder_id, ids.branch_name(builder_id), repo, "", role, {})

@@ -72,7 +72,7 @@ def spawn(
     ] = None,
     shell: Annotated[bool, Opt("--shell", help="An interactive session, no prompt.")] = False,
     role: Annotated[
-        str | None, Opt("--role", help="Shell mode: a role file, or a role of the butler.")
+        str | None, Opt("--role", help="Shell mode: a role name (roles/NAME.md).")
     ] = None,
     repo: Annotated[
         Path | None, Opt("--repo", help="The git repository to build in (default: here).")

@@ -39,6 +39,18 @@ def embed_system_prompt(system_prompt: str, prompt: str) -> str:
     return f"<system>\n{system_prompt.strip()}\n</system>\n\n{prompt}"
 
 
+#: Where codex finds the session's bearer token: its environment, never its argv (``ps``).
+TOKEN_ENV = "BUTLER_MCP_TOKEN"
+
+
+def bearer_token(headers: dict[str, str]) -> tuple[str | None, dict[str, str]]:
+    """The bearer token among ``headers``, and the other headers."""
+    rest = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+    value = next((v for k, v in headers.items() if k.lower() == "authorization"), "")
+    scheme, _, token = value.partition(" ")
+    return (token if scheme.lower() == "bearer" and token else None), rest
+
+
 def mcp_overrides(invocation: Invocation) -> list[str]:
     """``-c`` overrides naming exactly this butler's server, approvals granted."""
     mcp = invocation.mcp
@@ -47,8 +59,11 @@ def mcp_overrides(invocation: Invocation) -> list[str]:
     key = f"mcp_servers.{mcp.name}"
     args = ["-c", f"{key}.url={toml_string(mcp.url)}"]
     args += ["-c", f'{key}.default_tools_approval_mode="approve"']
-    if mcp.headers:
-        table = ", ".join(f"{toml_string(k)} = {toml_string(v)}" for k, v in mcp.headers.items())
+    token, headers = bearer_token(dict(mcp.headers))
+    if token:
+        args += ["-c", f"{key}.bearer_token_env_var={toml_string(TOKEN_ENV)}"]
+    if headers:
+        table = ", ".join(f"{toml_string(k)} = {toml_string(v)}" for k, v in headers.items())
         args += ["-c", f"{key}.http_headers={{ {table} }}"]
     return args
 
@@ -153,6 +168,9 @@ class CodexAdapter(SubprocessAdapter):
     def command(self, invocation: Invocation, binary: str) -> Command:
         codex_home = invocation.home / ".codex"
         env = {**invocation.env, "HOME": str(invocation.home), "CODEX_HOME": str(codex_home)}
+        token, _ = bearer_token(dict(invocation.mcp.headers)) if invocation.mcp else (None, {})
+        if token:
+            env[TOKEN_ENV] = token
         return Command(
             argv=build_argv(invocation, binary),
             env=env,

@@ -27,3 +27,5 @@ class RuntimeConfig(BaseModel):
     transport: Literal["http", "sse"] = "http"
     command: list[str] = Field(default_factory=list)
     interactive_command: list[str] = Field(default_factory=list)
+    #: The tools a session may call; None is every tool the butler serves.
+    tools: list[str] | None = None

@@ -17,14 +17,12 @@ from pathlib import Path
 from butler.config import ButlerConfig
 from butler.paths import data_root
 from butler.runtimes.base import Invocation, McpEndpoint, RuntimeAdapter
+from butler.security.session_tokens import SessionTokens
 from butler.spawner.environment import build_runtime_env
 from butler.spawner.homes import session_home
 from butler.spawner.prompt import compose_system_prompt
 from butler.store.credentials import CredentialStore
 from butler.telemetry import current_traceparent
-
-#: The header that attributes a runtime's tool calls to its session.
-SESSION_HEADER = "X-Butler-Session"
 
 
 @dataclass(frozen=True)
@@ -49,15 +47,18 @@ class InvocationRequest:
     timeout_s: float | None = None
 
 
-def mcp_endpoint(config: ButlerConfig, session_id: str) -> McpEndpoint:
-    """This butler's MCP server as a runtime of the given session reaches it."""
+def mcp_endpoint(config: ButlerConfig, token: str) -> McpEndpoint:
+    """This butler's MCP server as a runtime reaches it with its session's token.
+
+    The server knows the session by the token alone (it is revoked when the
+    session ends); nothing in the address says who calls.
+    """
     transport = config.runtime.transport
-    base = config.mcp_base_url
-    url = f"{base}/sse" if transport == "sse" else f"{base}/mcp?session={session_id}"
+    path = "sse" if transport == "sse" else "mcp"
     return McpEndpoint(
         name=config.name,
-        url=url,
-        headers={SESSION_HEADER: session_id},
+        url=f"{config.mcp_base_url}/{path}",
+        headers={"Authorization": f"Bearer {token}"},
         transport=transport,
     )
 
@@ -78,8 +79,13 @@ async def build_invocation(
     adapter: RuntimeAdapter,
     credentials: CredentialStore,
     request: InvocationRequest,
+    tokens: SessionTokens,
 ) -> Invocation:
-    """Everything one run needs; a missing required credential is a ConfigError."""
+    """Everything one run needs; a missing required credential is a ConfigError.
+
+    Issues the session's capability token from ``tokens``; the lifecycle revokes
+    it when the session completes.
+    """
     rt = config.runtime
     env = await build_runtime_env(config, credentials, current_traceparent())
     # Includes are read from disk and may be large: expand them off the event loop.
@@ -91,7 +97,7 @@ async def build_invocation(
         workdir=request.workdir,
         home=session_home(config.name, request.session_id, request.parent_id),
         env=env,
-        mcp=mcp_endpoint(config, request.session_id),
+        mcp=mcp_endpoint(config, tokens.issue(request.session_id)),
         max_turns=request.max_turns or rt.max_turns,
         timeout_s=request.timeout_s or rt.timeout_s,
         model=rt.model,

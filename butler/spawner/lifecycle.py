@@ -22,6 +22,7 @@ from opentelemetry.context import Context
 from butler.config import ButlerConfig
 from butler.paths import butler_dir
 from butler.runtimes.base import ToolCall
+from butler.security.session_tokens import SessionTokens
 from butler.spawner.completions import CompletionWriter
 from butler.spawner.ledger import ToolCallLedger, merge_tool_calls
 from butler.store.sessions import NewSession, SessionOutcome, SessionStore
@@ -47,6 +48,8 @@ class SessionLifecycle:
         self.runtime = runtime
         self.metrics = SessionMetrics.create(queue_depth, config.name)
         self.completions = CompletionWriter(sessions, butler_dir(config.name) / "completions.jsonl")
+        #: The capability tokens of running sessions: issued with the invocation, revoked here.
+        self.tokens = SessionTokens()
 
     def new(
         self,
@@ -93,6 +96,7 @@ class SessionLifecycle:
         Returns once the outcome is journalled and written, or being retried in
         the background because the database is away: the caller never waits on it.
         """
+        self.tokens.revoke(session_id)  # its runtime can no longer call in as this session
         calls = merge_tool_calls(list(reported), self.ledger.close(session_id))
         outcome = replace(outcome, tool_calls=[call.to_json() for call in calls])
         await asyncio.shield(self.completions.write(session_id, outcome))

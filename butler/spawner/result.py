@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from butler.runtimes.base import RuntimeResult
+from butler.store.sessions import SessionOutcome
 
 
 @dataclass
@@ -29,3 +33,43 @@ class SpawnerResult:
 def rejected(error: str) -> SpawnerResult:
     """A trigger refused before any session started."""
     return SpawnerResult(success=False, error=error)
+
+
+def outcome_of(
+    status: str, error: str | None, result: RuntimeResult, started: float
+) -> SessionOutcome:
+    """The row's outcome of a run that ended with ``status`` after starting at ``started``."""
+    usage = result.usage
+    return SessionOutcome(
+        status=status,
+        success=status == "succeeded",
+        output=result.output,
+        error=error,
+        tool_calls=[],  # the lifecycle fills them in, merged with the server's
+        duration_ms=int((time.monotonic() - started) * 1000),
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+        cost_usd=result.cost_usd,
+        runtime_session_id=result.runtime_session_id,
+    )
+
+
+def spawner_result(session_id: str, outcome: SessionOutcome) -> SpawnerResult:
+    """What the caller of a trigger gets back for a recorded outcome."""
+    return SpawnerResult(
+        output=outcome.output,
+        tool_calls=outcome.tool_calls,
+        success=outcome.success,
+        error=outcome.error,
+        session_id=session_id,
+        usage={
+            "input_tokens": outcome.input_tokens or 0,
+            "output_tokens": outcome.output_tokens or 0,
+            "cache_read_tokens": outcome.cache_read_tokens or 0,
+            "cache_write_tokens": outcome.cache_write_tokens or 0,
+        },
+        cost_usd=outcome.cost_usd,
+        duration_ms=outcome.duration_ms,
+    )

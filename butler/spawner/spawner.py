@@ -35,13 +35,14 @@ from butler.runtimes.base import (
     RuntimeResult,
 )
 from butler.runtimes.process import PROCESS_STARTED
+from butler.security.session_tokens import SessionTokens
 from butler.spawner.admission import Admission, Reservation, validate_trigger_source
 from butler.spawner.homes import prune_homes
 from butler.spawner.invocation import InvocationRequest, build_invocation
 from butler.spawner.ledger import ToolCallLedger
 from butler.spawner.lifecycle import SessionLifecycle
 from butler.spawner.orphans import recorder
-from butler.spawner.result import SpawnerResult, rejected
+from butler.spawner.result import SpawnerResult, outcome_of, rejected, spawner_result
 from butler.spawner.usage import TOTALS_KEY, own_share, totals
 from butler.spawner.workspace import Workspace, sweep_leftovers
 from butler.store.credentials import CredentialStore
@@ -70,6 +71,8 @@ class TriggerRequest:
     resume_session_id: str | None = None
     session_type: str = "trigger"
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: The running session of this butler that asked, as its token says.
+    caller_session_id: str | None = None
 
     def full_prompt(self) -> str:
         if self.context:
@@ -101,6 +104,11 @@ class Spawner:
         self.lifecycle = SessionLifecycle(
             config, sessions, self.ledger, adapter.type_name, lambda: self.admission.waiting
         )
+
+    @property
+    def session_tokens(self) -> SessionTokens:
+        """The capability tokens of this butler's running sessions (the server resolves them)."""
+        return self.lifecycle.tokens
 
     @property
     def workspace_prefix(self) -> str:
@@ -205,12 +213,17 @@ class Spawner:
                 "butler.runtime": self.adapter.type_name,
             },
         ) as span:
+            metadata, parent_id = dict(request.metadata), parent["id"] if parent else None
+            if request.caller_session_id:  # the session that asked is the parent
+                if parent_id:
+                    metadata["resumed_session_id"] = parent_id
+                parent_id = request.caller_session_id
             new = self.lifecycle.new(
                 request.full_prompt(),
                 request.trigger_source,
                 request.session_type,
-                request.metadata,
-                parent_id=parent["id"] if parent else None,
+                metadata,
+                parent_id=parent_id,
                 trace_id=trace_id_of(span),
             )
             span.set_attribute("butler.session_id", str(new.id))
@@ -221,7 +234,7 @@ class Spawner:
                 span.set_status(Status(StatusCode.ERROR, outcome.error))
             if outcome.success:
                 await self._remember(new.id, request.full_prompt(), outcome.output)
-            return _spawner_result(sid, outcome)
+            return spawner_result(sid, outcome)
 
     async def _execute(
         self,
@@ -260,7 +273,7 @@ class Spawner:
             error = f"internal error: {type(exc).__name__}: {exc}"
         finally:
             outcome = await self.lifecycle.complete(
-                sid, _outcome(status, error, result, started), result.tool_calls
+                sid, outcome_of(status, error, result, started), result.tool_calls
             )
         return outcome
 
@@ -288,6 +301,7 @@ class Spawner:
                     max_turns=request.max_turns,
                     timeout_s=request.timeout_s,
                 ),
+                self.session_tokens,
             )
             workspace.write(self.adapter.mcp_config_files(invocation))
             PROCESS_STARTED.set(recorder(partial(self.lifecycle.annotate, sid)))
@@ -307,7 +321,9 @@ class Spawner:
 
     async def invocation(self, request: InvocationRequest) -> Invocation:
         """The invocation of this butler's runtime for a session started elsewhere (a builder)."""
-        return await build_invocation(self.config, self.adapter, self.credentials, request)
+        return await build_invocation(
+            self.config, self.adapter, self.credentials, request, self.session_tokens
+        )
 
     def interactive_command(self, invocation: Invocation) -> Command:
         """This butler's runtime as a terminal session; RuntimeFailure when it has none."""
@@ -353,41 +369,3 @@ class Spawner:
         # completions the database has not taken yet stay journalled for the next start
         await self.lifecycle.completions.flush(TIMEOUT_GRACE_S)
         return len(still)
-
-
-def _outcome(
-    status: str, error: str | None, result: RuntimeResult, started: float
-) -> SessionOutcome:
-    usage = result.usage
-    return SessionOutcome(
-        status=status,
-        success=status == "succeeded",
-        output=result.output,
-        error=error,
-        tool_calls=[],  # the lifecycle fills them in, merged with the server's
-        duration_ms=int((time.monotonic() - started) * 1000),
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cache_read_tokens=usage.cache_read_tokens,
-        cache_write_tokens=usage.cache_write_tokens,
-        cost_usd=result.cost_usd,
-        runtime_session_id=result.runtime_session_id,
-    )
-
-
-def _spawner_result(session_id: str, outcome: SessionOutcome) -> SpawnerResult:
-    return SpawnerResult(
-        output=outcome.output,
-        tool_calls=outcome.tool_calls,
-        success=outcome.success,
-        error=outcome.error,
-        session_id=session_id,
-        usage={
-            "input_tokens": outcome.input_tokens or 0,
-            "output_tokens": outcome.output_tokens or 0,
-            "cache_read_tokens": outcome.cache_read_tokens or 0,
-            "cache_write_tokens": outcome.cache_write_tokens or 0,
-        },
-        cost_usd=outcome.cost_usd,
-        duration_ms=outcome.duration_ms,
-    )

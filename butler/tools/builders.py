@@ -12,8 +12,8 @@ from butler.builders.modes import SpawnOptions
 from butler.builders.prune import prune
 from butler.builders.records import builder_view
 from butler.errors import ButlerError
+from butler.security.caller import current_caller
 from butler.tools.context import ButlerContext
-from butler.tools.ledger_middleware import calling_session
 from butler.tools.limits import Name, PathText, ProtocolArgs, optional_text
 
 
@@ -51,7 +51,7 @@ def register_builder_tools(mcp: FastMCP, butler: ButlerContext) -> None:
             shell=shell,
             role=role,
         )
-        source = "trigger" if calling_session(butler.spawner.ledger) else "external"
+        source = "trigger" if current_caller().is_session else "external"
         try:
             return await butler.builders.spawn(options, Path(repo), source, headless)
         except ButlerError as exc:

@@ -14,6 +14,7 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 
 from butler.errors import ButlerError
+from butler.security.caller import current_caller, request_origin
 from butler.spawner.spawner import TriggerRequest
 from butler.tools.context import ButlerContext
 from butler.tools.limits import Metadata, Name, prompt_text, timeout_seconds
@@ -60,7 +61,8 @@ def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
                 existing = await butler.sessions.find_active(dedupe_key)
                 if existing:
                     return {"session_id": existing, "started": False}
-            request = TriggerRequest(prompt, timeout_s=timeout_s, metadata=meta)
+            origin = request_origin(current_caller())
+            request = TriggerRequest(prompt, timeout_s=timeout_s, metadata=meta, **origin)
             return {"session_id": await start(request), "started": True}
 
     @mcp.tool
@@ -86,7 +88,10 @@ def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         With ``wait`` (the default) returns the new session's result; without,
         returns its id at once.
         """
-        request = TriggerRequest(prompt, resume_session_id=session_id, timeout_s=timeout_s)
+        origin = request_origin(current_caller())
+        request = TriggerRequest(
+            prompt, resume_session_id=session_id, timeout_s=timeout_s, **origin
+        )
         if not wait:
             return {"session_id": await start(request), "started": True}
         try:

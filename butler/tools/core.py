@@ -59,7 +59,7 @@ def register_core_tools(mcp: FastMCP, butler: ButlerContext) -> None:
 
     @mcp.tool
     async def status() -> dict[str, Any]:
-        """The butler's name, runtime, uptime, database health and sessions in flight."""
+        """The butler's name, runtime, uptime, database health, sessions and builders running."""
         return await status_of(butler)
 
 
@@ -77,5 +77,7 @@ async def status_of(butler: ButlerContext) -> dict[str, Any]:
         "sessions_running": spawner.admission.running,
         "sessions_queued": spawner.admission.waiting,
         "accepting": spawner.admission.accepting,
+        "builders_running": await butler.builders.running() if database else None,
+        "builders_max_running": butler.config.butler.builders.max_running,
         "uptime_s": round(time.time() - butler.started_at, 1),
     }

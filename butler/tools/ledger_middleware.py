@@ -1,52 +1,59 @@
-"""Server-side record of tool calls, per runtime session.
+"""Server-side record of tool calls, per runtime session, and the session's tool list.
 
-A runtime reaches its butler with the session id in an ``X-Butler-Session``
-header (both transports) and, over streamable HTTP, in the ``session`` query
-parameter. Each tool call carrying an open session id is written to the
-spawner's ledger.
+A runtime reaches its butler with its session's capability token; the token
+guard (:mod:`butler.security.http`) resolves it to the session id, and only
+that says which session a call belongs to. Each tool call of an open session
+is written to the spawner's ledger. When ``[butler.runtime] tools`` is set, a
+session sees and may call only those tools.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from fastmcp.server.dependencies import get_http_request
+from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 from butler.runtimes.base import ToolCall
-from butler.spawner.invocation import SESSION_HEADER
+from butler.security.caller import current_caller
 from butler.spawner.ledger import ToolCallLedger
 from butler.telemetry import tracer
 
 
-def request_session_id() -> str | None:
-    """The butler session id the current HTTP request carries, if any."""
-    try:
-        request = get_http_request()
-    except RuntimeError:
-        return None
-    return request.headers.get(SESSION_HEADER) or request.query_params.get("session")
-
-
 def calling_session(ledger: ToolCallLedger) -> str | None:
     """The open session of this butler making the current request, if any."""
-    session_id = request_session_id()
+    session_id = current_caller().session_id
     if session_id and ledger.is_open(session_id):
         return session_id
     return None
 
 
 class LedgerMiddleware(Middleware):
-    """Record every tool call that arrives for an open session."""
+    """Record every tool call that arrives for an open session; hold sessions to their tools."""
 
-    def __init__(self, ledger: ToolCallLedger) -> None:
+    def __init__(self, ledger: ToolCallLedger, tools: Sequence[str] | None = None) -> None:
         self.ledger = ledger
+        self.tools = None if tools is None else frozenset(tools)
+
+    async def on_list_tools(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
+        listed = await call_next(context)
+        if self.tools is None or not current_caller().is_session:
+            return listed
+        return [tool for tool in listed if tool.name in self.tools]
 
     async def on_call_tool(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
+        name = context.message.name
+        caller = current_caller()
+        if caller.is_session and self.tools is not None and name not in self.tools:
+            allowed = ", ".join(sorted(self.tools)) or "none"
+            raise ToolError(
+                f"tool {name!r} is not allowed for this butler's sessions: "
+                f"[butler.runtime] tools = [{allowed}]"
+            )
         session_id = calling_session(self.ledger)
         if session_id is None:
             return await call_next(context)
-        name = context.message.name
         arguments = dict(context.message.arguments or {})
         # The runtime knows nothing of our trace; the session id ties its call to it.
         with tracer().start_as_current_span(

@@ -9,6 +9,8 @@ from fastmcp.exceptions import ToolError
 
 from butler.errors import ButlerError
 from butler.scheduler import Scheduler
+from butler.security.caller import current_caller
+from butler.spawner.admission import Rejected
 from butler.tools.context import ButlerContext
 
 
@@ -19,6 +21,16 @@ def register_schedule_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         if butler.scheduler is None:
             raise ToolError("this butler runs no scheduler")
         return butler.scheduler
+
+    def calling_session() -> str | None:
+        """The session asking, refused at once if what it fires would wait on its own slot."""
+        session_id = current_caller().session_id
+        if session_id is not None:
+            try:
+                butler.spawner.admission.check("trigger")
+            except Rejected as exc:
+                raise ToolError(str(exc)) from None
+        return session_id
 
     @mcp.tool
     async def schedule_list() -> list[dict[str, Any]]:
@@ -33,7 +45,7 @@ def register_schedule_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         ``schedule:<name>``; with ``wait`` the call returns the session's result.
         """
         try:
-            fired, result = await scheduler().run_now(name, wait=wait)
+            fired, result = await scheduler().run_now(name, wait=wait, caller=calling_session())
         except ButlerError as exc:
             raise ToolError(str(exc)) from None
         answer = fired.to_json()
@@ -48,5 +60,5 @@ def register_schedule_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         The butler's own clock fires schedules too; a slot fires once
         whichever of the two gets to it first.
         """
-        fired = await scheduler().tick(via="tick")
+        fired = await scheduler().tick(via="tick", caller=calling_session())
         return {"fired": [f.to_json() for f in fired]}

@@ -7,11 +7,11 @@ from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 
 from butler.errors import ButlerError
+from butler.security.caller import current_caller, request_origin
 from butler.spawner.result import SpawnerResult
 from butler.spawner.spawner import TriggerRequest
 from butler.store.sessions import parse_position, position
 from butler.tools.context import ButlerContext
-from butler.tools.ledger_middleware import calling_session
 from butler.tools.limits import (
     ListLimit,
     MaxTurns,
@@ -42,7 +42,7 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         ``context`` is prepended to the prompt. A session of this butler calling
         ``trigger`` is refused at once when no slot is free (it would deadlock).
         """
-        source = "trigger" if calling_session(butler.spawner.ledger) else "external"
+        origin = request_origin(current_caller())
         step = 0
 
         async def progress(message: str) -> None:
@@ -54,9 +54,9 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         request = TriggerRequest(
             prompt=prompt,
             context=context,
-            trigger_source=source,
             max_turns=max_turns,
             timeout_s=timeout_s,
+            **origin,
         )
         try:
             return await butler.spawner.trigger(request, progress)

@@ -14,12 +14,11 @@ import json
 import subprocess
 
 import pytest
-from fastmcp import Client
 
 from tests.builders.conftest import Builders, write_builder_butler
 from tests.conftest import TEST_DSN
 from tests.fakes.model_server import Text, ToolCall
-from tests.helpers import DaemonProcess, free_port, wait_until
+from tests.helpers import DaemonProcess, butler_client, free_port, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -63,7 +62,7 @@ def state_get(url: str, key: str) -> str:
     """A value of the butler's state, read over MCP as any client would."""
 
     async def go() -> str:
-        async with Client(f"{url}/mcp") as client:
+        async with butler_client(f"{url}/mcp") as client:
             stored = await client.call_tool("state_get", {"key": key})
         return stored.content[0].text
 

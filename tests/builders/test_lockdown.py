@@ -13,7 +13,7 @@ import pytest
 from butler.runtimes import launcher
 from tests.builders.conftest import AGENT, Builders, write_builder_butler
 from tests.conftest import TEST_DSN
-from tests.helpers import DaemonProcess, free_port
+from tests.helpers import TEST_TOKEN, DaemonProcess, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -25,19 +25,16 @@ def tmux(socket: str, *args: str) -> str:
     return subprocess.run(["tmux", "-L", socket, *args], capture_output=True, text=True).stdout
 
 
-def test_the_runtime_reaches_only_its_butler_with_its_session_id(builders: Builders):
+def test_the_runtime_reaches_only_its_butler_with_its_session_token(builders: Builders):
     builder = builders.spawn("Fix bug")
     seen = builders.seen(builder)
     sid = builder["session_id"]
-    assert seen["mcp"] == {
-        "mcpServers": {
-            "tester": {
-                "type": "http",
-                "url": f"{builders.daemon.url}/mcp?session={sid}",
-                "headers": {"X-Butler-Session": sid},
-            }
-        }
-    }
+    server = seen["mcp"]["mcpServers"]["tester"]
+    assert list(seen["mcp"]["mcpServers"]) == ["tester"]
+    assert (server["type"], server["url"]) == ("http", f"{builders.daemon.url}/mcp")
+    token = server["headers"]["Authorization"].removeprefix("Bearer ")
+    assert list(server["headers"]) == ["Authorization"]
+    assert token != TEST_TOKEN and sid not in token  # its own capability, not the owner's
     assert set(seen["env"]) <= ALLOWED_ENV and "ANTHROPIC_API_KEY" in seen["env"]
     home = builders.data_dir / "butlers" / "tester" / "homes" / sid
     assert (home / "seen.json").is_file()  # HOME was the session's private home

@@ -127,8 +127,9 @@ def test_7_shell_mode_is_a_bare_session(builders: Builders):
 
 
 def test_8_shell_with_a_custom_role(builders: Builders):
-    (builders.repo / "custom.md").write_text("ROLE: custom. Only look around.\n")
-    builder = builders.spawn("--shell", "--role", "custom.md")
+    (builders.repo / "roles").mkdir()
+    (builders.repo / "roles" / "custom.md").write_text("ROLE: custom. Only look around.\n")
+    builder = builders.spawn("--shell", "--role", "custom.md")  # a role of the repository
     assert "ROLE: custom. Only look around." in builders.seen(builder)["system"]
     assert "ROLE: builder" not in builders.seen(builder)["system"]
     by_name = builders.spawn("--shell", "--role", "reviewer")  # a role of the butler

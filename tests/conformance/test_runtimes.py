@@ -21,12 +21,11 @@ from typing import Any
 
 import psutil
 import pytest
-from fastmcp import Client
 
 from tests.conformance.conftest import Conformance
 from tests.fakes.mcp_probe import McpProbe
 from tests.fakes.model_server import FakeModelServer, Garbage, Hang, ModelError, Text, ToolCall
-from tests.helpers import eventually, missing_tool
+from tests.helpers import butler_client, eventually, missing_tool
 
 pytestmark = pytest.mark.e2e
 
@@ -38,7 +37,7 @@ SYSTEM_PROMPT = "You are a test butler"
 
 async def call(url: str, tool: str, **arguments: Any) -> dict[str, Any]:
     """Call one of the butler's MCP tools as an outside client does; its JSON result."""
-    async with Client(f"{url}/mcp", timeout=SESSION_TIMEOUT_S + 60) as client:
+    async with butler_client(f"{url}/mcp", timeout=SESSION_TIMEOUT_S + 60) as client:
         result = await client.call_tool(tool, arguments)
     assert result.structured_content is not None, result
     return result.structured_content
@@ -46,7 +45,7 @@ async def call(url: str, tool: str, **arguments: Any) -> dict[str, Any]:
 
 async def state_get(butler: Conformance, key: str) -> Any:
     """The butler's state under ``key``, as a client reads it."""
-    async with Client(f"{butler.url}/mcp", timeout=30) as client:
+    async with butler_client(f"{butler.url}/mcp", timeout=30) as client:
         result = await client.call_tool("state_get", {"key": key})
     if result.data is not None:
         return result.data

@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastmcp import Client
 
 from tests.builders import conftest as builder_fixtures
 from tests.builders.conftest import COMMAND_RUNTIME, Builders, write_builder_butler
 from tests.conftest import TEST_DSN
-from tests.helpers import REPO, DaemonProcess, free_port, missing_tool
+from tests.helpers import REPO, TEST_TOKEN, DaemonProcess, butler_client, free_port, missing_tool
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [
@@ -61,6 +60,13 @@ def chromium(dashboard: Any) -> Iterator[Any]:
         browser.close()
 
 
+def logged_in(browser: Any, url: str, **options: Any) -> Any:
+    """A new page that came in by the owner's login link, as printed at start-up."""
+    page = browser.new_page(**options)
+    page.goto(f"{url}/?token={TEST_TOKEN}")
+    return page
+
+
 @dataclass
 class HeldTriggers:
     """Trigger sessions through a real MCP client, each held open until released."""
@@ -76,7 +82,7 @@ class HeldTriggers:
         os.mkfifo(fifo)
 
         async def call() -> None:
-            async with Client(f"{self.url}/mcp", timeout=120) as client:
+            async with butler_client(f"{self.url}/mcp", timeout=120) as client:
                 full = f"{prompt}\nWAIT:{fifo}"
                 result = await client.call_tool("trigger", {"prompt": full})
                 self.results.append(result.structured_content)

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.dashboard.conftest import ARTIFACTS
+from tests.dashboard.conftest import ARTIFACTS, logged_in
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.slow
@@ -25,8 +25,7 @@ def test_sessions_and_builders_grouped_and_updating_live(dashboard, chromium):
     builders.wait_screen(builder, "agent> ")
     fifo = held.start("Summarize the inbox", "hold-1")
 
-    page = chromium.new_page(viewport={"width": 1400, "height": 900})
-    page.goto(f"{builders.daemon.url}/")
+    page = logged_in(chromium, builders.daemon.url, viewport={"width": 1400, "height": 900})
     # Builders, grouped by type: the task builder, running, with its branch.
     row = page.locator(f'div[data-group="builder:task"] tr[data-builder="{builder["id"]}"]')
     row.wait_for(timeout=LIVE_MS)
@@ -73,7 +72,7 @@ def test_a_live_builders_page_shows_its_terminal(dashboard, chromium):
     builders, _ = dashboard
     builder = builders.spawn("--shell")
     builders.wait_screen(builder, "agent> ")
-    page = chromium.new_page()
+    page = logged_in(chromium, builders.daemon.url)
     page.goto(f"{builders.daemon.url}/sessions/{builder['session_id']}")
     assert "agent>" in page.inner_text("#output")
     assert f"butler attach {builder['id']}" in page.inner_text("dl")
@@ -89,8 +88,7 @@ def test_everything_shown_is_escaped(dashboard, chromium):
     builders, held = dashboard
     hostile = "<script>window.pwned = 1</script><img src=x onerror=window.pwned=2><b>bold</b>"
     fifo = held.start(hostile, "hold-2")
-    page = chromium.new_page()
-    page.goto(f"{builders.daemon.url}/")
+    page = logged_in(chromium, builders.daemon.url)
     row = page.locator("#sessions tr", has_text="<script>window.pwned = 1</script>")
     row.wait_for(timeout=LIVE_MS)  # shown as text, after a live update too
     held.release(fifo)

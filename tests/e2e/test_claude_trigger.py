@@ -13,11 +13,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from fastmcp import Client
 
 from tests.conftest import TEST_DSN
 from tests.fakes.model_server import Text, ToolCall
-from tests.helpers import DaemonProcess, free_port, write_butler
+from tests.helpers import DaemonProcess, butler_client, free_port, write_butler
 
 pytestmark = pytest.mark.e2e
 
@@ -61,7 +60,7 @@ async def test_trigger_runs_claude_which_calls_the_butlers_own_tools(
         ToolCall("state_set", {"key": "last_check", "value": "2026-02-09"}),
         Text("Done. 3 tasks checked."),
     ]
-    async with Client(f"{claude_daemon.url}/mcp", timeout=120) as client:
+    async with butler_client(f"{claude_daemon.url}/mcp", timeout=120) as client:
         called = await client.call_tool("trigger", {"prompt": "Check overdue tasks"})
         result = called.structured_content
         assert result["success"] is True, result["error"]
@@ -96,7 +95,7 @@ async def test_a_session_triggering_its_own_butler_is_refused_not_deadlocked(
     claude_daemon, fake_model
 ):
     fake_model.script = [ToolCall("trigger", {"prompt": "recurse"}), Text("Could not recurse.")]
-    async with Client(f"{claude_daemon.url}/mcp", timeout=120) as client:
+    async with butler_client(f"{claude_daemon.url}/mcp", timeout=120) as client:
         result = await client.call_tool("trigger", {"prompt": "Try to recurse"})
         result = result.structured_content
         listed = (await client.call_tool("session_list", {})).structured_content["result"]

@@ -6,11 +6,10 @@ import asyncio
 import signal
 
 import pytest
-from fastmcp import Client
 
 from tests.conftest import TEST_DSN
 from tests.fakes.runtime import FAKE_CLAUDE
-from tests.helpers import DaemonProcess, eventually, free_port, write_butler
+from tests.helpers import DaemonProcess, butler_client, eventually, free_port, write_butler
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +32,7 @@ async def test_sigterm_drains_then_cancels_and_records_it(roster, schema_name):
         folder, port=port, database_url=TEST_DSN, env={"ANTHROPIC_API_KEY": "sk-test"}
     ).start()
     try:
-        async with Client(f"{daemon.url}/mcp", timeout=60) as client:
+        async with butler_client(f"{daemon.url}/mcp", timeout=60) as client:
             running = asyncio.create_task(client.call_tool("trigger", {"prompt": "MODE:hang"}))
 
             async def running_now() -> bool:

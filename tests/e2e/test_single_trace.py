@@ -4,11 +4,10 @@ and the runtime's own tool calls back into the butler share one trace id."""
 from __future__ import annotations
 
 import pytest
-from fastmcp import Client
 
 from tests.conftest import TEST_DSN
 from tests.fakes.model_server import Text, ToolCall
-from tests.helpers import InProcessButler, free_port, write_butler
+from tests.helpers import InProcessButler, butler_client, free_port, write_butler
 
 pytestmark = pytest.mark.e2e
 
@@ -24,7 +23,7 @@ async def test_trigger_session_and_runtime_tool_calls_share_one_trace(
     fake_model.script = [ToolCall("state_set", {"key": "k", "value": "v"}), Text("Traced.")]
     span_exporter.clear()
     async with InProcessButler(folder, database_url=TEST_DSN) as butler:
-        async with Client(f"{butler.url}/mcp", timeout=120) as client:
+        async with butler_client(f"{butler.url}/mcp", timeout=120) as client:
             result = (await client.call_tool("trigger", {"prompt": "trace me"})).structured_content
         row = await butler.butler.sessions.get(result["session_id"])
     assert result["success"], result["error"]

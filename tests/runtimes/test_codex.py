@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from butler.config import RuntimeConfig
 from butler.runtimes.base import Invocation, McpEndpoint
-from butler.runtimes.codex import CodexStream, build_argv, embed_system_prompt
+from butler.runtimes.codex import CodexAdapter, CodexStream, build_argv, embed_system_prompt
 
 CAPTURES = Path(__file__).resolve().parent / "captures"
 
@@ -84,6 +85,19 @@ def test_argv_locks_mcp_to_the_butler_and_hardens(tmp_path):
     assert 'mcp_servers.health.default_tools_approval_mode="approve"' in argv
     assert 'mcp_servers.health.http_headers={ "X-Butler-Session" = "x" }' in argv
     assert "--full-auto" not in argv and "analytics.enabled=false" in argv
+    # A session's token goes through the environment, never the argv every user can read.
+    secret = McpEndpoint("health", "http://127.0.0.1:1/mcp", {"Authorization": "Bearer tok-1"})
+    with_token = Invocation(**{**invocation.__dict__, "mcp": secret})
+    assert not any("tok-1" in a for a in build_argv(with_token, "codex"))
+    assert 'mcp_servers.health.bearer_token_env_var="BUTLER_MCP_TOKEN"' in build_argv(
+        with_token, "codex"
+    )
+    assert (
+        CodexAdapter(RuntimeConfig(type="codex"))
+        .command(with_token, "codex")
+        .env["BUTLER_MCP_TOKEN"]
+        == "tok-1"
+    )
     assert argv[argv.index("-m") + 1] == "gpt-x" and "model_provider=fake" in argv
     resumed = build_argv(Invocation(**{**invocation.__dict__, "resume": "thread-1"}), "codex")
     assert resumed[:4] == ["codex", "exec", "resume", "--json"] and resumed[-2:] == [

@@ -75,16 +75,20 @@ async def test_mcp_config_names_only_this_butler_in_a_fresh_temp_dir(make_spawne
         assert not workspace["path"].exists()  # cleaned up after the session
     url = adapter.workspaces[0]["mcp"]["mcpServers"]["tester"]["url"]
     port = spawner.config.butler.port
-    assert url == f"http://127.0.0.1:{port}/mcp?session={first.session_id}"
+    assert url == f"http://127.0.0.1:{port}/mcp"  # nothing in the address says who calls
+    assert first.session_id
 
 
-async def test_sse_transport_carries_the_session_in_a_header(make_spawner):
+async def test_each_session_gets_its_own_token_revoked_when_it_ends(make_spawner):
     adapter = FakeAdapter()
     spawner = make_spawner(adapter, runtime={"transport": "sse"})
-    result = await spawner.trigger(TriggerRequest("one"))
-    entry = adapter.workspaces[0]["mcp"]["mcpServers"]["tester"]
-    assert entry["url"].endswith("/sse") and entry["type"] == "sse"
-    assert entry["headers"] == {"X-Butler-Session": result.session_id}
+    results = [await spawner.trigger(TriggerRequest(p)) for p in ("one", "two")]
+    entries = [w["mcp"]["mcpServers"]["tester"] for w in adapter.workspaces]
+    assert entries[0]["url"].endswith("/sse") and entries[0]["type"] == "sse"
+    tokens = [e["headers"]["Authorization"].removeprefix("Bearer ") for e in entries]
+    assert list(entries[0]["headers"]) == ["Authorization"] and tokens[0] != tokens[1]
+    assert all(r.session_id not in t for r, t in zip(results, tokens, strict=True))
+    assert [spawner.session_tokens.resolve(t) for t in tokens] == [None, None]
 
 
 async def test_temp_dir_removed_on_failure_and_cancellation(make_spawner):
@@ -178,7 +182,8 @@ async def test_invalid_trigger_source_is_refused(make_spawner, source):
 
 async def test_tool_calls_merge_runtime_reports_with_server_sightings(make_spawner):
     async def script(invocation: Invocation) -> RuntimeResult:
-        sid = invocation.mcp.headers["X-Butler-Session"]
+        token = invocation.mcp.headers["Authorization"].removeprefix("Bearer ")
+        sid = spawner.session_tokens.resolve(token)  # as the server knows the caller
         ledger = spawner.ledger
         # The server saw the reported call and one the runtime never reported.
         ledger.record(sid, ToolCall("state_get", {"key": "tasks"}, source="server"))

@@ -9,15 +9,18 @@ from collections.abc import AsyncIterator
 import httpx2
 import pytest
 import uvicorn
-from fastmcp import Client
 
 from butler.http_limits import JsonRpcBodyLimit
 from butler.server import build_app
 from butler.store.state import StateStore
 from butler.tools.context import ButlerContext
-from tests.helpers import free_port
+from tests.helpers import TEST_TOKEN, butler_client, free_port
 
-HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+    "authorization": f"Bearer {TEST_TOKEN}",
+}
 
 
 @pytest.fixture
@@ -93,7 +96,7 @@ async def test_non_finite_state_values_in_raw_json_are_refused(served, value):
 
 async def test_a_body_over_the_limit_gets_a_json_rpc_error_naming_it(served):
     url, butler = served
-    async with Client(url) as client:
+    async with butler_client(url) as client:
         with pytest.raises(Exception) as raised:
             await client.call_tool("state_set", {"key": "big", "value": "x" * (5 * 1024 * 1024)})
         assert await client.call_tool("state_set", {"key": "small", "value": 1})

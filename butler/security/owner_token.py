@@ -1,0 +1,86 @@
+"""The owner token: the one secret that opens a butler's HTTP routes.
+
+Created on first start with :func:`secrets.token_urlsafe`, kept in the
+butler's data folder as ``token`` (mode 0600, created exclusively so no other
+process can slip a file in first), and overridden by ``BUTLER_TOKEN`` in the
+environment (containers). The daemon and every command that talks to it read
+it through :func:`owner_token`, so the owner never types it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import os
+import re
+import secrets
+import stat
+from pathlib import Path
+
+from butler.errors import ConfigError
+from butler.paths import butler_dir
+
+log = logging.getLogger(__name__)
+
+ENV_VAR = "BUTLER_TOKEN"
+TOKEN_FILE = "token"
+#: A token a person sets must be as hard to guess as one we generate (32 bytes, base64).
+MIN_LENGTH = 32
+_TOKEN_CHARS = re.compile(r"^[A-Za-z0-9._~+/=-]+$")
+
+
+def token_path(name: str) -> Path:
+    """Where the token of the butler ``name`` is kept."""
+    return butler_dir(name) / TOKEN_FILE
+
+
+def owner_token(name: str) -> str:
+    """The butler's owner token: ``BUTLER_TOKEN``, else its token file, created if missing."""
+    configured = os.environ.get(ENV_VAR)
+    if configured is not None:
+        return _checked(configured.strip(), f"environment variable {ENV_VAR}")
+    path = token_path(name)
+    try:
+        return _read(path)
+    except FileNotFoundError:
+        pass
+    token = secrets.token_urlsafe(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:  # another process made it first: use theirs
+        return _read(path)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        file.write(token + "\n")
+    log.info("owner token created", extra={"path": str(path)})
+    return token
+
+
+def _read(path: Path) -> str:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, encoding="utf-8") as file:
+        info = os.fstat(file.fileno())
+        if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            # Narrow the file itself (never its folder): others must not read it.
+            os.fchmod(file.fileno(), 0o600)
+            log.warning(
+                "owner token file was readable by others; now 0600", extra={"path": str(path)}
+            )
+        text = file.read(4096).strip()
+    return _checked(text, str(path))
+
+
+def _checked(token: str, where: str) -> str:
+    if len(token) < MIN_LENGTH or not _TOKEN_CHARS.match(token):
+        raise ConfigError(
+            f"{where}: expected a token of at least {MIN_LENGTH} characters of letters, "
+            "digits and -._~+/= (make one with: "
+            "python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+        )
+    return token
+
+
+def same_token(presented: str | None, expected: str) -> bool:
+    """Whether ``presented`` is ``expected``, in time that does not depend on where they differ."""
+    if presented is None:
+        return False
+    return hmac.compare_digest(presented.encode(), expected.encode())
