@@ -14,7 +14,7 @@ import pytest
 from butler.spawner.orphans import PGID_KEY, group_members
 from butler.store.db import quote_ident
 from tests.conftest import TEST_DSN
-from tests.helpers import DaemonProcess, free_port, wait_until, write_butler
+from tests.helpers import DaemonProcess, butler_client, free_port, wait_until, write_butler
 
 pytestmark = pytest.mark.slow
 
@@ -37,9 +37,7 @@ async def _session_row(schema: str, sid: str) -> dict:
 
 
 async def _start(port: int) -> str:
-    from fastmcp import Client
-
-    async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+    async with butler_client(f"http://127.0.0.1:{port}/mcp") as client:
         result = await client.call_tool("session_start", {"prompt": "nap"})
     return result.data["session_id"]
 
