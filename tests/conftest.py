@@ -25,6 +25,10 @@ from tests.helpers import free_port, write_butler
 #: The fake model server and MCP probe fixtures serve every test package.
 pytest_plugins = ["tests.fakes.fixtures"]
 
+#: Suites that are not about the jail run their fakes (which live in this repository,
+#: outside any jail) unjailed; tests/sandbox turns it on for every runtime it starts.
+os.environ.setdefault("BUTLER_SANDBOX", "none")
+
 #: The test database: the machine's PostgreSQL (CI starts it), or TEST_DATABASE_URL.
 TEST_DSN = os.environ.get("TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from butler.config import RuntimeConfig
 
@@ -69,6 +69,14 @@ class McpEndpoint:
     transport: str = "http"
 
 
+class Sandbox(Protocol):
+    """What a runtime process is started inside (the jail); adapters only wrap argv with it."""
+
+    def wrap(self, argv: Sequence[str], *, interactive: bool = False) -> list[str]:
+        """``argv`` as it runs inside the sandbox."""
+        ...
+
+
 @dataclass(frozen=True)
 class Invocation:
     """Everything one run of a runtime needs, decided by the spawner."""
@@ -85,6 +93,8 @@ class Invocation:
     model: str | None = None
     args: tuple[str, ...] = ()
     resume: str | None = None
+    #: Set by the session path when runtimes are jailed; every process start honours it.
+    sandbox: Sandbox | None = None
 
     def with_prompt(self, prompt: str) -> Invocation:
         return replace(self, prompt=prompt)

@@ -30,7 +30,7 @@ from butler.runtimes.base import (
     Usage,
 )
 from butler.runtimes.launcher import read_pid, write_launcher
-from butler.runtimes.process import KILL_GRACE_S, kill_group, terminate_group
+from butler.runtimes.process import KILL_GRACE_S, exec_script, kill_group, terminate_group
 from butler.runtimes.subprocess_adapter import Command
 
 #: Environment that keeps Claude Code from calling home: a daemon runs pinned
@@ -293,6 +293,8 @@ class ClaudeCodeAdapter(RuntimeAdapter):
             )
         invocation.home.mkdir(parents=True, exist_ok=True)
         env = runtime_env(invocation)
+        if invocation.sandbox is not None:
+            cli = str(exec_script(invocation.workdir, invocation.sandbox.wrap([cli])))
         launcher = write_launcher(invocation.workdir, cli, [*env, *SDK_ENV])
         try:
             options = build_options(invocation, launcher)

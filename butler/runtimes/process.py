@@ -11,10 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shlex
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from butler.runtimes.base import Sandbox
 
 #: Seconds a process group gets between SIGTERM and SIGKILL.
 KILL_GRACE_S = 3.0
@@ -118,12 +123,16 @@ class RuntimeProcess:
         on_line: Callable[[str], None],
         stdin_data: bytes | None = None,
         reap_group: bool = True,
+        sandbox: Sandbox | None = None,
     ) -> ProcessOutcome:
         """Run ``argv`` (never through a shell), feeding each stdout line to ``on_line``.
 
         With ``reap_group`` (the default) whatever the process left running in its
         group is killed when it exits; without, the caller ends the group later.
+        With ``sandbox`` the process starts inside it.
         """
+        if sandbox is not None:
+            argv = sandbox.wrap(argv)
         proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE if stdin_data is not None else asyncio.subprocess.DEVNULL,
@@ -165,6 +174,19 @@ class RuntimeProcess:
         """End the whole process group, if it is still running."""
         if self.pgid is not None:
             await terminate_group(self.pgid)
+
+
+def exec_script(folder: Path, argv: Sequence[str], name: str = "jailed") -> Path:
+    """An executable that runs ``argv`` followed by its own arguments.
+
+    For a library that takes one program path (the SDK's ``cli_path``) while the
+    program must start inside a sandbox. Paths only: no user text reaches it.
+    """
+    script = folder / name
+    line = " ".join(shlex.quote(a) for a in argv)
+    script.write_text(f'#!/bin/sh\nexec {line} "$@"\n', encoding="utf-8")
+    script.chmod(0o700)
+    return script
 
 
 async def _finish(task: asyncio.Task[str]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 import uuid
@@ -30,12 +31,14 @@ from butler.runtimes.base import (
     RuntimeFailure,
     RuntimeResult,
 )
+from butler.sandbox import resolve_mode
 from butler.spawner.admission import Admission, Rejected, validate_trigger_source
 from butler.spawner.environment import build_runtime_env
 from butler.spawner.homes import prune_homes, session_home
 from butler.spawner.ledger import ToolCallLedger, merge_tool_calls
 from butler.spawner.prompt import compose_system_prompt
 from butler.spawner.result import SpawnerResult, rejected
+from butler.spawner.sandboxing import jailed
 from butler.spawner.workspace import Workspace, sweep_leftovers
 from butler.store.credentials import CredentialStore
 from butler.store.memory import Memory
@@ -90,6 +93,8 @@ class Spawner:
         self.admission = Admission(rt.max_concurrent_sessions, rt.max_queued_sessions)
         self._tasks: set[asyncio.Task[SpawnerResult]] = set()
         self.metrics = SessionMetrics.create(lambda: self.admission.waiting, config.name)
+        #: What runtimes run in: "bwrap" (jailed) or "none"; decided once, at start.
+        self.sandbox = resolve_mode(config.butler.sandbox, f"{config.config_dir / 'butler.toml'}:")
 
     @property
     def workspace_prefix(self) -> str:
@@ -282,11 +287,15 @@ class Spawner:
                 resume=parent["runtime_session_id"] if parent else None,
             )
             worker.build_config_file(invocation)
-            try:
-                async with asyncio.timeout(timeout_s + TIMEOUT_GRACE_S):
-                    return await worker.invoke(invocation, progress)
-            except TimeoutError:
-                raise RuntimeFailure(f"timeout after {timeout_s:g} s") from None
+            record = functools.partial(self.sessions.update_metadata, session_id)
+            async with jailed(
+                self.config, self.sandbox, invocation, label=str(session_id), record=record
+            ) as invocation:
+                try:
+                    async with asyncio.timeout(timeout_s + TIMEOUT_GRACE_S):
+                        return await worker.invoke(invocation, progress)
+                except TimeoutError:
+                    raise RuntimeFailure(f"timeout after {timeout_s:g} s") from None
 
     def _measure(self, outcome: SessionOutcome) -> None:
         labels = {"butler": self.config.name, "runtime": self.adapter.type_name}

@@ -1,0 +1,140 @@
+"""Inside the jail: loopback ports that lead, through one Unix socket, to the daemon's proxy.
+
+Run as ``python -I -S bridge.py SOCKET PROXY_PORT FORWARDS -- ARGV...`` as the
+jail's first process. The jail has no network but loopback, so this is the
+only way out: it listens on ``127.0.0.1:PROXY_PORT`` (the runtime's
+``HTTPS_PROXY``; bytes pass untouched to the proxy) and on each port of
+``FORWARDS`` (comma-separated), which stand for the same port on the host's
+loopback (the butler's MCP server, a local model server) so a runtime's
+configs keep their ``http://127.0.0.1:PORT`` URLs. Those connections ask the
+proxy for ``127.0.0.1:PORT`` first; the proxy decides. Then it runs ARGV as
+its child, passes terminating signals on, and exits as the child did.
+
+Standard library only, never butler: it starts in a jail that holds no butler code.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+
+CHUNK = 65536
+HEAD_LIMIT = 16384
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    try:
+        while True:
+            data = src.recv(CHUNK)
+            if not data:
+                break
+            dst.sendall(data)
+    except OSError:
+        pass
+    try:
+        dst.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+
+
+def _tunnel(path: str, target: str | None) -> socket.socket | None:
+    """A connection to the proxy; for a forward, already through its CONNECT."""
+    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    upstream.connect(path)
+    if target is None:
+        return upstream
+    upstream.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head and len(head) < HEAD_LIMIT:
+        chunk = upstream.recv(1024)
+        if not chunk:
+            break
+        head += chunk
+    if not head.startswith((b"HTTP/1.1 200", b"HTTP/1.0 200")):
+        upstream.close()
+        return None
+    return upstream
+
+
+def _serve(client: socket.socket, path: str, target: str | None) -> None:
+    try:
+        upstream = _tunnel(path, target)
+    except OSError:
+        upstream = None
+    if upstream is None:
+        client.close()
+        return
+    back = threading.Thread(target=_pipe, args=(upstream, client), daemon=True)
+    back.start()
+    _pipe(client, upstream)
+    back.join()
+    client.close()
+    upstream.close()
+
+
+def _accept(listener: socket.socket, path: str, target: str | None) -> None:
+    while True:
+        client, _ = listener.accept()
+        threading.Thread(target=_serve, args=(client, path, target), daemon=True).start()
+
+
+def _listen(host: str, port: int) -> socket.socket | None:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        return None
+    return sock
+
+
+def _exit_like(status: int) -> None:
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    sys.exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+
+def main(args: list[str]) -> None:
+    """Listen, start the runtime, relay until it exits."""
+    split = args.index("--")
+    path, proxy_port, forwards = args[0], int(args[1]), args[2]
+    argv = args[split + 1 :]
+    listeners = [(_listen("127.0.0.1", proxy_port), None)]
+    for port in filter(None, forwards.split(",")):
+        target = f"127.0.0.1:{int(port)}"
+        listeners += [
+            (_listen("127.0.0.1", int(port)), target),
+            (_listen("::1", int(port)), target),
+        ]
+    child = os.fork()
+    if child == 0:
+        for listener, _ in listeners:
+            if listener is not None:
+                listener.close()
+        try:
+            os.execvp(argv[0], argv)
+        except OSError as exc:
+            print(f"butler jail: cannot start {argv[0]}: {exc.strerror}", file=sys.stderr)
+        os._exit(127)
+    # Only the runtime speaks on stdout; the bridge must not hold the pipe open either.
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: os.kill(child, signum))
+    for listener, target in listeners:
+        if listener is not None:
+            threading.Thread(target=_accept, args=(listener, path, target), daemon=True).start()
+    _, status = os.waitpid(child, 0)
+    _exit_like(status)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,139 @@
+"""One jailed run: the bubblewrap argv around a runtime, its egress proxy, its environment.
+
+:func:`open_jail` is what the session path calls: it starts the session's
+egress proxy on a fresh Unix socket and yields a :class:`Jail`, which wraps
+any argv (:meth:`Jail.wrap`) and names the variables that send the
+runtime's HTTP through the proxy (:meth:`Jail.env`). The proxy closes when
+the block ends; what it refused is in :meth:`Jail.summary`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import tempfile
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
+from butler.sandbox.egress import Egress, Target
+from butler.sandbox.hosts import (
+    allow_entry,
+    loopback_ports,
+    model_targets,
+    url_targets,
+    with_loopback_aliases,
+)
+from butler.sandbox.policy import (
+    BRIDGE_PATH,
+    JAIL_RUN,
+    JailPolicy,
+    bridge_interpreter,
+    bwrap_argv,
+    install_root,
+)
+
+INSTALL_HINT = "apt-get install bubblewrap (Debian/Ubuntu) or dnf install bubblewrap"
+#: The port of the jail's loopback that is its HTTP(S) proxy (any free one would do).
+PROXY_PORTS = (3128, 3129, 8888, 18080)
+NO_PROXY = "127.0.0.1,localhost,::1"
+
+
+@lru_cache(maxsize=4)
+def probe(bwrap: str = "bwrap") -> str | None:
+    """None when a jail can start on this machine, else why it cannot (one line)."""
+    exe = shutil.which(bwrap)
+    if exe is None:
+        return f"bubblewrap ({bwrap}) is not installed; install it: {INSTALL_HINT}"
+    argv = [*bwrap_argv(JailPolicy(), exe), "--", "/bin/true"]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap cannot start a jail here: {exc}"
+    if done.returncode != 0:
+        reason = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
+        return f"bubblewrap cannot start a jail here: {reason[0]}"
+    return None
+
+
+@dataclass(frozen=True)
+class Jail:
+    """The jail of one run; implements the runtimes' ``Sandbox`` interface."""
+
+    policy: JailPolicy
+    egress: Egress
+    proxy_port: int
+    forwards: tuple[int, ...]
+    bwrap: str = "bwrap"
+
+    def env(self) -> dict[str, str]:
+        """Variables that send the runtime's HTTP(S) through the jail's proxy."""
+        proxy = f"http://127.0.0.1:{self.proxy_port}"
+        names = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY")
+        return {
+            **dict.fromkeys(names, proxy),
+            "NO_PROXY": NO_PROXY,
+            "no_proxy": NO_PROXY,
+            # Node's own fetch follows the variables above only when asked to.
+            "NODE_USE_ENV_PROXY": "1",
+        }
+
+    def wrap(self, argv: Sequence[str], *, interactive: bool = False) -> list[str]:
+        """``argv`` run inside the jail, behind the bridge to the proxy."""
+        python, prefix = bridge_interpreter()
+        policy = self.policy.with_read_only(install_root(argv[0]), prefix)
+        policy = replace(policy, interactive=interactive)
+        forwards = ",".join(str(p) for p in self.forwards)
+        bridge = [python, "-I", "-S", str(BRIDGE_PATH), str(JAIL_RUN / "egress.sock")]
+        return [
+            *bwrap_argv(policy, self.bwrap),
+            "--",
+            *bridge,
+            str(self.proxy_port),
+            forwards,
+            "--",
+            *argv,
+        ]
+
+    def summary(self) -> dict[str, object]:
+        """What the session row records under ``metadata.sandbox``."""
+        return {"mode": "bwrap", **self.egress.summary()}
+
+
+def allowed_targets(
+    runtime_type: str,
+    runtime_env: Mapping[str, str],
+    runtime_args: Iterable[str],
+    mcp_url: str | None,
+    allow_hosts: Iterable[str],
+) -> frozenset[Target]:
+    """Everything a session's jail may reach: its butler, its model API, the owner's list."""
+    targets = model_targets(runtime_type, runtime_env, list(runtime_args))
+    if mcp_url:
+        targets += url_targets(mcp_url)
+    for entry in allow_hosts:
+        targets += allow_entry(entry)
+    return with_loopback_aliases(targets)
+
+
+@contextlib.asynccontextmanager
+async def open_jail(
+    policy: JailPolicy,
+    allowed: frozenset[Target],
+    *,
+    label: str = "",
+    bwrap: str = "bwrap",
+) -> AsyncIterator[Jail]:
+    """Start the egress proxy of one run and yield its jail; the proxy ends with the block."""
+    folder = Path(tempfile.mkdtemp(prefix="butler-jail-"))
+    forwards = loopback_ports(allowed)
+    proxy_port = next(p for p in PROXY_PORTS if p not in forwards)
+    egress = Egress(folder / "egress.sock", allowed, label)
+    try:
+        async with egress:
+            policy = replace(policy, socket=egress.socket_path)
+            yield Jail(policy, egress, proxy_port, forwards, shutil.which(bwrap) or bwrap)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
