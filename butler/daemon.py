@@ -21,6 +21,7 @@ import uvicorn
 
 from butler.config import ButlerConfig
 from butler.errors import ButlerError
+from butler.hygiene import harden_process
 from butler.runtimes.registry import get_adapter
 from butler.scheduler import Scheduler
 from butler.spawner.spawner import Spawner
@@ -138,6 +139,7 @@ async def serve(config: ButlerConfig, drain_s: float | None = None) -> None:
     from butler.server import build_app
 
     started = time.monotonic()
+    harden_process()
     setup_telemetry(f"butler-{config.name}")
     sock = listen(config)
     try:

@@ -54,6 +54,10 @@ SDK_ENV = (
 #: Built-in tools a butler session may use: skills scripts and its config folder.
 BUILTIN_TOOLS = ("Bash", "Read", "Write", "Edit", "Glob", "Grep")
 STDERR_LINES = 200
+#: In the workspace: what the CLI reads instead of taking it on its command line,
+#: where every local user would read it (and 128 KiB would not even fit).
+SYSTEM_PROMPT_FILE = "system_prompt.md"
+MCP_FILE = "claude-mcp.json"
 
 
 def bundled_cli() -> Path:
@@ -93,19 +97,38 @@ def runtime_env(invocation: Invocation) -> dict[str, str]:
     }
 
 
-def build_options(invocation: Invocation, cli_path: Path) -> sdk.ClaudeAgentOptions:
-    """The SDK options for one invocation: one MCP server, no user settings."""
-    servers: dict[str, Any] = {}
-    allowed = list(BUILTIN_TOOLS)
+def mcp_servers(invocation: Invocation) -> dict[str, Any]:
+    """The butler's one server, in the CLI's ``mcpServers`` shape."""
+    if invocation.mcp is None:
+        return {}
+    mcp = invocation.mcp
+    entry: dict[str, Any] = {"type": mcp.transport, "url": mcp.url}
+    if mcp.headers:
+        entry["headers"] = dict(mcp.headers)
+    return {mcp.name: entry}
+
+
+def session_files(invocation: Invocation) -> dict[Path, str]:
+    """The files :func:`build_options` points the CLI at: system prompt, MCP config."""
+    files = {invocation.workdir / SYSTEM_PROMPT_FILE: invocation.system_prompt}
     if invocation.mcp is not None:
-        mcp = invocation.mcp
-        entry: dict[str, Any] = {"type": mcp.transport, "url": mcp.url}
-        if mcp.headers:
-            entry["headers"] = dict(mcp.headers)
-        servers[mcp.name] = entry
-        allowed.append(f"mcp__{mcp.name}")
+        files[invocation.workdir / MCP_FILE] = json.dumps({"mcpServers": mcp_servers(invocation)})
+    return files
+
+
+def build_options(invocation: Invocation, cli_path: Path) -> sdk.ClaudeAgentOptions:
+    """The SDK options for one invocation: one MCP server, no user settings.
+
+    The system prompt and the MCP config (its session header included) go by
+    file, written by :func:`session_files`, never on the command line.
+    """
+    allowed = list(BUILTIN_TOOLS)
+    servers: dict[str, Any] | str = {}
+    if invocation.mcp is not None:
+        servers = str(invocation.workdir / MCP_FILE)
+        allowed.append(f"mcp__{invocation.mcp.name}")
     return sdk.ClaudeAgentOptions(
-        system_prompt=invocation.system_prompt,
+        system_prompt={"type": "file", "path": str(invocation.workdir / SYSTEM_PROMPT_FILE)},
         mcp_servers=servers,
         strict_mcp_config=True,
         setting_sources=[],
@@ -142,7 +165,7 @@ def interactive_mcp_config(invocation: Invocation) -> dict[str, Any]:
 def interactive_argv(invocation: Invocation, cli: str, mcp_config: Path) -> list[str]:
     """Claude Code as a terminal session, locked down as :func:`build_options` does."""
     allowed = list(BUILTIN_TOOLS)
-    argv = [cli, "--system-prompt", invocation.system_prompt]
+    argv = [cli, "--system-prompt-file", str(invocation.workdir / SYSTEM_PROMPT_FILE)]
     if invocation.mcp is not None:
         allowed.append(f"mcp__{invocation.mcp.name}")
         argv += ["--mcp-config", str(mcp_config)]
@@ -292,6 +315,8 @@ class ClaudeCodeAdapter(RuntimeAdapter):
                 "or an executable [butler.runtime] cli_path"
             )
         invocation.home.mkdir(parents=True, exist_ok=True)
+        for path, text in session_files(invocation).items():
+            write_private(path, text)
         env = runtime_env(invocation)
         if invocation.sandbox is not None:
             cli = str(exec_script(invocation.workdir, invocation.sandbox.wrap([cli])))
@@ -345,6 +370,7 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         files = {
             state_file: json.dumps(interactive_state(invocation, existing), indent=2),
             mcp_file: json.dumps(interactive_mcp_config(invocation), indent=2),
+            invocation.workdir / SYSTEM_PROMPT_FILE: invocation.system_prompt,
         }
         argv = interactive_argv(invocation, cli, mcp_file)
         return Command(argv=argv, env=env, files=files)
@@ -372,6 +398,13 @@ class ClaudeCodeAdapter(RuntimeAdapter):
 
                 kill_group(pgid)
         self._workdir = None
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, readable by this user only, whatever the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
 
 
 def _sdk_error_line(exc: Exception, stderr: list[str]) -> str:

@@ -39,14 +39,19 @@ class TimedOut(Exception):
 
 
 async def run_captured(
-    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float,
+    stdin: bytes | None = None,
 ) -> Completed:
-    """Run ``argv`` headless in ``cwd``: stdin closed, stdout and stderr captured."""
+    """Run ``argv`` headless in ``cwd``: ``stdin`` fed (else closed), stdout and stderr captured."""
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=str(cwd),
         env=dict(env),
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
@@ -54,6 +59,11 @@ async def run_captured(
     assert proc.stdout is not None and proc.stderr is not None
     stdout = asyncio.create_task(proc.stdout.read())
     stderr = asyncio.create_task(proc.stderr.read())
+    if stdin is not None and proc.stdin is not None:
+        proc.stdin.write(stdin)
+        with contextlib.suppress(ConnectionError):
+            await proc.stdin.drain()
+        proc.stdin.close()
     try:
         async with asyncio.timeout(timeout_s):
             returncode = await proc.wait()

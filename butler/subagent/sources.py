@@ -55,8 +55,10 @@ RESERVED_NAMES = frozenset({"prompt.md", "mcp.json", "opencode.json"})
 #: working folder, and Claude Code asks before reading through them otherwise.
 CLAUDE_READ_TOOLS = "Read,Glob,Grep"
 
-#: claude ``-p`` takes the prompt TEXT as its argument, so ``{prompt}`` (not the
-#: file path) is passed, after ``--`` so a prompt starting with "-" is no flag.
+#: claude ``-p`` reads the prompt on stdin when it names none: an ``ask`` template
+#: without ``{prompt}`` or ``{prompt_file}`` gets it there, out of every local
+#: user's ``ps``. ``--setting-sources=`` keeps user and project settings out (a
+#: ``CLAUDE.md`` left in a parent of the temp folder is no instruction).
 #: ``--mcp-config`` is left out: the CLI rejects the empty ``{}`` file, and
 #: ``--strict-mcp-config`` alone already loads no MCP server at all.
 BUILTIN_AGENTS: dict[str, dict[str, list[str]]] = {
@@ -65,12 +67,11 @@ BUILTIN_AGENTS: dict[str, dict[str, list[str]]] = {
             "claude",
             "-p",
             "--strict-mcp-config",
+            "--setting-sources=",
             "--tools",
             CLAUDE_READ_TOOLS,
             "--allowedTools",
             CLAUDE_READ_TOOLS,
-            "--",
-            "{prompt}",
         ],
         "chat": ["claude", "--strict-mcp-config", "--allowedTools", CLAUDE_READ_TOOLS],
     },

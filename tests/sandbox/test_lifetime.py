@@ -46,10 +46,10 @@ async def test_kill_9_of_the_daemon_leaves_no_runtime_process(jailed: Jailed):
         jailed.daemon.proc.send_signal(signal.SIGKILL)
         jailed.daemon.proc.wait(timeout=10)
         running.cancel()
-    gone = lambda: (
-        not processes_naming(str(marker))
-        and not processes_naming(  # noqa: E731
+
+    def gone() -> bool:
+        return not processes_naming(str(marker)) and not processes_naming(
             str(jailed.folder / "probe.py")
         )
-    )
+
     await asyncio.to_thread(wait_until, gone, 10)
