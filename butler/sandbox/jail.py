@@ -10,6 +10,7 @@ the block ends; what it refused is in :meth:`Jail.summary`.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import subprocess
 import tempfile
@@ -83,7 +84,11 @@ class Jail:
     def wrap(self, argv: Sequence[str], *, interactive: bool = False) -> list[str]:
         """``argv`` run inside the jail, behind the bridge to the proxy."""
         python, prefix = bridge_interpreter()
-        policy = self.policy.with_read_only(install_root(argv[0]), prefix)
+        # By its real path: a symlinked folder on the way (a checkout's node_modules
+        # link) does not exist in the jail, only what it points to.
+        exe = os.path.realpath(shutil.which(argv[0]) or argv[0])
+        argv = [exe, *argv[1:]]
+        policy = self.policy.with_read_only(install_root(exe), prefix)
         policy = replace(policy, interactive=interactive)
         forwards = ",".join(str(p) for p in self.forwards)
         bridge = [python, "-I", "-S", str(BRIDGE_PATH), str(JAIL_RUN / "egress.sock")]

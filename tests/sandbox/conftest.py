@@ -33,6 +33,10 @@ class Jailed:
     data: Path
     schema: str
 
+    @property
+    def url(self) -> str:
+        return self.daemon.url
+
     async def run(self, plan: dict[str, Any], timeout_s: float = 60) -> dict[str, Any]:
         """Trigger one session with ``plan`` as its prompt; the tool's result."""
         async with Client(f"{self.daemon.url}/mcp", timeout=timeout_s + 30) as client:
