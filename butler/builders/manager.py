@@ -29,6 +29,7 @@ from butler.runtimes.base import Invocation, RuntimeFailure
 from butler.spawner.environment import build_runtime_env
 from butler.spawner.homes import session_home
 from butler.spawner.prompt import compose_system_prompt
+from butler.spawner.sandboxing import start_jail_for
 from butler.spawner.spawner import Spawner, TriggerRequest
 from butler.spawner.workspace import write_mcp_configs
 from butler.store.sessions import NewSession, SessionOutcome, SessionStore
@@ -127,16 +128,36 @@ class BuilderManager:
             model=self.config.runtime.model,
             args=tuple(self.config.runtime.args),
         )
+        if self.spawner.sandbox == "bwrap":
+            # Its worktree and the repository's git folder (commits land there) are writable.
+            invocation, self.spawner.jails[str(session_id)] = await start_jail_for(
+                self.config,
+                invocation,
+                label=str(session_id),
+                writable=(plan.worktree, plan.repo / ".git"),
+            )
         try:
             command = adapter.interactive_command(invocation)
         except RuntimeFailure as exc:
             shutil.rmtree(folder, ignore_errors=True)
+            await self._release_jail(str(session_id))
             raise UserError(str(exc)) from None
         for path, text in command.files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             path.chmod(0o600)
-        return launch.program(launch.write_spec(folder, command.argv, command.env))
+        argv = command.argv
+        if invocation.sandbox is not None:
+            argv = invocation.sandbox.wrap(argv, interactive=True)
+        return launch.program(launch.write_spec(folder, argv, command.env))
+
+    async def _release_jail(self, session_id: str) -> dict[str, Any]:
+        """Stop the egress of a builder's jail; what it refused, for the row."""
+        jail = self.spawner.jails.pop(session_id, None)
+        if jail is None:
+            return {}
+        await jail.close()
+        return {"sandbox": jail.summary()} if jail.egress.blocked else {}
 
     def _system_prompt(self, adapter: Any, plan: BuilderPlan) -> str:
         prompt_file = adapter.parse_system_prompt_file(self.config.config_dir)
@@ -154,6 +175,7 @@ class BuilderManager:
         if await git.branch_exists(plan.repo, plan.branch):
             await git.delete_branch(plan.repo, plan.branch)
         shutil.rmtree(self.folder(plan.id), ignore_errors=True)
+        await self._release_jail(str(session_id))
         outcome = SessionOutcome("failed", False, "", f"spawn failed: {error}", [], 0)
         await self.sessions.complete(session_id, outcome)
         await self.sessions.update_metadata(session_id, {"ended_at": now_iso()})
@@ -167,7 +189,11 @@ class BuilderManager:
         if plan.role:
             context = f"{plan.role_text()}\n\n{context}"
         request = TriggerRequest(
-            prompt=plan.prompt, context=context, trigger_source=source, session_type=plan.type
+            prompt=plan.prompt,
+            context=context,
+            trigger_source=source,
+            session_type=plan.type,
+            writable=(plan.worktree, plan.repo / ".git"),
         )
         result = await self.spawner.trigger(request)
         if result.session_id is None:  # refused before a session existed
@@ -248,6 +274,7 @@ class BuilderManager:
                 "ended_at": now_iso(),
                 "exit_status": ended.get("status"),
                 "signal": ended.get("signal"),
+                **await self._release_jail(row["id"]),
             },
         )
         log.info("builder finished", extra={"session_id": row["id"], "status": status})

@@ -29,7 +29,8 @@ from butler.sandbox.hosts import (
 )
 from butler.sandbox.policy import (
     BRIDGE_PATH,
-    JAIL_RUN,
+    EGRESS_DIR,
+    EGRESS_SOCKET,
     JailPolicy,
     bridge_interpreter,
     bwrap_argv,
@@ -91,7 +92,7 @@ class Jail:
         policy = self.policy.with_read_only(install_root(exe), prefix)
         policy = replace(policy, interactive=interactive)
         forwards = ",".join(str(p) for p in self.forwards)
-        bridge = [python, "-I", "-S", str(BRIDGE_PATH), str(JAIL_RUN / "egress.sock")]
+        bridge = [python, "-I", "-S", str(BRIDGE_PATH), str(EGRESS_DIR / EGRESS_SOCKET)]
         return [
             *bwrap_argv(policy, self.bwrap),
             "--",
@@ -105,6 +106,11 @@ class Jail:
     def summary(self) -> dict[str, object]:
         """What the session row records under ``metadata.sandbox``."""
         return {"mode": "bwrap", **self.egress.summary()}
+
+    async def close(self) -> None:
+        """Stop the proxy: from now on the jail reaches nothing. Removes its folder."""
+        await self.egress.close()
+        shutil.rmtree(self.egress.socket_path.parent, ignore_errors=True)
 
 
 def allowed_targets(
@@ -123,6 +129,30 @@ def allowed_targets(
     return with_loopback_aliases(targets)
 
 
+async def start_jail(
+    policy: JailPolicy,
+    allowed: frozenset[Target],
+    *,
+    label: str = "",
+    bwrap: str = "bwrap",
+    folder: Path | None = None,
+) -> Jail:
+    """Start a jail's egress proxy (in ``folder``, or a fresh private one); close it when done.
+
+    A jail that outlives this call (a builder's terminal session) keeps its
+    ``folder``: the proxy can be started again there after a daemon restart,
+    and the jail, which sees the folder rather than the socket, reaches it again.
+    """
+    if folder is None:
+        folder = Path(tempfile.mkdtemp(prefix="butler-jail-"))
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    forwards = loopback_ports(allowed)
+    proxy_port = next(p for p in PROXY_PORTS if p not in forwards)
+    egress = await Egress(folder / EGRESS_SOCKET, allowed, label).start()
+    policy = replace(policy, egress_dir=folder)
+    return Jail(policy, egress, proxy_port, forwards, shutil.which(bwrap) or bwrap)
+
+
 @contextlib.asynccontextmanager
 async def open_jail(
     policy: JailPolicy,
@@ -132,13 +162,8 @@ async def open_jail(
     bwrap: str = "bwrap",
 ) -> AsyncIterator[Jail]:
     """Start the egress proxy of one run and yield its jail; the proxy ends with the block."""
-    folder = Path(tempfile.mkdtemp(prefix="butler-jail-"))
-    forwards = loopback_ports(allowed)
-    proxy_port = next(p for p in PROXY_PORTS if p not in forwards)
-    egress = Egress(folder / "egress.sock", allowed, label)
+    jail = await start_jail(policy, allowed, label=label, bwrap=bwrap)
     try:
-        async with egress:
-            policy = replace(policy, socket=egress.socket_path)
-            yield Jail(policy, egress, proxy_port, forwards, shutil.which(bwrap) or bwrap)
+        yield jail
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        await jail.close()

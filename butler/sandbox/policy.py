@@ -19,6 +19,8 @@ from pathlib import Path
 #: Where the bridge script and the egress socket appear inside the jail.
 JAIL_RUN = Path("/run/butler")
 BRIDGE_PATH = JAIL_RUN / "bridge.py"
+EGRESS_DIR = JAIL_RUN / "egress"
+EGRESS_SOCKET = "egress.sock"
 #: The system, read-only. Missing ones are skipped; symlinked ones (merged /usr) stay links.
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 #: Files of /etc a runtime has no business reading, hidden even where /etc is visible.
@@ -34,7 +36,8 @@ class JailPolicy:
     read_only_over: tuple[Path, ...] = ()
     cwd: Path | None = None
     interactive: bool = False
-    socket: Path | None = None
+    #: The folder holding the egress proxy's socket (bound read-only: connecting needs no write).
+    egress_dir: Path | None = None
 
     def with_read_only(self, *paths: Path) -> JailPolicy:
         """The same policy, ``paths`` readable too."""
@@ -95,22 +98,19 @@ def bwrap_argv(policy: JailPolicy, bwrap: str = "bwrap") -> list[str]:
     args += _system_args()
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
     args += ["--tmpfs", "/run", "--dir", str(JAIL_RUN)]
-    seen: set[Path] = set()
-    for path in policy.read_only:
-        if path in seen or _under_system(path) or not path.exists():
-            continue
-        seen.add(path)
-        args += ["--ro-bind", str(path), str(path)]
-    for path in policy.writable:
-        if path.exists():
-            args += ["--bind", str(path), str(path)]
+    # "-try": a path missing when the jail starts is simply not there (a builder's
+    # worktree is named before it is created).
+    for path in dict.fromkeys(policy.read_only):
+        if not _under_system(path):
+            args += ["--ro-bind-try", str(path), str(path)]
+    for path in dict.fromkeys(policy.writable):
+        args += ["--bind-try", str(path), str(path)]
     for path in policy.read_only_over:
-        if path.exists():
-            args += ["--ro-bind", str(path), str(path)]
+        args += ["--ro-bind-try", str(path), str(path)]
     bridge = Path(__file__).with_name("bridge.py")
     args += ["--ro-bind", str(bridge), str(BRIDGE_PATH)]
-    if policy.socket is not None:
-        args += ["--bind", str(policy.socket), str(JAIL_RUN / "egress.sock")]
+    if policy.egress_dir is not None:
+        args += ["--ro-bind", str(policy.egress_dir), str(EGRESS_DIR)]
     if policy.cwd is not None:
         args += ["--chdir", str(policy.cwd)]
     return args

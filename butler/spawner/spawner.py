@@ -31,7 +31,7 @@ from butler.runtimes.base import (
     RuntimeFailure,
     RuntimeResult,
 )
-from butler.sandbox import resolve_mode
+from butler.sandbox import Jail, resolve_mode
 from butler.spawner.admission import Admission, Rejected, validate_trigger_source
 from butler.spawner.environment import build_runtime_env
 from butler.spawner.homes import prune_homes, session_home
@@ -64,6 +64,8 @@ class TriggerRequest:
     resume_session_id: str | None = None
     session_type: str = "trigger"
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: Folders the runtime may write besides its own (a headless builder's worktree).
+    writable: tuple[Path, ...] = ()
 
     def full_prompt(self) -> str:
         if self.context:
@@ -95,6 +97,8 @@ class Spawner:
         self.metrics = SessionMetrics.create(lambda: self.admission.waiting, config.name)
         #: What runtimes run in: "bwrap" (jailed) or "none"; decided once, at start.
         self.sandbox = resolve_mode(config.butler.sandbox, f"{config.config_dir / 'butler.toml'}:")
+        #: Jails that outlive one call (builders' terminal sessions), by session id.
+        self.jails: dict[str, Jail] = {}
 
     @property
     def workspace_prefix(self) -> str:
@@ -289,7 +293,12 @@ class Spawner:
             worker.build_config_file(invocation)
             record = functools.partial(self.sessions.update_metadata, session_id)
             async with jailed(
-                self.config, self.sandbox, invocation, label=str(session_id), record=record
+                self.config,
+                self.sandbox,
+                invocation,
+                label=str(session_id),
+                writable=request.writable,
+                record=record,
             ) as invocation:
                 try:
                     async with asyncio.timeout(timeout_s + TIMEOUT_GRACE_S):

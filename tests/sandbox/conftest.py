@@ -14,6 +14,7 @@ import pytest
 from fastmcp import Client
 
 from butler.sandbox import probe
+from tests.builders.conftest import repo, tmux_socket  # noqa: F401 - builder fixtures
 from tests.conftest import TEST_DSN
 from tests.helpers import DaemonProcess, free_port, write_butler
 
