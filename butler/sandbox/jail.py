@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -83,7 +84,13 @@ class Jail:
         }
 
     def wrap(self, argv: Sequence[str], *, interactive: bool = False) -> list[str]:
-        """``argv`` run inside the jail, behind the bridge to the proxy."""
+        """``argv`` run inside the jail, behind the bridge to the proxy.
+
+        The jail's own options (every path it binds, the session's home among
+        them) go to bubblewrap through a file (``--args``), not its command
+        line, which every local user reads; what is returned is a script that
+        starts it, followed by the runtime's own arguments.
+        """
         python, prefix = bridge_interpreter()
         # By its real path: a symlinked folder on the way (a checkout's node_modules
         # link) does not exist in the jail, only what it points to.
@@ -93,15 +100,28 @@ class Jail:
         policy = replace(policy, interactive=interactive)
         forwards = ",".join(str(p) for p in self.forwards)
         bridge = [python, "-I", "-S", str(BRIDGE_PATH), str(EGRESS_DIR / EGRESS_SOCKET)]
-        return [
-            *bwrap_argv(policy, self.bwrap),
-            "--",
-            *bridge,
-            str(self.proxy_port),
-            forwards,
-            "--",
-            *argv,
-        ]
+        command = [*bridge, str(self.proxy_port), forwards, "--", exe]
+        return [str(self.launcher(bwrap_argv(policy, self.bwrap)[1:], command)), *argv[1:]]
+
+    def launcher(self, options: list[str], command: list[str]) -> Path:
+        """A script running bubblewrap, ``options`` read from a private file, then ``command``.
+
+        ``command`` (the bridge and the runtime's program: paths and ports) and the
+        script's own arguments follow on bubblewrap's command line.
+        """
+        folder = self.egress.socket_path.parent.parent
+        name = f"{len(list(folder.glob('run-*')))}-{os.getpid()}"
+        args = folder / f"args-{name}"
+        fd = os.open(args, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(b"".join(o.encode() + b"\0" for o in options))
+        script = folder / f"run-{name}"
+        quoted = " ".join(shlex.quote(a) for a in [self.bwrap, "--args", "3", "--", *command])
+        line = f'exec {quoted} "$@" 3<{shlex.quote(str(args))}\n'
+        fd = os.open(script, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write("#!/bin/sh\n" + line)
+        return script
 
     def summary(self) -> dict[str, object]:
         """What the session row records under ``metadata.sandbox``."""
@@ -110,7 +130,7 @@ class Jail:
     async def close(self) -> None:
         """Stop the proxy: from now on the jail reaches nothing. Removes its folder."""
         await self.egress.close()
-        shutil.rmtree(self.egress.socket_path.parent, ignore_errors=True)
+        shutil.rmtree(self.egress.socket_path.parent.parent, ignore_errors=True)
 
 
 def allowed_targets(
@@ -145,11 +165,12 @@ async def start_jail(
     """
     if folder is None:
         folder = Path(tempfile.mkdtemp(prefix="butler-jail-"))
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # Only egress/ is seen from the jail; the launch scripts and their args stay outside.
+    (folder / "egress").mkdir(mode=0o700, parents=True, exist_ok=True)
     forwards = loopback_ports(allowed)
     proxy_port = next(p for p in PROXY_PORTS if p not in forwards)
-    egress = await Egress(folder / EGRESS_SOCKET, allowed, label).start()
-    policy = replace(policy, egress_dir=folder)
+    egress = await Egress(folder / "egress" / EGRESS_SOCKET, allowed, label).start()
+    policy = replace(policy, egress_dir=folder / "egress")
     return Jail(policy, egress, proxy_port, forwards, shutil.which(bwrap) or bwrap)
 
 
