@@ -15,17 +15,19 @@ Standard library only, never butler: it starts in a jail that holds no butler co
 
 from __future__ import annotations
 
+# The C modules behind socket, threading and signal: the pure-Python ones import
+# enum and friends, which costs more than the whole bridge does at start-up.
+import _signal
+import _socket
+import _thread
 import os
-import signal
-import socket
 import sys
-import threading
 
 CHUNK = 65536
 HEAD_LIMIT = 16384
 
 
-def _pipe(src: socket.socket, dst: socket.socket) -> None:
+def _pipe(src: _socket.socket, dst: _socket.socket, done: _thread.LockType | None) -> None:
     try:
         while True:
             data = src.recv(CHUNK)
@@ -35,14 +37,16 @@ def _pipe(src: socket.socket, dst: socket.socket) -> None:
     except OSError:
         pass
     try:
-        dst.shutdown(socket.SHUT_WR)
+        dst.shutdown(_socket.SHUT_WR)
     except OSError:
         pass
+    if done is not None:
+        done.release()
 
 
-def _tunnel(path: str, target: str | None) -> socket.socket | None:
+def _tunnel(path: str, target: str | None) -> _socket.socket | None:
     """A connection to the proxy; for a forward, already through its CONNECT."""
-    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    upstream = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     upstream.connect(path)
     if target is None:
         return upstream
@@ -59,7 +63,7 @@ def _tunnel(path: str, target: str | None) -> socket.socket | None:
     return upstream
 
 
-def _serve(client: socket.socket, path: str, target: str | None) -> None:
+def _serve(client: _socket.socket, path: str, target: str | None) -> None:
     try:
         upstream = _tunnel(path, target)
     except OSError:
@@ -67,25 +71,27 @@ def _serve(client: socket.socket, path: str, target: str | None) -> None:
     if upstream is None:
         client.close()
         return
-    back = threading.Thread(target=_pipe, args=(upstream, client), daemon=True)
-    back.start()
-    _pipe(client, upstream)
-    back.join()
+    back = _thread.allocate_lock()
+    back.acquire()
+    _thread.start_new_thread(_pipe, (upstream, client, back))
+    _pipe(client, upstream, None)
+    back.acquire()
     client.close()
     upstream.close()
 
 
-def _accept(listener: socket.socket, path: str, target: str | None) -> None:
+def _accept(listener: _socket.socket, path: str, target: str | None) -> None:
     while True:
-        client, _ = listener.accept()
-        threading.Thread(target=_serve, args=(client, path, target), daemon=True).start()
+        fd, _ = listener._accept()
+        client = _socket.socket(listener.family, _socket.SOCK_STREAM, 0, fd)
+        _thread.start_new_thread(_serve, (client, path, target))
 
 
-def _listen(host: str, port: int) -> socket.socket | None:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+def _listen(host: str, port: int) -> _socket.socket | None:
+    family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
     try:
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock = _socket.socket(family, _socket.SOCK_STREAM)
+        sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
         sock.listen(128)
     except OSError:
@@ -96,9 +102,9 @@ def _listen(host: str, port: int) -> socket.socket | None:
 def _exit_like(status: int) -> None:
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        _signal.signal(sig, _signal.SIG_DFL)
         os.kill(os.getpid(), sig)
-    sys.exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+    os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
 def main(args: list[str]) -> None:
@@ -109,10 +115,8 @@ def main(args: list[str]) -> None:
     listeners = [(_listen("127.0.0.1", proxy_port), None)]
     for port in filter(None, forwards.split(",")):
         target = f"127.0.0.1:{int(port)}"
-        listeners += [
-            (_listen("127.0.0.1", int(port)), target),
-            (_listen("::1", int(port)), target),
-        ]
+        listeners.append((_listen("127.0.0.1", int(port)), target))
+        listeners.append((_listen("::1", int(port)), target))
     child = os.fork()
     if child == 0:
         for listener, _ in listeners:
@@ -127,11 +131,11 @@ def main(args: list[str]) -> None:
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda signum, _frame: os.kill(child, signum))
+    for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
+        _signal.signal(sig, lambda signum, _frame: os.kill(child, signum))
     for listener, target in listeners:
         if listener is not None:
-            threading.Thread(target=_accept, args=(listener, path, target), daemon=True).start()
+            _thread.start_new_thread(_accept, (listener, path, target))
     _, status = os.waitpid(child, 0)
     _exit_like(status)
 
