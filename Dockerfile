@@ -27,6 +27,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
+# bubblewrap: the jail every runtime runs in. Inside a container it needs user
+# namespaces, which Docker's default seccomp profile refuses; without them the
+# butler starts with one warning and the container is the boundary (see
+# docker-compose.yml and docs/deployment.md).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends bubblewrap \
+ && rm -rf /var/lib/apt/lists/*
+
 COPY --from=clis /usr/local/bin/node /usr/local/bin/node
 COPY --from=clis /opt/clis /opt/clis
 

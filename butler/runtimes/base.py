@@ -72,8 +72,15 @@ class McpEndpoint:
 class Sandbox(Protocol):
     """What a runtime process is started inside (the jail); adapters only wrap argv with it."""
 
-    def wrap(self, argv: Sequence[str], *, interactive: bool = False) -> list[str]:
-        """``argv`` as it runs inside the sandbox."""
+    def wrap(
+        self, argv: Sequence[str], *, interactive: bool = False, linger: bool = False
+    ) -> list[str]:
+        """``argv`` as it runs inside the sandbox.
+
+        With ``linger`` the sandbox outlives the process (what it started in the
+        background keeps running) and reports the process's end on stdout as a
+        last line ``"\\0butler-jail-exit <wait status>"``.
+        """
         ...
 
 

@@ -86,8 +86,12 @@ async def terminate_group(pgid: int, grace_s: float = KILL_GRACE_S) -> None:
     kill_group(pgid, signal.SIGKILL)
 
 
-async def _pump_lines(stream: asyncio.StreamReader, on_line: Callable[[str], None]) -> None:
-    while True:
+async def _pump_lines(
+    stream: asyncio.StreamReader,
+    on_line: Callable[[str], None],
+    done: Callable[[], bool] = lambda: False,
+) -> None:
+    while not done():
         line = await stream.readline()
         if not line:
             return
@@ -131,8 +135,10 @@ class RuntimeProcess:
         group is killed when it exits; without, the caller ends the group later.
         With ``sandbox`` the process starts inside it.
         """
+        exit_status: list[int] = []
         if sandbox is not None:
-            argv = sandbox.wrap(argv)
+            argv = sandbox.wrap(argv, linger=not reap_group)
+            on_line = _exit_marker(on_line, exit_status)
         proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE if stdin_data is not None else asyncio.subprocess.DEVNULL,
@@ -153,8 +159,9 @@ class RuntimeProcess:
                     await proc.stdin.drain()
                 proc.stdin.close()
             async with asyncio.timeout(timeout_s):
-                await _pump_lines(proc.stdout, on_line)
-                returncode = await proc.wait()
+                await _pump_lines(proc.stdout, on_line, lambda: bool(exit_status))
+                # A lingering sandbox reports how the process ended and stays up.
+                returncode = exit_status[0] if exit_status else await proc.wait()
         except TimeoutError:
             await self.stop()
             await proc.wait()
@@ -174,6 +181,22 @@ class RuntimeProcess:
         """End the whole process group, if it is still running."""
         if self.pgid is not None:
             await terminate_group(self.pgid)
+
+
+#: The last line a lingering sandbox prints: how the process in it ended.
+EXIT_MARKER = "\x00butler-jail-exit "
+
+
+def _exit_marker(on_line: Callable[[str], None], found: list[int]) -> Callable[[str], None]:
+    """``on_line`` minus the sandbox's exit line, whose status goes into ``found``."""
+
+    def feed(line: str) -> None:
+        if line.startswith(EXIT_MARKER):
+            found.append(os.waitstatus_to_exitcode(int(line[len(EXIT_MARKER) :])))
+        elif line or not found:
+            on_line(line)
+
+    return feed
 
 
 def exec_script(folder: Path, argv: Sequence[str], name: str = "jailed") -> Path:

@@ -10,6 +10,11 @@ configs keep their ``http://127.0.0.1:PORT`` URLs. Those connections ask the
 proxy for ``127.0.0.1:PORT`` first; the proxy decides. Then it runs ARGV as
 its child, passes terminating signals on, and exits as the child did.
 
+With ``linger`` (a call that leaves a background agent running, as an
+external runtime's ``spawn`` does) it reports the runtime's exit status on
+stdout instead, closes it, and keeps relaying until nothing else runs in
+the jail.
+
 Standard library only, never butler: it starts in a jail that holds no butler code.
 """
 
@@ -22,7 +27,10 @@ import _socket
 import _thread
 import os
 import sys
+import time
 
+#: With ``linger``, the line that tells the daemon how the runtime itself ended.
+EXIT_MARKER = "\x00butler-jail-exit "
 CHUNK = 65536
 HEAD_LIMIT = 16384
 
@@ -107,10 +115,27 @@ def _exit_like(status: int) -> None:
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
+def _others_alive() -> bool:
+    """Whether the jail holds a process besides its init and this bridge."""
+    own = {"1", str(os.getpid())}
+    return any(name.isdigit() and name not in own for name in os.listdir("/proc"))
+
+
+def _linger(status: int) -> None:
+    """Report the runtime's end on stdout, then relay while what it left behind runs."""
+    os.write(1, f"\n{EXIT_MARKER}{status}\n".encode())
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 1)
+    while _others_alive():
+        time.sleep(0.2)
+    _exit_like(status)
+
+
 def main(args: list[str]) -> None:
-    """Listen, start the runtime, relay until it exits."""
+    """Listen, start the runtime, relay until it exits (with ``linger``: until all have)."""
     split = args.index("--")
     path, proxy_port, forwards = args[0], int(args[1]), args[2]
+    linger = "linger" in args[3:split]
     argv = args[split + 1 :]
     listeners = [(_listen("127.0.0.1", proxy_port), None)]
     for port in filter(None, forwards.split(",")):
@@ -130,13 +155,16 @@ def main(args: list[str]) -> None:
     # Only the runtime speaks on stdout; the bridge must not hold the pipe open either.
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
-    os.dup2(null, 1)
+    if not linger:
+        os.dup2(null, 1)
     for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
         _signal.signal(sig, lambda signum, _frame: os.kill(child, signum))
     for listener, target in listeners:
         if listener is not None:
             _thread.start_new_thread(_accept, (listener, path, target))
     _, status = os.waitpid(child, 0)
+    if linger:
+        _linger(status)
     _exit_like(status)
 
 

@@ -83,7 +83,9 @@ class Jail:
             "NODE_USE_ENV_PROXY": "1",
         }
 
-    def wrap(self, argv: Sequence[str], *, interactive: bool = False) -> list[str]:
+    def wrap(
+        self, argv: Sequence[str], *, interactive: bool = False, linger: bool = False
+    ) -> list[str]:
         """``argv`` run inside the jail, behind the bridge to the proxy.
 
         The jail's own options (every path it binds, the session's home among
@@ -100,7 +102,8 @@ class Jail:
         policy = replace(policy, interactive=interactive)
         forwards = ",".join(str(p) for p in self.forwards)
         bridge = [python, "-I", "-S", str(BRIDGE_PATH), str(EGRESS_DIR / EGRESS_SOCKET)]
-        command = [*bridge, str(self.proxy_port), forwards, "--", exe]
+        command = [*bridge, str(self.proxy_port), forwards, *(["linger"] if linger else [])]
+        command += ["--", exe]
         return [str(self.launcher(bwrap_argv(policy, self.bwrap)[1:], command)), *argv[1:]]
 
     def launcher(self, options: list[str], command: list[str]) -> Path:
