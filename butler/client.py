@@ -25,9 +25,9 @@ async def daemon_client(config: ButlerConfig, timeout: float = 600) -> AsyncIter
     client = Client(url, timeout=timeout)
     try:
         await client.__aenter__()
-    except (OSError, httpx2.HTTPError, RuntimeError) as exc:
+    except (OSError, httpx2.HTTPError, RuntimeError):
         raise DaemonNotRunning(
-            f"butler {config.name!r} is not running at {url} ({type(exc).__name__}); "
+            f"butler {config.name!r} is not running at {url}; "
             f"start it with: butler run --config {config.config_dir}"
         ) from None
     try:

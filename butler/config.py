@@ -9,7 +9,6 @@ line naming the file, the key, what was expected and what was found.
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,6 +18,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from butler.config_errors import describe, validation_error_line
 from butler.errors import ConfigError
+from butler.runtimes.registry import adapter_class, available_runtimes
+from butler.runtimes.settings import RuntimeConfig
+from butler.tomlfile import read_toml
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
 SCHEMA_PATTERN = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -28,22 +30,6 @@ HOST_PATTERN = re.compile(r"^([A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:]{2,39}\])(:[0-9
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class RuntimeConfig(_Section):
-    """``[butler.runtime]``: which agent CLI runs sessions, and its limits."""
-
-    type: str = "claude-code"
-    model: str | None = None
-    max_concurrent_sessions: int = Field(default=1, ge=1, le=64)
-    max_queued_sessions: int = Field(default=100, ge=0, le=10_000)
-    max_turns: int = Field(default=20, ge=1, le=1000)
-    timeout_s: float = Field(default=600.0, gt=0)
-    args: list[str] = Field(default_factory=list)
-    cli_path: str | None = None
-    transport: Literal["http", "sse"] = "http"
-    command: list[str] = Field(default_factory=list)
-    interactive_command: list[str] = Field(default_factory=list)
 
 
 class EnvConfig(_Section):
@@ -248,29 +234,6 @@ class ButlerConfig(BaseModel):
         return f"http://{host}:{self.butler.port}"
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: expected a UTF-8 text file") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML {_toml_position(str(exc), text)}") from None
-
-
-def _toml_position(message: str, text: str) -> str:
-    """tomllib's message rewritten to lead with the line and column."""
-    match = re.fullmatch(r"(.*) \(at line (\d+), column (\d+)\)", message)
-    if match:
-        return f"at line {match[2]}, column {match[3]}: {match[1]}"
-    reason = message.removesuffix(" (at end of document)")
-    lines = text.split("\n")
-    return f"at line {len(lines)}, column {len(lines[-1]) + 1} (end of file): {reason}"
-
-
 def _apply_env(
     table: dict[str, Any], env: EnvOverrides, sources: dict[tuple[str, ...], str]
 ) -> dict[str, Any]:
@@ -323,7 +286,7 @@ def load_config(config_dir: str | Path, **overrides: Any) -> ButlerConfig:
     path = folder / "butler.toml"
     if not path.is_file():
         raise ConfigError(f"{folder}: no butler.toml found; {expected}")
-    data = _read_toml(path)
+    data = read_toml(path)
     unknown = sorted(set(data) - {"butler"})
     if unknown:
         raise ConfigError(f"{path}: unknown table '{unknown[0]}'; expected only [butler]")
@@ -353,8 +316,6 @@ def load_config(config_dir: str | Path, **overrides: Any) -> ButlerConfig:
 
 
 def _check_runtime_type(runtime: RuntimeConfig, path: Path, where: str) -> None:
-    from butler.runtimes.registry import adapter_class, available_runtimes
-
     roster = path.parent.parent
     try:
         names = available_runtimes(roster)

@@ -2,8 +2,8 @@
 
 Plain HTML rendered here, every value through :func:`html.escape`. The page
 polls a JSON endpoint that carries the same HTML freshly rendered, so there
-is one renderer and no build step. Each read first refreshes builders from
-tmux, so a builder whose runtime ended shows it at once.
+is one renderer and no build step. A builder's end is recorded by the
+daemon's watcher as it happens, so reads only read.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from starlette.routing import Route
 
 from butler.builders.modes import MODES
 from butler.builders.records import elapsed_ms, is_builder, summary
-from butler.tools.builders import builder_manager
 from butler.tools.context import ButlerContext
 
 FINAL = ("succeeded", "failed", "cancelled")
@@ -223,12 +222,10 @@ def dashboard_routes(butler: ButlerContext) -> list[Route]:
     """``/``, ``/sessions/<id>``, their JSON twins under ``/api`` and the two assets."""
 
     async def rows() -> list[dict[str, Any]]:
-        await builder_manager(butler).refresh()
         return await butler.sessions.list(limit=LIST_LIMIT)
 
     async def detail(session_id: str) -> tuple[dict[str, Any] | None, str]:
-        manager = builder_manager(butler)
-        await manager.refresh()
+        manager = butler.builders
         row = await butler.sessions.get(session_id)
         if row is None:
             return None, ""

@@ -29,3 +29,16 @@ class RuntimeAdapterError(ButlerError):
 
 class SessionNotFound(UserError):
     """A session id names no recorded session."""
+
+
+class Rejected(ButlerError):
+    """A request for a session refused before it got a slot (queue full, shutting down)."""
+
+
+class ProcessTimeout(RuntimeAdapterError):
+    """A runtime process outlived its time limit; its process group was killed."""
+
+    def __init__(self, timeout_s: float, stderr: str = "") -> None:
+        super().__init__(f"timeout after {timeout_s:g} s")
+        self.timeout_s = timeout_s
+        self.stderr = stderr

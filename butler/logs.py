@@ -1,7 +1,9 @@
-"""Structured logging: one JSON object per line, on stderr.
+"""Logging: coloured lines for a person at a terminal, one JSON object per line otherwise.
 
-Only names ever reach a log line, never credential values: nothing in butler
-logs an environment or a DSN password.
+Every record goes through one handler on the root logger: butler's own,
+uvicorn's and FastMCP's alike, each carrying the name of the butler it
+concerns. Only names ever reach a log line, never credential values:
+nothing in butler logs an environment or a DSN password.
 """
 
 from __future__ import annotations
@@ -10,6 +12,18 @@ import json
 import logging
 import sys
 import time
+from contextvars import ContextVar
+from typing import Any, Literal
+
+from rich.console import Console
+from rich.logging import RichHandler
+from rich.markup import escape
+
+#: The butler whose work the current task is doing (each server's task sets it).
+current_butler: ContextVar[str | None] = ContextVar("current_butler", default=None)
+
+LogFormat = Literal["auto", "text", "json"]
+LOG_FORMATS = ("auto", "text", "json")
 
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {
     "message",
@@ -17,6 +31,25 @@ _STANDARD = set(vars(logging.makeLogRecord({}))) | {
     "taskName",
     "color_message",
 }
+#: Libraries that install their own handlers; their records go to the root's instead.
+_ROUTED = ("uvicorn", "uvicorn.error", "uvicorn.access", "fastmcp", "mcp", "py.warnings")
+_QUIET = ("mcp", "fastmcp", "httpx", "httpx2", "sse_starlette", "docket")
+
+
+def extras(record: logging.LogRecord) -> dict[str, Any]:
+    """The ``extra`` fields a record was logged with."""
+    return {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
+
+
+class ButlerName(logging.Filter):
+    """Put the current butler's name on a record that does not carry one."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "butler", None) is None:
+            name = current_butler.get()
+            if name is not None:
+                record.butler = name
+        return True
 
 
 class JsonFormatter(logging.Formatter):
@@ -30,25 +63,62 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "event": record.getMessage(),
         }
-        for key, value in vars(record).items():
-            if key not in _STANDARD and not key.startswith("_"):
-                data[key] = value
+        data.update(extras(record))
         if record.exc_info:
             data["exception"] = self.formatException(record.exc_info)
         return json.dumps(data, default=str)
 
 
-def setup_logging(level: str = "INFO") -> None:
-    """Send every log record, uvicorn's included, through the JSON formatter."""
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
+class TextFormatter(logging.Formatter):
+    """``butler: message key=value ...`` in rich markup (time and level come from rich)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields = extras(record)
+        name = fields.pop("butler", None)
+        line = escape(record.getMessage())
+        if name:
+            line = f"[bold cyan]{escape(str(name))}[/]: {line}"
+        if fields:
+            pairs = " ".join(f"{k}={v}" for k, v in fields.items())
+            line += f" [dim]{escape(pairs)}[/]"
+        if record.exc_info:
+            line += "\n" + escape(self.formatException(record.exc_info))
+        return line
+
+
+def handler_for(log_format: LogFormat, stream: Any = None) -> logging.Handler:
+    """The one handler: rich text on a terminal (or ``text``), JSON lines otherwise."""
+    stream = stream or sys.stderr
+    if log_format == "text" or (log_format == "auto" and stream.isatty()):
+        handler: logging.Handler = RichHandler(
+            console=Console(file=stream),
+            show_path=False,
+            markup=True,
+            log_time_format="%H:%M:%S",
+        )
+        handler.setFormatter(TextFormatter())
+    else:
+        handler = logging.StreamHandler(stream)
+        handler.setFormatter(JsonFormatter())
+    handler.addFilter(ButlerName())
+    return handler
+
+
+def setup_logging(level: str = "INFO", log_format: LogFormat = "auto") -> None:
+    """Send every log record, uvicorn's and FastMCP's included, through one handler.
+
+    Call it after FastMCP is imported: its import installs a handler of its
+    own, which is removed here.
+    """
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    root.handlers[:] = [handler_for(log_format)]
     root.setLevel(level.upper())
-    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+    logging.captureWarnings(True)
+    for name in _ROUTED:
         logger = logging.getLogger(name)
         logger.handlers[:] = []
         logger.propagate = True
+        logger.setLevel(logging.NOTSET)  # --log-level decides, not a library's default
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
-    for noisy in ("mcp", "fastmcp", "httpx", "httpx2", "sse_starlette", "docket"):
+    for noisy in _QUIET:
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.client
 import json
 import logging
 import signal
@@ -26,18 +27,11 @@ from types import FrameType
 import uvicorn
 
 from butler.config import ButlerConfig, load_config
-from butler.daemon import (
-    DRAIN_TIMEOUT_S,
-    ButlerServer,
-    assemble,
-    listen,
-    start_schedules,
-    stop_schedules,
-)
+from butler.daemon import OpenDatabase, assemble, open_database, start_embedded
 from butler.errors import ButlerError, ConfigError
-from butler.store.db import Database
-from butler.store.embedded import EmbeddedPostgres
-from butler.store.migrations import migrate
+from butler.hygiene import harden_process
+from butler.logs import current_butler
+from butler.server import build_app
 from butler.telemetry import setup_telemetry
 from butler.tools.context import ButlerContext
 
@@ -54,6 +48,17 @@ def butler_folders(roster_dir: Path) -> list[Path]:
     return sorted(
         p for p in roster_dir.iterdir() if p.name != SHARED and (p / "butler.toml").is_file()
     )
+
+
+def load_each(roster_dir: Path) -> list[ButlerConfig | ConfigError]:
+    """Every butler folder's config, or the error that stops it loading (for ``butler list``)."""
+    found: list[ButlerConfig | ConfigError] = []
+    for folder in butler_folders(roster_dir):
+        try:
+            found.append(load_config(folder))
+        except ConfigError as exc:
+            found.append(exc)
+    return found
 
 
 def load_roster(
@@ -95,31 +100,59 @@ def check_distinct(configs: Sequence[ButlerConfig]) -> None:
 
 def bind(config: ButlerConfig) -> socket.socket:
     """Listen on the butler's port now, so a taken port fails before anything starts."""
+    host, port = config.butler.host, config.butler.port
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock = listen(config)
-    except ButlerError as exc:
-        raise ButlerError(f"{config.name}: {exc}") from None
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ButlerError(
+            f"cannot listen on {host}:{port}: {exc.strerror}; "
+            "expected a free port (is another butler using it?)"
+        ) from None
     sock.set_inheritable(True)
     return sock
 
 
 @contextlib.contextmanager
-def bound(configs: Sequence[ButlerConfig]) -> Iterator[list[socket.socket]]:
+def bound(configs: Sequence[ButlerConfig], named: bool) -> Iterator[list[socket.socket]]:
     """A listening socket per butler, all closed on the way out."""
     sockets: list[socket.socket] = []
     try:
         for config in configs:
-            sockets.append(bind(config))
+            try:
+                sockets.append(bind(config))
+            except ButlerError as exc:
+                raise ButlerError(f"{config.name}: {exc}" if named else str(exc)) from None
         yield sockets
     finally:
         for sock in sockets:
             sock.close()
 
 
-class RosterServer(ButlerServer):
-    """One butler's server of a roster: the roster, not each server, takes signals."""
+class ButlerServer(uvicorn.Server):
+    """One butler's uvicorn: a first signal drains its spawner, a second forces the exit.
 
-    stopping = False
+    The roster, not each server, takes the signals, so uvicorn's own capture
+    is switched off.
+    """
+
+    def __init__(self, butler: ButlerContext) -> None:
+        config = butler.config
+        super().__init__(
+            uvicorn.Config(
+                build_app(butler),
+                host=config.butler.host,
+                port=config.butler.port,
+                log_config=None,
+                lifespan="on",
+                timeout_graceful_shutdown=5,
+            )
+        )
+        self.butler = butler
+        self.stopping = False
+        self._draining: asyncio.Task[None] | None = None
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -127,68 +160,64 @@ class RosterServer(ButlerServer):
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self.stopping = True
-        super().handle_exit(sig, frame)
+        if self._draining is not None:
+            self.force_exit = True
+            self.should_exit = True
+            return
+        log.info(
+            "shutting down",
+            extra={"butler": self.butler.config.name, "signal": signal.Signals(sig).name},
+        )
+        self.butler.spawner.stop_accepting()
+        self._draining = asyncio.get_running_loop().create_task(self._drain_then_exit())
+
+    async def _drain_then_exit(self) -> None:
+        drain_s = self.butler.config.butler.shutdown_timeout_s
+        cancelled = await self.butler.spawner.drain(drain_s)
+        if cancelled:
+            log.warning(
+                "cancelled running sessions at shutdown",
+                extra={"butler": self.butler.config.name, "count": cancelled},
+            )
+        self.should_exit = True
 
 
-async def up(configs: Sequence[ButlerConfig], drain_s: float = DRAIN_TIMEOUT_S) -> None:
-    """Run every butler of ``configs`` in this process until a signal stops them."""
+async def up(configs: Sequence[ButlerConfig], *, named: bool = True) -> None:
+    """Run every butler of ``configs`` in this process until a signal stops them.
+
+    ``butler run`` is a roster of one (``named=False``: its errors need no
+    butler name in front).
+    """
     started = time.monotonic()
-    setup_telemetry("butler")
-    with bound(configs) as sockets:
+    harden_process()
+    setup_telemetry(f"butler-{configs[0].name}" if len(configs) == 1 else "butler")
+    with bound(configs, named) as sockets:
         embedded = None
-        dbs: list[Database] = []
+        opened: list[OpenDatabase] = []
         try:
             shared = None
             if any(not c.butler.db.url for c in configs):
-                embedded = EmbeddedPostgres()
-                shared = await embedded.start()
-                log.info("embedded database started", extra={"pgdata": str(embedded.pgdata)})
+                embedded, shared = await start_embedded()
             for config in configs:
-                dbs.append(await open_schema(config, config.butler.db.url or shared or ""))
-            butlers = [await assemble(c, db) for c, db in zip(configs, dbs, strict=True)]
-            await serve_all(butlers, sockets, drain_s, started)
+                token = current_butler.set(config.name)
+                try:
+                    opened.append(await open_database(config, config.butler.db.url or shared))
+                finally:
+                    current_butler.reset(token)
+            butlers = [await assemble(c, o.db) for c, o in zip(configs, opened, strict=True)]
+            await serve_all(butlers, sockets, started)
         finally:
-            for db in dbs:
-                await db.close()
+            for database in opened:
+                await database.close()
             if embedded is not None:
                 await embedded.stop()
 
 
-async def open_schema(config: ButlerConfig, dsn: str) -> Database:
-    """Connect to the butler's schema and migrate it."""
-    db = Database(dsn, config.db_schema)
-    await db.connect()
-    try:
-        await migrate(db)
-    except BaseException:
-        await db.close()
-        raise
-    return db
-
-
-def _server(butler: ButlerContext, drain_s: float) -> RosterServer:
-    from butler.server import build_app
-
-    config = butler.config
-    uv_config = uvicorn.Config(
-        build_app(butler),
-        host=config.butler.host,
-        port=config.butler.port,
-        log_config=None,
-        lifespan="on",
-        timeout_graceful_shutdown=5,
-    )
-    return RosterServer(uv_config, butler, drain_s)
-
-
 async def serve_all(
-    butlers: Sequence[ButlerContext],
-    sockets: Sequence[socket.socket],
-    drain_s: float,
-    started: float,
+    butlers: Sequence[ButlerContext], sockets: Sequence[socket.socket], started: float
 ) -> None:
     """Serve every butler on its socket until all have stopped."""
-    servers = [_server(b, drain_s) for b in butlers]
+    servers = [ButlerServer(b) for b in butlers]
     loop = asyncio.get_running_loop()
 
     def on_signal(sig: int) -> None:
@@ -196,24 +225,18 @@ async def serve_all(
         for server in servers:
             server.handle_exit(sig, None)
 
-    def stop_the_rest() -> None:
-        for server in servers:
-            if not server.stopping:
-                server.handle_exit(signal.SIGTERM, None)
-
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal, sig)
-    schedules = [asyncio.create_task(start_schedules(s, s.butler)) for s in servers]
+    schedules = [asyncio.create_task(start_schedules(s)) for s in servers]
     announce = asyncio.create_task(_announce(servers, started))
-    tasks = [
-        asyncio.create_task(s.serve(sockets=[sock]))
-        for s, sock in zip(servers, sockets, strict=True)
-    ]
+    tasks = [asyncio.create_task(_serve(s, sock)) for s, sock in zip(servers, sockets, strict=True)]
     try:
         # A butler that stops on its own takes the others down with it: a
         # roster that is only partly up would look healthy to nobody.
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        stop_the_rest()
+        for server in servers:
+            if not server.stopping:
+                server.handle_exit(signal.SIGTERM, None)
         await asyncio.wait(tasks)
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -223,21 +246,69 @@ async def serve_all(
             await stop_schedules(task, butler)
         for butler in butlers:
             await butler.spawner.drain(0)
-    for task in tasks:
+    _raise_failures(servers, tasks)
+
+
+async def _serve(server: ButlerServer, sock: socket.socket) -> None:
+    # Every line this server's task logs (uvicorn's included) names its butler.
+    current_butler.set(server.butler.config.name)
+    await server.serve(sockets=[sock])
+
+
+def _raise_failures(servers: Sequence[ButlerServer], tasks: Sequence[asyncio.Task[None]]) -> None:
+    for server, task in zip(servers, tasks, strict=True):
         if task.exception() is not None:
             raise task.exception()  # type: ignore[misc]
+        if not server.started:
+            config = server.butler.config
+            raise ButlerError(
+                f"{config.name}: could not start serving on {config.butler.host}:"
+                f"{config.butler.port}; see the log lines above"
+            )
 
 
-async def _announce(servers: Sequence[RosterServer], started: float) -> None:
+async def start_schedules(server: ButlerServer) -> None:
+    """Start firing schedules and watching builders once the server accepts.
+
+    Sessions of both call back into the server, so neither starts before it.
+    """
+    current_butler.set(server.butler.config.name)
+    while not server.started:
+        await asyncio.sleep(0.02)
+    server.butler.builders.start()
+    if server.butler.scheduler is not None:
+        try:
+            await server.butler.scheduler.start()
+        except Exception:
+            log.exception("schedules could not start; the butler serves without them")
+
+
+async def stop_schedules(starting: asyncio.Task[None], butler: ButlerContext) -> None:
+    """Stop firing schedules (sessions they started were drained with the spawner's)."""
+    starting.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await starting
+    await butler.builders.stop()
+    if butler.scheduler is not None:
+        await butler.scheduler.stop()
+
+
+async def _announce(servers: Sequence[ButlerServer], started: float) -> None:
     while not all(s.started for s in servers):
         await asyncio.sleep(0.02)
-    log.info(
-        "roster serving",
-        extra={
-            "butlers": {s.butler.config.name: s.butler.config.mcp_base_url for s in servers},
-            "startup_ms": int((time.monotonic() - started) * 1000),
-        },
-    )
+    startup_ms = int((time.monotonic() - started) * 1000)
+    for server in servers:
+        config = server.butler.config
+        log.info(
+            "butler serving",
+            extra={
+                "butler": config.name,
+                "url": config.mcp_base_url,
+                "mcp": f"{config.mcp_base_url}/mcp",
+                "sse": f"{config.mcp_base_url}/sse",
+                "startup_ms": startup_ms,
+            },
+        )
 
 
 @dataclass(frozen=True)
@@ -262,14 +333,26 @@ async def statuses(configs: Sequence[ButlerConfig], timeout: float = 1.0) -> lis
 
 def probe(config: ButlerConfig, timeout: float = 1.0) -> str:
     """``up``, ``degraded`` (database down), ``down``, or ``other`` (someone else's port)."""
-    url = f"{config.mcp_base_url}/health"
+    host = "127.0.0.1" if config.butler.host in ("0.0.0.0", "::", "") else config.butler.host
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
+        socket.create_connection((host, config.butler.port), timeout=timeout).close()
+    except OSError:
+        return "down"
+    # Something accepts on the port: from here on, anything but this butler's
+    # own /health answer means another program holds it.
+    try:
+        with urllib.request.urlopen(f"{config.mcp_base_url}/health", timeout=timeout) as response:
             body = json.loads(response.read())
     except urllib.error.HTTPError as exc:
-        return "degraded" if exc.code == 503 else "down"
-    except (OSError, ValueError):
-        return "down"
-    if not isinstance(body, dict) or body.get("butler") != config.name:
+        return "degraded" if exc.code == 503 and _is_ours(exc, config) else "other"
+    except (OSError, ValueError, http.client.HTTPException):
         return "other"
-    return "up"
+    return "up" if isinstance(body, dict) and body.get("butler") == config.name else "other"
+
+
+def _is_ours(error: urllib.error.HTTPError, config: ButlerConfig) -> bool:
+    try:
+        body = json.loads(error.read())
+    except (OSError, ValueError):
+        return False
+    return isinstance(body, dict) and body.get("butler") == config.name

@@ -10,7 +10,9 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
+from butler.runtimes.base import ProgressSink
 from butler.spawner.result import SpawnerResult
+from butler.spawner.spawner import TriggerRequest
 
 
 @dataclass(frozen=True)
@@ -34,11 +36,12 @@ class MockSpawner:
         self._responses.append((substring, result))
 
     async def trigger(
-        self, prompt: str, context: str | None = None, trigger_source: str = "external"
+        self, request: TriggerRequest, progress: ProgressSink | None = None
     ) -> SpawnerResult:
-        self.invocations.append(Invocation(prompt, context, trigger_source))
+        """Record ``request`` and answer it, as :meth:`Spawner.trigger` would."""
+        self.invocations.append(Invocation(request.prompt, request.context, request.trigger_source))
         for substring, result in self._responses:
-            if substring in prompt:
+            if substring in request.prompt:
                 return copy.deepcopy(result)
         return SpawnerResult(success=True, output="", tool_calls=[], error=None)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
 import os
 import signal
@@ -59,6 +61,21 @@ def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.05) ->
         if time.monotonic() > deadline:
             raise TimeoutError(f"condition not met within {timeout} s")
         time.sleep(interval)
+
+
+async def eventually(predicate: Any, timeout: float = 30.0, interval: float = 0.02) -> Any:
+    """:func:`wait_until` inside a test's event loop; ``predicate`` may be sync or async."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = predicate()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return value
+        if loop.time() > deadline:
+            raise TimeoutError(f"condition not met within {timeout} s")
+        await asyncio.sleep(interval)
 
 
 def get_json(url: str, timeout: float = 2.0) -> tuple[int, dict[str, Any]]:
@@ -149,8 +166,6 @@ class InProcessButler:
         self.database_url = database_url
 
     async def __aenter__(self) -> InProcessButler:
-        import asyncio
-
         import uvicorn
 
         from butler.config import load_config

@@ -10,9 +10,12 @@ import sys
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 from butler import __version__
 from tests.helpers import REPO, free_port, write_butler
+
+pytestmark = pytest.mark.slow
 
 #: The console script the package installs next to the interpreter.
 BUTLER = Path(sys.executable).with_name("butler")

@@ -28,6 +28,8 @@ from butler.roster import load_roster
 from tests.conftest import TEST_DSN
 from tests.helpers import REPO, free_port, get_json, wait_until
 
+pytestmark = pytest.mark.slow
+
 COMPOSE = REPO / "docker-compose.yml"
 DOCKERFILE = REPO / "Dockerfile"
 ENV_EXAMPLE = REPO / ".env.example"

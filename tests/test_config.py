@@ -13,6 +13,8 @@ from butler.config import load_config
 from butler.runtimes.registry import available_runtimes
 from tests.helpers import REPO, write_butler
 
+pytestmark = pytest.mark.slow
+
 #: Variables that would override the files under test.
 OVERRIDES = ("DATABASE_URL", "BUTLER_PORT", "BUTLER_HOST", "BUTLER_DB_SCHEMA", "BUTLER_RUNTIME")
 

@@ -25,6 +25,8 @@ from butler import __version__
 from butler.store.embedded import default_pgdata, private_parents
 from tests.helpers import DaemonProcess, free_port, get_json, wait_until, write_butler
 
+pytestmark = pytest.mark.slow
+
 TRANSPORTS = ["mcp", "sse"]
 
 

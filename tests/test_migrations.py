@@ -17,6 +17,8 @@ from butler.store.migrations import discover, migrate
 from butler.store.state import StateStore
 from tests.helpers import REPO, free_port, write_butler
 
+pytestmark = pytest.mark.slow
+
 
 async def tables(db: Database) -> list[str]:
     rows = await db.fetch(

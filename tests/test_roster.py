@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -23,6 +24,8 @@ from fastmcp import Client
 from butler.store.db import quote_ident
 from tests.conftest import TEST_DSN
 from tests.helpers import REPO, free_port, get_json, wait_until, write_butler
+
+pytestmark = pytest.mark.slow
 
 SCHEDULE = """
 [[butler.schedule]]
@@ -139,6 +142,10 @@ def test_up_serves_three_butlers_from_one_process_each_in_its_own_schema(roster,
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
         assert all(refused(p) for p in up)
+    # Not a terminal: one JSON object per line, and uvicorn's lines name their butler.
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    started = [ln["butler"] for ln in lines if ln["event"] == "Application startup complete."]
+    assert sorted(started) == ["alpha", "beta", "gamma"]
 
 
 @pytest.fixture
@@ -173,16 +180,24 @@ def test_up_with_no_database_shares_one_embedded_postgresql(roster, tmp_path, op
     assert not (pgdata / "postmaster.pid").exists()
 
 
-#: A runtime that takes a few seconds: long enough to be running when SIGTERM comes.
-SLOW_RUNTIME = {
-    "type": "command",
-    "command": [
-        sys.executable,
-        "-c",
-        "import sys, time; time.sleep(3); print('done: ' + open(sys.argv[1]).read())",
-        "{prompt_file}",
-    ],
-}
+def gated_runtime(gate: Path) -> dict[str, object]:
+    """A runtime that runs until the test opens ``gate`` (a FIFO) and closes it."""
+    os.mkfifo(gate)
+    script = "import sys; open(sys.argv[1]).read(); print('done: ' + open(sys.argv[2]).read())"
+    argv = [sys.executable, "-c", script, str(gate), "{prompt_file}"]
+    return {"type": "command", "command": argv}
+
+
+def release(gate: Path) -> None:
+    """Let the runtime reading ``gate`` finish, once it has opened it."""
+
+    def opened() -> int | None:
+        try:
+            return os.open(gate, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:  # ENXIO: no reader yet
+            return None
+
+    os.close(wait_until(opened))
 
 
 async def session_statuses(schema: str) -> list[str]:
@@ -196,8 +211,10 @@ async def session_statuses(schema: str) -> list[str]:
 
 def test_sigterm_lets_every_butlers_running_session_finish(roster, schemas, tmp_path):
     ports = {"alpha": free_port(), "beta": free_port()}
+    gates = {name: tmp_path / f"{name}.gate" for name in ports}
     for (name, port), schema in zip(ports.items(), schemas, strict=False):
-        write_butler(roster, name, port=port, schema=schema, runtime=SLOW_RUNTIME, extra=SCHEDULE)
+        runtime = gated_runtime(gates[name])
+        write_butler(roster, name, port=port, schema=schema, runtime=runtime, extra=SCHEDULE)
     log = tmp_path / "up.log"
     with roster_up(roster, log, "--database-url", TEST_DSN, env=dict(os.environ)) as proc:
         wait_healthy(proc, list(ports.values()), log)
@@ -206,6 +223,9 @@ def test_sigterm_lets_every_butlers_running_session_finish(roster, schemas, tmp_
         for schema in schemas[:2]:
             wait_until(lambda s=schema: asyncio.run(session_statuses(s)) == ["running"])
         proc.send_signal(signal.SIGTERM)
+        # The sessions can only end now, after the signal: the drain waited for them.
+        for gate in gates.values():
+            release(gate)
         assert proc.wait(timeout=60) == 0, log.read_text()
     for schema in schemas[:2]:
         assert asyncio.run(session_statuses(schema)) == ["succeeded"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,7 +22,7 @@ from butler.store.schedules import ScheduleStore
 from butler.store.sessions import SessionStore
 from butler.tools.context import ButlerContext
 from tests.fakes.clock import ManualClock
-from tests.helpers import free_port, write_butler
+from tests.helpers import eventually, free_port, write_butler
 
 T = TypeVar("T")
 
@@ -50,9 +49,6 @@ class RecordingAdapter(RuntimeAdapter):
     binary_name = "recording"
     prompts: list[str] = []  # noqa: RUF012 - shared on purpose: workers are new instances
 
-    def build_config_file(self, invocation: Invocation) -> Path:
-        return invocation.workdir / "mcp.json"
-
     async def invoke(
         self, invocation: Invocation, progress: ProgressSink | None = None
     ) -> RuntimeResult:
@@ -61,18 +57,6 @@ class RecordingAdapter(RuntimeAdapter):
 
 
 register("recording", f"{__name__}:RecordingAdapter")
-
-
-async def eventually(check: Callable[[], Awaitable[T]], timeout: float = 10.0) -> T:
-    """Poll ``check`` until it returns something truthy, or fail at the deadline."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise TimeoutError(f"condition not met within {timeout} s")
-        await asyncio.sleep(0.02)
 
 
 def utc(*args: int) -> datetime:

@@ -1,19 +1,20 @@
 """Create builders, follow them while they run, and list them.
 
-A builder is recorded like every session: its row is written before anything
-is created, it turns ``running`` once its tmux session exists, and it is
-completed when its runtime ends. Nothing watches tmux in the background:
-every read (``builder_list``, the dashboard) first refreshes the rows from
-tmux, so what a person sees is current.
+A builder is recorded like every session, through the butler's one session
+path: its row is written before anything is created, it turns ``running``
+once its tmux session exists, and it is completed when its runtime ends.
+:meth:`BuilderManager.watch`, started with the daemon, notices that end (the
+launcher's exit record, or a pane that is gone) within a second, whether or
+not anyone is looking.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import shutil
 import signal
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -25,23 +26,14 @@ from butler.builders.tmux import Tmux, session_name
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, UserError
 from butler.paths import butler_dir
-from butler.runtimes.base import Invocation, RuntimeFailure
-from butler.spawner.environment import build_runtime_env
-from butler.spawner.homes import session_home
-from butler.spawner.prompt import compose_system_prompt
+from butler.runtimes.base import RuntimeFailure
+from butler.spawner.invocation import InvocationRequest
 from butler.spawner.sandboxing import start_jail_for
 from butler.spawner.spawner import Spawner, TriggerRequest
-from butler.spawner.workspace import write_mcp_configs
-from butler.store.sessions import NewSession, SessionOutcome, SessionStore
-from butler.telemetry import current_traceparent
+from butler.store.sessions import SessionOutcome, SessionStore
 
 log = logging.getLogger(__name__)
 
-#: One spawn at a time per butler, so an id found free is still free when it is taken.
-_SPAWN_LOCKS: dict[str, asyncio.Lock] = {}
-#: Rows one refresh has claimed to complete; a claim is never given back, so two
-#: overlapping refreshes cannot complete one builder twice.
-_FINISHING: set[str] = set()
 #: How a runtime ended: ``{"status": code, "signal": number}``, one of them None.
 Exit = dict[str, int | None]
 #: Signals that mean someone stopped the runtime, rather than that it broke.
@@ -49,10 +41,12 @@ STOP_SIGNALS = {signal.SIGHUP, signal.SIGINT, signal.SIGTERM}
 _SIGNALS = {int(s) for s in signal.Signals}
 #: Lines of scrollback kept as a finished builder's output.
 OUTPUT_LINES = 2000
+#: How often the watcher looks for live builders whose runtime ended.
+WATCH_INTERVAL_S = 1.0
 
 
 class BuilderManager:
-    """The builders of one butler: its config, spawner, session rows and tmux server."""
+    """The builders of one butler: one per running butler, held by its context."""
 
     def __init__(
         self,
@@ -63,8 +57,17 @@ class BuilderManager:
     ) -> None:
         self.config = config
         self.spawner = spawner
+        self.lifecycle = spawner.lifecycle
         self.sessions = sessions
         self.tmux = tmux or Tmux()
+        #: One spawn at a time, so an id found free is still free when it is taken.
+        self._spawn_lock = asyncio.Lock()
+        #: Rows claimed for completion; a claim is never given back, so two
+        #: overlapping checks cannot complete one builder twice.
+        self._finishing: set[str] = set()
+        #: Interactive builders not yet seen to end, by session id.
+        self._live: dict[str, dict[str, Any]] = {}
+        self._watcher: asyncio.Task[None] | None = None
 
     async def spawn(
         self, options: SpawnOptions, repo: Path, source: str = "external", headless: bool = False
@@ -74,7 +77,7 @@ class BuilderManager:
         if headless and mode == "shell":
             raise UserError("--headless needs a prompt; --shell is an interactive session only")
         root = await git.repo_root(repo)
-        async with _SPAWN_LOCKS.setdefault(self.config.name, asyncio.Lock()):
+        async with self._spawn_lock:
             taken = await git.builder_names(root) | {b["id"] for b in await self.builders()}
             plan = make_plan(mode, options, self.config.config_dir, root, taken)
             if not headless:
@@ -85,63 +88,53 @@ class BuilderManager:
     async def _interactive(self, plan: BuilderPlan, source: str) -> dict[str, Any]:
         name = session_name(self.config.name, plan.id)
         meta = {**plan.metadata(), "tmux_session": name, "tmux_socket": self.tmux.socket}
-        new = NewSession(
-            prompt=plan.prompt,
-            trigger_source=source,
-            runtime=self.spawner.adapter.type_name,
-            model=self.config.runtime.model,
-            type=plan.type,
-            metadata=meta,
-        )
-        program = await self._prepare(plan, new.id)
-        await self.sessions.create(new)
+        new = self.lifecycle.new(plan.prompt, source, plan.type, meta)
+        sid = str(new.id)
+        program = await self._prepare(plan, sid)
+        await self.lifecycle.create(new)
         try:
             await git.add_worktree(plan.repo, plan.worktree, plan.branch)
             await self.tmux.new_session(name, str(plan.worktree), program)
         except BaseException as exc:
-            await self._undo(plan, new.id, str(exc))
+            await self._undo(plan, sid, str(exc))
             raise
-        self.spawner.ledger.open(str(new.id))
-        await self.sessions.mark_running(new.id)
-        row = await self.sessions.get(new.id)
-        return builder_view(row or {})
+        await self.lifecycle.running(sid)
+        row = await self.sessions.get(sid) or {}
+        if row:
+            self._live[sid] = row
+        return builder_view(row)
 
-    async def _prepare(self, plan: BuilderPlan, session_id: uuid.UUID) -> list[str]:
+    async def _prepare(self, plan: BuilderPlan, session_id: str) -> list[str]:
         """Folder, home, MCP config and launch spec of the runtime; the argv tmux runs."""
-        env = await build_runtime_env(self.config, self.spawner.credentials, current_traceparent())
-        adapter = self.spawner.adapter.create_worker()
         folder = self.folder(plan.id)
         shutil.rmtree(folder, ignore_errors=True)  # a pruned builder's leftovers
         folder.mkdir(mode=0o700, parents=True)
-        mcp = self.spawner.endpoint(str(session_id))
-        write_mcp_configs(folder, mcp)
-        invocation = Invocation(
+        request = InvocationRequest(
+            session_id=session_id,
             prompt=plan.prompt,
-            system_prompt=self._system_prompt(adapter, plan),
             cwd=plan.worktree,
             workdir=folder,
-            home=session_home(self.config.name, str(session_id)),  # as a session gets
-            env=env,
-            mcp=mcp,
-            max_turns=self.config.runtime.max_turns,
-            timeout_s=self.config.runtime.timeout_s,
-            model=self.config.runtime.model,
-            args=tuple(self.config.runtime.args),
+            role=plan.role_text(),
         )
-        if self.spawner.sandbox == "bwrap":
-            # Its worktree and the repository's git folder (commits land there) are writable.
-            invocation, self.spawner.jails[str(session_id)] = await start_jail_for(
-                self.config,
-                invocation,
-                label=str(session_id),
-                writable=(plan.worktree, plan.repo / ".git"),
-            )
         try:
-            command = adapter.interactive_command(invocation)
+            invocation = await self.spawner.invocation(request)
+            if self.spawner.sandbox == "bwrap":
+                # Its worktree and the repository's git folder (commits land there) are writable.
+                invocation, self.spawner.jails[str(session_id)] = await start_jail_for(
+                    self.config,
+                    invocation,
+                    label=str(session_id),
+                    writable=(plan.worktree, plan.repo / ".git"),
+                )
+            command = self.spawner.interactive_command(invocation)
         except RuntimeFailure as exc:
             shutil.rmtree(folder, ignore_errors=True)
             await self._release_jail(str(session_id))
             raise UserError(str(exc)) from None
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            await self._release_jail(str(session_id))
+            raise
         for path, text in command.files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
@@ -159,13 +152,7 @@ class BuilderManager:
         await jail.close()
         return {"sandbox": jail.summary()} if jail.egress.blocked else {}
 
-    def _system_prompt(self, adapter: Any, plan: BuilderPlan) -> str:
-        prompt_file = adapter.parse_system_prompt_file(self.config.config_dir)
-        system = compose_system_prompt(prompt_file, self.config.roster_dir)
-        role = plan.role_text()
-        return f"{system.rstrip()}\n\n{role}\n" if role else system
-
-    async def _undo(self, plan: BuilderPlan, session_id: uuid.UUID, error: str) -> None:
+    async def _undo(self, plan: BuilderPlan, session_id: str, error: str) -> None:
         """Take back what a failed spawn created, and record the failure."""
         await self.tmux.kill(session_name(self.config.name, plan.id))
         if plan.worktree.exists():
@@ -177,8 +164,8 @@ class BuilderManager:
         shutil.rmtree(self.folder(plan.id), ignore_errors=True)
         await self._release_jail(str(session_id))
         outcome = SessionOutcome("failed", False, "", f"spawn failed: {error}", [], 0)
-        await self.sessions.complete(session_id, outcome)
-        await self.sessions.update_metadata(session_id, {"ended_at": now_iso()})
+        await self.lifecycle.complete(session_id, outcome)
+        await self.lifecycle.annotate(session_id, {"ended_at": now_iso()})
 
     async def _headless(self, plan: BuilderPlan, source: str) -> dict[str, Any]:
         """The same builder run through the spawner to completion, in its worktree."""
@@ -200,10 +187,9 @@ class BuilderManager:
             await git.remove_worktree(plan.repo, plan.worktree, force=True)
             await git.delete_branch(plan.repo, plan.branch)
             raise ButlerError(f"builder refused: {result.error}")
-        session_id = uuid.UUID(result.session_id)
         meta = {**plan.metadata(), "headless": True, "ended_at": now_iso()}
-        await self.sessions.update_metadata(session_id, meta)
-        row = await self.sessions.get(session_id)
+        await self.lifecycle.annotate(result.session_id, meta)
+        row = await self.sessions.get(result.session_id)
         return {**builder_view(row or {}), "result": result.to_dict()}
 
     async def rows(self) -> list[dict[str, Any]]:
@@ -227,8 +213,18 @@ class BuilderManager:
         raise UserError(f"no builder {builder_id!r}; `butler builders` lists them")
 
     async def refresh(self) -> None:
-        """Bring the rows of interactive builders in line with their tmux panes."""
-        live = [row for row in await self.rows() if is_live(row)]
+        """Bring the rows of interactive builders in line with their tmux panes.
+
+        Reads every builder row: the watcher does this once at start (builders that
+        outlived an earlier daemon), and prune before it acts.
+        """
+        rows = await self.rows()
+        live = [row for row in rows if is_live(row) and row["id"] not in self._finishing]
+        self._live = {row["id"]: row for row in live}
+        await self._check(live)
+
+    async def _check(self, live: list[dict[str, Any]]) -> None:
+        """Adopt the live builders found running, complete those whose runtime ended."""
         if not live:
             return
         panes = await self.tmux.panes()
@@ -243,33 +239,63 @@ class BuilderManager:
             if ended is not None or pane is None:  # else: dead, and its end not yet known
                 await self._finish(row, pane is not None, ended)
 
+    async def adopt_survivors(self) -> None:
+        """At start-up: builders still running from an earlier daemon run again here.
+
+        Done before the server accepts, so no listing ever shows them failed.
+        """
+        try:
+            await self.refresh()
+        except ButlerError as exc:  # tmux missing: builders cannot have survived
+            log.warning("could not look for surviving builders: %s", exc)
+
+    async def watch(self, interval_s: float = WATCH_INTERVAL_S) -> None:
+        """Record each interactive builder's end as it happens; runs until cancelled."""
+        while True:
+            try:
+                await self._check(list(self._live.values()))
+            except Exception:
+                log.exception("checking builders failed; trying again")
+            await asyncio.sleep(interval_s)
+
+    def start(self) -> None:
+        """Start the watcher (once the server accepts: adopted builders call back into it)."""
+        if self._watcher is None or self._watcher.done():
+            self._watcher = asyncio.get_running_loop().create_task(self.watch())
+
+    async def stop(self) -> None:
+        """Stop the watcher; builders keep running in tmux without their daemon."""
+        if self._watcher is None:
+            return
+        self._watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._watcher
+        self._watcher = None
+
     def folder(self, builder_id: str) -> Path:
         """The builder's private folder: MCP config, prompt files, launch spec, exit record."""
         return butler_dir(self.config.name) / "builders" / builder_id
 
     async def _adopt(self, row: dict[str, Any]) -> None:
         """A builder outlived a daemon restart (which failed its row): it runs again here."""
-        self.spawner.ledger.open(row["id"])
-        await self.sessions.mark_running(uuid.UUID(row["id"]))
-        await self.sessions.update_metadata(uuid.UUID(row["id"]), {"adopted_at": now_iso()})
+        await self.lifecycle.running(row["id"])
+        await self.lifecycle.annotate(row["id"], {"adopted_at": now_iso()})
+        row["status"] = "running"
 
     async def _finish(self, row: dict[str, Any], screen: bool, ended: Exit | None) -> None:
         """Complete the row of a builder whose runtime ended; its last screen is the output."""
-        if row["id"] in _FINISHING:
+        if row["id"] in self._finishing:
             return
-        _FINISHING.add(row["id"])
+        self._finishing.add(row["id"])
+        self._live.pop(row["id"], None)
         name = row["metadata"].get("tmux_session", "")
         output = await self.tmux.capture(name, OUTPUT_LINES) if screen else ""
         status, error = end_of(ended)
-        calls = [call.to_json() for call in self.spawner.ledger.close(row["id"])]
-        outcome = SessionOutcome(
-            status, status == "succeeded", output, error, calls, elapsed_ms(row)
-        )
-        session_id = uuid.UUID(row["id"])
-        await self.sessions.complete(session_id, outcome)
+        outcome = SessionOutcome(status, status == "succeeded", output, error, [], elapsed_ms(row))
+        await self.lifecycle.complete(row["id"], outcome)
         ended = ended or {}
-        await self.sessions.update_metadata(
-            session_id,
+        await self.lifecycle.annotate(
+            row["id"],
             {
                 "ended_at": now_iso(),
                 "exit_status": ended.get("status"),

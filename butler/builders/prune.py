@@ -10,7 +10,6 @@ was done in ``prune``.
 from __future__ import annotations
 
 import shutil
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,7 @@ async def prune(manager: BuilderManager, force: bool = False) -> list[dict[str, 
         marks: dict[str, Any] = {"prune": report}
         if done:
             marks["pruned_at"] = now_iso()
-        await manager.sessions.update_metadata(uuid.UUID(row["id"]), marks)
+        await manager.lifecycle.annotate(row["id"], marks)
         reports.append({**builder_view(row), "prune": report, "pruned": done})
     return reports
 

@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
-from butler.config import RuntimeConfig
-
-if TYPE_CHECKING:
-    from butler.runtimes.subprocess_adapter import Command
+from butler.errors import RuntimeAdapterError
+from butler.runtimes.mcp_config import butler_file
+from butler.runtimes.settings import RuntimeConfig
 
 #: Called with a short human-readable line while a session runs (progress).
 ProgressSink = Callable[[str], Awaitable[None]]
@@ -100,11 +99,20 @@ class Invocation:
     model: str | None = None
     args: tuple[str, ...] = ()
     resume: str | None = None
+    #: A folder shared by every run of the butler's runtimes, for caches worth keeping.
+    cache_dir: Path | None = None
     #: Set by the session path when runtimes are jailed; every process start honours it.
     sandbox: Sandbox | None = None
 
-    def with_prompt(self, prompt: str) -> Invocation:
-        return replace(self, prompt=prompt)
+
+@dataclass(frozen=True)
+class Command:
+    """One run of a CLI: never a shell line, always an argv list."""
+
+    argv: list[str]
+    env: dict[str, str]
+    stdin: str | None = None
+    files: dict[Path, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -120,8 +128,12 @@ class RuntimeResult:
     num_turns: int | None = None
 
 
-class RuntimeFailure(Exception):
-    """A runtime run failed; carries whatever it produced before failing."""
+class RuntimeFailure(RuntimeAdapterError):
+    """A runtime run failed; carries whatever it produced before failing.
+
+    Defined beside :class:`RuntimeResult`, which it carries, but part of the
+    one hierarchy of :mod:`butler.errors`.
+    """
 
     def __init__(self, message: str, partial: RuntimeResult | None = None) -> None:
         super().__init__(message)
@@ -151,10 +163,6 @@ class RuntimeAdapter(ABC):
         """
         return None
 
-    def create_worker(self) -> RuntimeAdapter:
-        """A fresh adapter with the same config, owned by one session at a time."""
-        return type(self)(self.config)
-
     def parse_system_prompt_file(self, config_dir: Path) -> Path:
         """The file holding this runtime's system prompt in a butler folder."""
         for name in self.prompt_files:
@@ -163,18 +171,19 @@ class RuntimeAdapter(ABC):
                 return candidate
         return config_dir / self.prompt_files[-1]
 
-    @abstractmethod
-    def build_config_file(self, invocation: Invocation) -> Path:
-        """Write this runtime's locked-down config into the workspace; return its path."""
+    def mcp_config_files(self, invocation: Invocation) -> dict[Path, str]:
+        """The MCP config files the workspace writes for this runtime, by path.
+
+        butler's own ``mcp.json`` by default; runtimes configured otherwise (flags,
+        their own settings file in the command) return none.
+        """
+        return butler_file(invocation.workdir, invocation.mcp)
 
     @abstractmethod
     async def invoke(
         self, invocation: Invocation, progress: ProgressSink | None = None
     ) -> RuntimeResult:
         """Run the runtime to completion; raise :class:`RuntimeFailure` on failure."""
-
-    def reset(self) -> None:  # noqa: B027 - optional hook, most adapters keep no state
-        """Forget per-run state after a failure, so the worker can be used again."""
 
     def interactive_command(self, invocation: Invocation) -> Command:
         """The argv and exact environment of this runtime as an interactive terminal session.

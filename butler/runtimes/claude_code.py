@@ -15,12 +15,14 @@ import contextlib
 import json
 import os
 import signal
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import claude_agent_sdk as sdk
 
 from butler.runtimes.base import (
+    Command,
     Invocation,
     ProgressSink,
     RuntimeAdapter,
@@ -30,8 +32,8 @@ from butler.runtimes.base import (
     Usage,
 )
 from butler.runtimes.launcher import read_pid, write_launcher
+from butler.runtimes.mcp_config import claude_entry
 from butler.runtimes.process import KILL_GRACE_S, exec_script, kill_group, terminate_group
-from butler.runtimes.subprocess_adapter import Command
 
 #: Environment that keeps Claude Code from calling home: a daemon runs pinned
 #: versions and sends nothing it was not asked to.
@@ -97,22 +99,12 @@ def runtime_env(invocation: Invocation) -> dict[str, str]:
     }
 
 
-def mcp_servers(invocation: Invocation) -> dict[str, Any]:
-    """The butler's one server, in the CLI's ``mcpServers`` shape."""
-    if invocation.mcp is None:
-        return {}
-    mcp = invocation.mcp
-    entry: dict[str, Any] = {"type": mcp.transport, "url": mcp.url}
-    if mcp.headers:
-        entry["headers"] = dict(mcp.headers)
-    return {mcp.name: entry}
-
-
 def session_files(invocation: Invocation) -> dict[Path, str]:
     """The files :func:`build_options` points the CLI at: system prompt, MCP config."""
     files = {invocation.workdir / SYSTEM_PROMPT_FILE: invocation.system_prompt}
     if invocation.mcp is not None:
-        files[invocation.workdir / MCP_FILE] = json.dumps({"mcpServers": mcp_servers(invocation)})
+        servers = {invocation.mcp.name: claude_entry(invocation.mcp)}
+        files[invocation.workdir / MCP_FILE] = json.dumps({"mcpServers": servers})
     return files
 
 
@@ -156,10 +148,7 @@ def interactive_mcp_config(invocation: Invocation) -> dict[str, Any]:
     if invocation.mcp is None:
         return {"mcpServers": {}}
     mcp = invocation.mcp
-    entry: dict[str, Any] = {"type": mcp.transport, "url": mcp.url, "alwaysLoad": True}
-    if mcp.headers:
-        entry["headers"] = dict(mcp.headers)
-    return {"mcpServers": {mcp.name: entry}}
+    return {"mcpServers": {mcp.name: {**claude_entry(mcp), "alwaysLoad": True}}}
 
 
 def interactive_argv(invocation: Invocation, cli: str, mcp_config: Path) -> list[str]:
@@ -293,21 +282,18 @@ class ClaudeCodeAdapter(RuntimeAdapter):
 
     def __init__(self, config: Any) -> None:
         super().__init__(config)
-        self._workdir: Path | None = None
-        self._expired = False
         # The CLI is pinned with the SDK; asking it its version costs a process per session.
         os.environ.setdefault("CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK", "1")
 
     def cli_path(self) -> str:
         return self.config.cli_path or str(bundled_cli())
 
-    def build_config_file(self, invocation: Invocation) -> Path:
-        return invocation.workdir / ".mcp.json"
+    def mcp_config_files(self, invocation: Invocation) -> dict[Path, str]:
+        return {}  # the SDK is given the server; the TUI gets its file in its command
 
     async def invoke(
         self, invocation: Invocation, progress: ProgressSink | None = None
     ) -> RuntimeResult:
-        self._workdir = invocation.workdir
         cli = self.cli_path()
         if not os.access(cli, os.X_OK):
             raise RuntimeFailure(
@@ -330,8 +316,8 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         stream = ClaudeStream(invocation.mcp.name if invocation.mcp else None)
         # At the time limit the CLI is signalled first: a cancelled SDK stream
         # would wait 5 s on a hung CLI before signalling it itself.
-        self._expired = False
-        timer = asyncio.get_running_loop().call_later(invocation.timeout_s, self._expire)
+        group = CliGroup(invocation.workdir)
+        timer = asyncio.get_running_loop().call_later(invocation.timeout_s, group.expire)
         try:
             async with asyncio.timeout(invocation.timeout_s + KILL_GRACE_S):
                 async for message in sdk.query(prompt=invocation.prompt, options=options):
@@ -339,16 +325,16 @@ class ClaudeCodeAdapter(RuntimeAdapter):
                     if line and progress is not None:
                         await progress(line)
         except TimeoutError:
-            self._expired = True
+            group.expired = True
         except sdk.ClaudeSDKError as exc:
-            if not self._expired:
+            if not group.expired:
                 detail = stream.error() if stream.result is not None else None
                 message = detail or _sdk_error_line(exc, stderr)
                 raise RuntimeFailure(message, stream.to_result()) from None
         finally:
             timer.cancel()
-            await self._kill()
-        if self._expired:
+            await group.kill()
+        if group.expired:
             message = f"timeout after {invocation.timeout_s:g} s"
             raise RuntimeFailure(message, stream.to_result())
         result = stream.to_result()
@@ -375,29 +361,26 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         argv = interactive_argv(invocation, cli, mcp_file)
         return Command(argv=argv, env=env, files=files)
 
-    async def _kill(self) -> None:
+
+@dataclass
+class CliGroup:
+    """The process group of one run's CLI, found through the pid its launcher recorded."""
+
+    workdir: Path
+    expired: bool = False
+
+    async def kill(self) -> None:
         """End the CLI's process group, if the launcher recorded one."""
-        if self._workdir is None:
-            return
-        pgid = read_pid(self._workdir)
+        pgid = read_pid(self.workdir)
         if pgid is not None:
             await terminate_group(pgid, grace_s=1.0)
 
-    def _expire(self) -> None:
+    def expire(self) -> None:
         """The time limit passed: signal the CLI's group so the SDK's stream ends now."""
-        self._expired = True
-        pgid = read_pid(self._workdir) if self._workdir is not None else None
+        self.expired = True
+        pgid = read_pid(self.workdir)
         if pgid is not None:
             kill_group(pgid, signal.SIGTERM)
-
-    def reset(self) -> None:
-        if self._workdir is not None:
-            pgid = read_pid(self._workdir)
-            if pgid is not None:
-                from butler.runtimes.process import kill_group
-
-                kill_group(pgid)
-        self._workdir = None
 
 
 def write_private(path: Path, text: str) -> None:

@@ -11,11 +11,13 @@ lives in ``CODEX_HOME`` inside the session's private home, so resume works
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
-from butler.runtimes.base import Invocation, ToolCall, Usage
+from butler.runtimes.base import Command, Invocation, ToolCall, Usage
 from butler.runtimes.jsonl import JsonLinesStream, as_int
-from butler.runtimes.subprocess_adapter import Command, SubprocessAdapter
+from butler.runtimes.process import RuntimeProcess
+from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
 #: Codex calls home for analytics, plugins and apps unless told not to.
 HARDENING_ARGS = [
@@ -123,6 +125,9 @@ class CodexAdapter(SubprocessAdapter):
     supports_resume = True
     install_hint = "npm install -g @openai/codex@0.169.0"
 
+    def mcp_config_files(self, invocation: Invocation) -> dict[Path, str]:
+        return {}  # given as -c overrides
+
     def command(self, invocation: Invocation, binary: str) -> Command:
         codex_home = invocation.home / ".codex"
         env = {**invocation.env, "HOME": str(invocation.home), "CODEX_HOME": str(codex_home)}
@@ -133,5 +138,5 @@ class CodexAdapter(SubprocessAdapter):
             files={codex_home / ".keep": ""},
         )
 
-    def parser(self, invocation: Invocation) -> CodexStream:
+    def parser(self, invocation: Invocation, process: RuntimeProcess) -> CodexStream:
         return CodexStream(invocation.mcp.name if invocation.mcp else None)

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import re
 import shutil
-from typing import ClassVar
 
-from butler.config import RuntimeConfig
-from butler.runtimes.base import Invocation, RuntimeFailure, RuntimeResult
-from butler.runtimes.subprocess_adapter import Command, SubprocessAdapter
+from butler.runtimes.base import Command, Invocation, RuntimeFailure, RuntimeResult
+from butler.runtimes.process import RuntimeProcess
+from butler.runtimes.settings import RuntimeConfig
+from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 #: What a template may name, and what each becomes.
@@ -91,7 +91,6 @@ class CommandAdapter(SubprocessAdapter):
 
     type_name = "command"
     binary_name = "command"
-    placeholders: ClassVar[tuple[str, ...]] = PLACEHOLDERS
 
     @classmethod
     def validate_config(cls, config: RuntimeConfig) -> None:
@@ -115,7 +114,7 @@ class CommandAdapter(SubprocessAdapter):
         env = {**invocation.env, "HOME": str(invocation.home)}
         return Command(argv=argv, env=env)
 
-    def parser(self, invocation: Invocation) -> TextStream:
+    def parser(self, invocation: Invocation, process: RuntimeProcess) -> TextStream:
         return TextStream()
 
     def interactive_command(self, invocation: Invocation) -> Command:

@@ -25,9 +25,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from butler.paths import data_root
 from butler.runtimes.base import (
+    Command,
     Invocation,
+    McpEndpoint,
     ProgressSink,
     RuntimeFailure,
     RuntimeResult,
@@ -36,7 +37,9 @@ from butler.runtimes.base import (
 )
 from butler.runtimes.codex import embed_system_prompt
 from butler.runtimes.jsonl import JsonLinesStream, as_int
-from butler.runtimes.subprocess_adapter import Command, SubprocessAdapter
+from butler.runtimes.mcp_config import claude_entry, servers
+from butler.runtimes.process import RuntimeProcess
+from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
 USAGE_FILE = "copilot-usage.json"
 #: Flags that keep Copilot from phoning home, updating itself or waiting on a user.
@@ -52,11 +55,11 @@ HARDENING_ARGS = [
 
 def mcp_config(invocation: Invocation) -> dict[str, Any]:
     """``--additional-mcp-config``: exactly the butler's server, every tool allowed."""
-    if invocation.mcp is None:
-        return {"mcpServers": {}}
-    mcp = invocation.mcp
-    entry = {"type": mcp.transport, "url": mcp.url, "headers": dict(mcp.headers), "tools": ["*"]}
-    return {"mcpServers": {mcp.name: entry}}
+
+    def entry(mcp: McpEndpoint) -> dict[str, Any]:
+        return {**claude_entry(mcp), "headers": dict(mcp.headers), "tools": ["*"]}
+
+    return {"mcpServers": servers(invocation.mcp, entry)}
 
 
 def build_argv(invocation: Invocation, binary: str) -> list[str]:
@@ -79,7 +82,7 @@ def build_env(invocation: Invocation) -> dict[str, str]:
         **invocation.env,
         "HOME": str(home),
         "COPILOT_HOME": str(home / ".copilot"),
-        "XDG_CACHE_HOME": str(data_root() / "cache"),
+        "XDG_CACHE_HOME": str(invocation.cache_dir or invocation.workdir / "cache"),
         "TMPDIR": str(home / "tmp"),
         "COPILOT_AUTO_UPDATE": "false",
         "NO_COLOR": "1",
@@ -162,8 +165,8 @@ class CopilotAdapter(SubprocessAdapter):
     supports_resume = True
     install_hint = "npm install -g @github/copilot@1.0.102"
 
-    def build_config_file(self, invocation: Invocation) -> Path:
-        return invocation.home / ".copilot" / "mcp-config.json"
+    def mcp_config_files(self, invocation: Invocation) -> dict[Path, str]:
+        return {}  # given in --additional-mcp-config
 
     def command(self, invocation: Invocation, binary: str) -> Command:
         return Command(
@@ -172,12 +175,13 @@ class CopilotAdapter(SubprocessAdapter):
             stdin=embed_system_prompt(invocation.system_prompt, invocation.prompt),
             files={
                 # The user-level servers of the seeded home must not join the run.
-                self.build_config_file(invocation): json.dumps({"mcpServers": {}}) + "\n",
+                invocation.home / ".copilot" / "mcp-config.json": json.dumps({"mcpServers": {}})
+                + "\n",
                 invocation.home / "tmp" / ".keep": "",
             },
         )
 
-    def parser(self, invocation: Invocation) -> CopilotStream:
+    def parser(self, invocation: Invocation, process: RuntimeProcess) -> CopilotStream:
         return CopilotStream(invocation.mcp.name if invocation.mcp else None)
 
     async def invoke(

@@ -19,8 +19,9 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
+from butler.errors import ProcessTimeout
 from butler.runtimes.base import (
     Invocation,
     ProgressSink,
@@ -29,7 +30,7 @@ from butler.runtimes.base import (
     RuntimeResult,
 )
 from butler.runtimes.jsonl import stderr_summary
-from butler.runtimes.process import ProcessTimeout, RuntimeProcess, kill_group
+from butler.runtimes.process import RuntimeProcess, kill_group
 
 RUNTIMES_FILE = "agent_runtime.json"
 STATUSES = ("pending", "active", "completed", "failed")
@@ -82,20 +83,18 @@ class ExternalAdapter(RuntimeAdapter):
     binary_name = "external"
     supports_resume = True
 
-    def __init__(self, config: Any) -> None:
-        super().__init__(config)
-        self._processes: list[RuntimeProcess] = []
-
-    def build_config_file(self, invocation: Invocation) -> Path:
-        return invocation.workdir / "mcp.json"
-
     async def _call(
-        self, args: list[str], invocation: Invocation, timeout_s: float, keep: bool = False
+        self,
+        args: list[str],
+        invocation: Invocation,
+        timeout_s: float,
+        started: list[RuntimeProcess],
+        keep: bool = False,
     ) -> str:
         """Run one contract call; ``keep`` leaves what it started running (spawn, resume)."""
         lines: list[str] = []
         process = RuntimeProcess()
-        self._processes.append(process)
+        started.append(process)
         env = {
             **invocation.env,
             "HOME": str(invocation.home),
@@ -125,6 +124,7 @@ class ExternalAdapter(RuntimeAdapter):
     ) -> RuntimeResult:
         invocation.home.mkdir(parents=True, exist_ok=True)
         limit = invocation.timeout_s
+        started: list[RuntimeProcess] = []  # every contract call of this run
         if self.spec.timeout_minutes:
             limit = min(limit, self.spec.timeout_minutes * 60)
         deadline = time.monotonic() + limit
@@ -138,20 +138,31 @@ class ExternalAdapter(RuntimeAdapter):
             if invocation.resume:
                 session_id = invocation.resume
                 await self._call(
-                    ["resume", session_id, str(state), invocation.prompt], invocation, limit, True
+                    ["resume", session_id, str(state), invocation.prompt],
+                    invocation,
+                    limit,
+                    started,
+                    keep=True,
                 )
             else:
                 session_id = await self._call(
-                    ["spawn", str(brief), str(state), invocation.prompt], invocation, limit, True
+                    ["spawn", str(brief), str(state), invocation.prompt],
+                    invocation,
+                    limit,
+                    started,
+                    keep=True,
                 )
                 session_id = session_id.splitlines()[-1].strip() if session_id else ""
                 if not session_id:
                     raise RuntimeFailure(f"{self.spec.name} spawn printed no session id")
-            status = await self._poll(session_id, invocation, deadline, progress)
+            status = await self._poll(session_id, invocation, deadline, progress, started)
         except ProcessTimeout:
             raise RuntimeFailure(f"timeout after {limit:g} s") from None
         finally:
-            self.reset()  # whatever spawn or resume left running ends with the session
+            # Whatever spawn or resume left running ends with the session.
+            for process in started:
+                if process.pgid is not None:
+                    kill_group(process.pgid)
         result = _result_from_state(state, session_id)
         if status == "failed":
             raise RuntimeFailure(f"{self.spec.name} reported the session failed", result)
@@ -163,13 +174,14 @@ class ExternalAdapter(RuntimeAdapter):
         invocation: Invocation,
         deadline: float,
         progress: ProgressSink | None,
+        started: list[RuntimeProcess],
     ) -> str:
         last = None
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise RuntimeFailure(f"timeout after {invocation.timeout_s:g} s")
-            status = await self._call(["check_status", session_id], invocation, left)
+            status = await self._call(["check_status", session_id], invocation, left, started)
             if status not in STATUSES:
                 raise RuntimeFailure(
                     f"{self.spec.name} check_status printed {status!r}; expected one of "
@@ -181,12 +193,6 @@ class ExternalAdapter(RuntimeAdapter):
             if status in ("completed", "failed"):
                 return status
             await asyncio.sleep(self.spec.poll_interval_s)
-
-    def reset(self) -> None:
-        for process in self._processes:
-            if process.pgid is not None:
-                kill_group(process.pgid)
-        self._processes.clear()
 
 
 def _result_from_state(state: Path, session_id: str) -> RuntimeResult:

@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from butler.jsonfile import read_json_object
-from butler.runtimes.base import Invocation, RuntimeFailure, RuntimeResult, ToolCall, Usage
+from butler.runtimes.base import Command, Invocation, RuntimeFailure, RuntimeResult, ToolCall, Usage
 from butler.runtimes.jsonl import JsonLinesStream, as_int, bare_name, stderr_summary
-from butler.runtimes.process import ProcessOutcome
-from butler.runtimes.subprocess_adapter import Command, SubprocessAdapter
+from butler.runtimes.mcp_config import gemini_entry, servers
+from butler.runtimes.process import ProcessOutcome, RuntimeProcess
+from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
 #: Spec 000: a Gemini runtime never sees the Anthropic key.
 DROPPED_ENV = ("ANTHROPIC_API_KEY",)
@@ -91,12 +92,7 @@ def build_settings(existing: dict[str, Any], invocation: Invocation) -> dict[str
     general["enableAutoUpdate"] = False
     general["enableAutoUpdateNotification"] = False
     _section(settings, "model")["maxSessionTurns"] = invocation.max_turns
-    servers: dict[str, Any] = {}
-    if invocation.mcp is not None:
-        mcp = invocation.mcp
-        key = "httpUrl" if mcp.transport == "http" else "url"
-        servers[mcp.name] = {key: mcp.url, "headers": dict(mcp.headers), "trust": True}
-    settings["mcpServers"] = servers
+    settings["mcpServers"] = servers(invocation.mcp, gemini_entry)
     return settings
 
 
@@ -213,11 +209,11 @@ class GeminiAdapter(SubprocessAdapter):
     supports_resume = True
     install_hint = "npm install -g @google/gemini-cli@0.61.0"
 
-    def build_config_file(self, invocation: Invocation) -> Path:
-        return invocation.home / ".gemini" / "settings.json"
+    def mcp_config_files(self, invocation: Invocation) -> dict[Path, str]:
+        return {}  # in the settings file its command writes
 
     def command(self, invocation: Invocation, binary: str) -> Command:
-        settings_path = self.build_config_file(invocation)
+        settings_path = invocation.home / ".gemini" / "settings.json"
         system_md = invocation.workdir / "gemini-system.md"
         settings = build_settings(read_settings(settings_path), invocation)
         return Command(
@@ -231,7 +227,7 @@ class GeminiAdapter(SubprocessAdapter):
             },
         )
 
-    def parser(self, invocation: Invocation) -> GeminiStream:
+    def parser(self, invocation: Invocation, process: RuntimeProcess) -> GeminiStream:
         return GeminiStream(invocation.mcp.name if invocation.mcp else None)
 
     def exit_error(self, outcome: ProcessOutcome) -> str:

@@ -27,10 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from butler.jsonfile import read_json_object
-from butler.runtimes.base import Invocation, RuntimeFailure, ToolCall, Usage
+from butler.runtimes.base import Command, Invocation, RuntimeFailure, ToolCall, Usage
 from butler.runtimes.jsonl import JsonLinesStream, as_int, bare_name
-from butler.runtimes.process import kill_group
-from butler.runtimes.subprocess_adapter import Command, SubprocessAdapter
+from butler.runtimes.mcp_config import opencode_entry, servers
+from butler.runtimes.process import RuntimeProcess, kill_group
+from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
 #: The owner's provider config, in the butler folder.
 OWNER_CONFIG = "opencode.json"
@@ -65,16 +66,7 @@ def build_config(owner: dict[str, Any], invocation: Invocation, prompt_file: Pat
     """The whole config of one run: the owner's, locked down to the butler's server."""
     config = json.loads(json.dumps(owner))  # a deep copy; never edit the input
     config.setdefault("$schema", "https://opencode.ai/config.json")
-    servers: dict[str, Any] = {}
-    if invocation.mcp is not None:
-        mcp = invocation.mcp
-        servers[mcp.name] = {
-            "type": "remote",
-            "url": mcp.url,
-            "headers": dict(mcp.headers),
-            "enabled": True,
-        }
-    config["mcp"] = servers
+    config["mcp"] = servers(invocation.mcp, opencode_entry)
     agents = config.get("agent") if isinstance(config.get("agent"), dict) else {}
     agent = agents.get(AGENT) if isinstance(agents.get(AGENT), dict) else {}
     agent.update(
@@ -210,8 +202,8 @@ class OpenCodeAdapter(SubprocessAdapter):
     supports_resume = True
     install_hint = "npm install -g opencode-ai@1.18.33"
 
-    def build_config_file(self, invocation: Invocation) -> Path:
-        return invocation.workdir / "opencode.json"
+    def mcp_config_files(self, invocation: Invocation) -> dict[Path, str]:
+        return {}  # in the config its command writes
 
     def command(self, invocation: Invocation, binary: str) -> Command:
         prompt_file = invocation.workdir / "opencode-system.md"
@@ -227,11 +219,12 @@ class OpenCodeAdapter(SubprocessAdapter):
             },
         )
 
-    def parser(self, invocation: Invocation) -> OpenCodeStream:
+    def parser(self, invocation: Invocation, process: RuntimeProcess) -> OpenCodeStream:
         server = invocation.mcp.name if invocation.mcp else None
-        return OpenCodeStream(server, on_fatal=self._stop)
 
-    def _stop(self) -> None:
-        """End a run the stream already showed failed (OpenCode would not end it)."""
-        if self._process is not None and self._process.pgid is not None:
-            kill_group(self._process.pgid, signal.SIGTERM)
+        def stop() -> None:
+            """End a run the stream already showed failed (OpenCode would not end it)."""
+            if process.pgid is not None:
+                kill_group(process.pgid, signal.SIGTERM)
+
+        return OpenCodeStream(server, on_fatal=stop)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from butler.config import RuntimeConfig
 from butler.runtimes.base import RuntimeAdapter
+from butler.runtimes.settings import RuntimeConfig
 
 _ADAPTERS: dict[str, str] = {
     "claude-code": "butler.runtimes.claude_code:ClaudeCodeAdapter",

@@ -13,11 +13,11 @@ import asyncio
 import os
 import shutil
 from abc import abstractmethod
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol
 
+from butler.errors import ProcessTimeout
 from butler.runtimes.base import (
+    Command,
     Invocation,
     ProgressSink,
     RuntimeAdapter,
@@ -25,7 +25,7 @@ from butler.runtimes.base import (
     RuntimeResult,
 )
 from butler.runtimes.jsonl import exit_message
-from butler.runtimes.process import ProcessOutcome, ProcessTimeout, RuntimeProcess, kill_group
+from butler.runtimes.process import ProcessOutcome, RuntimeProcess
 
 
 class StreamParser(Protocol):
@@ -38,25 +38,11 @@ class StreamParser(Protocol):
         """What was parsed so far; ``error`` set when the runtime reported a failure."""
 
 
-@dataclass(frozen=True)
-class Command:
-    """One run of a CLI: never a shell line, always an argv list."""
-
-    argv: list[str]
-    env: dict[str, str]
-    stdin: str | None = None
-    files: dict[Path, str] = field(default_factory=dict)
-
-
 class SubprocessAdapter(RuntimeAdapter):
     """A runtime whose CLI is started directly and speaks JSON lines (or text) on stdout."""
 
     #: Packages to install when the binary is missing, for the error message.
     install_hint: str = ""
-
-    def __init__(self, config: object) -> None:
-        super().__init__(config)  # type: ignore[arg-type]
-        self._process: RuntimeProcess | None = None
 
     def binary(self, env: dict[str, str]) -> str:
         """``cli_path`` if configured, else ``binary_name`` on the runtime's PATH."""
@@ -81,15 +67,13 @@ class SubprocessAdapter(RuntimeAdapter):
         """The argv, environment, stdin and files for one invocation."""
 
     @abstractmethod
-    def parser(self, invocation: Invocation) -> StreamParser:
-        """A fresh parser for one run."""
+    def parser(self, invocation: Invocation, process: RuntimeProcess) -> StreamParser:
+        """A fresh parser for one run; ``process`` is that run's, for a parser that must
+        end it early."""
 
     def exit_error(self, outcome: ProcessOutcome) -> str:
         """A readable error for a non-zero exit that the stream did not explain."""
         return exit_message(self.binary_name, outcome.returncode, outcome.stderr)
-
-    def build_config_file(self, invocation: Invocation) -> Path:
-        return invocation.workdir / "mcp.json"
 
     async def invoke(
         self, invocation: Invocation, progress: ProgressSink | None = None
@@ -100,7 +84,8 @@ class SubprocessAdapter(RuntimeAdapter):
         for path, text in command.files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        parser = self.parser(invocation)
+        process = RuntimeProcess()
+        parser = self.parser(invocation, process)
         pending: set[asyncio.Task[None]] = set()
 
         def on_line(line: str) -> None:
@@ -110,9 +95,8 @@ class SubprocessAdapter(RuntimeAdapter):
                 pending.add(task)
                 task.add_done_callback(pending.discard)
 
-        self._process = RuntimeProcess()
         try:
-            outcome = await self._process.run(
+            outcome = await process.run(
                 command.argv,
                 env=command.env,
                 cwd=invocation.cwd,
@@ -135,8 +119,3 @@ class SubprocessAdapter(RuntimeAdapter):
             result.error = self.exit_error(outcome)
             raise RuntimeFailure(result.error, result)
         return result
-
-    def reset(self) -> None:
-        if self._process is not None and self._process.pgid is not None:
-            kill_group(self._process.pgid)
-        self._process = None

@@ -12,7 +12,8 @@ import asyncio
 import contextlib
 import re
 from collections.abc import AsyncIterator
-from typing import Literal
+
+from butler.errors import Rejected
 
 TRIGGER_SOURCE = re.compile(r"^(tick|external|trigger|route|schedule:[a-z][a-z0-9_-]{0,39})$")
 
@@ -24,10 +25,6 @@ def validate_trigger_source(source: str) -> None:
             f"invalid trigger source {source!r}; expected tick, external, trigger, route "
             "or schedule:<task-name>"
         )
-
-
-class Rejected(Exception):
-    """A trigger refused before it got a slot."""
 
 
 class Admission:
@@ -56,9 +53,6 @@ class Admission:
                 f"queue full: {self.running} running and {self.waiting} waiting "
                 f"(max_queued_sessions={self.max_waiting})"
             )
-
-    def state(self) -> Literal["free", "busy"]:
-        return "free" if self.running + self.waiting < self.max_running else "busy"
 
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:

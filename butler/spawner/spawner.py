@@ -1,9 +1,11 @@
 """The spawner: a trigger becomes one recorded, locked-down runtime session.
 
 Runtime-agnostic: it knows runtimes only through :class:`RuntimeAdapter`. For
-each trigger it admits or refuses, records the session before the runtime
-starts, builds the workspace, environment and system prompt, runs the
-adapter under a time limit, and completes the record whatever happened.
+each trigger it admits or refuses (:mod:`.admission`), records the session
+before the runtime starts and completes it whatever happened
+(:mod:`.lifecycle`), builds the run (:mod:`.invocation`) in a private
+workspace, and runs the adapter under a time limit. Builders start their
+interactive sessions through the same two modules, via :meth:`Spawner.invocation`.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import functools
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,32 +24,31 @@ from opentelemetry import context as otel_context
 from opentelemetry.trace import Status, StatusCode
 
 from butler.config import ButlerConfig
-from butler.errors import ButlerError, SessionNotFound
+from butler.errors import ButlerError, Rejected, SessionNotFound
 from butler.runtimes.base import (
+    Command,
     Invocation,
-    McpEndpoint,
     ProgressSink,
     RuntimeAdapter,
     RuntimeFailure,
     RuntimeResult,
 )
 from butler.sandbox import Jail, resolve_mode
-from butler.spawner.admission import Admission, Rejected, validate_trigger_source
-from butler.spawner.environment import build_runtime_env
-from butler.spawner.homes import prune_homes, session_home
-from butler.spawner.ledger import ToolCallLedger, merge_tool_calls
-from butler.spawner.prompt import compose_system_prompt
+from butler.spawner.admission import Admission, validate_trigger_source
+from butler.spawner.homes import prune_homes
+from butler.spawner.invocation import InvocationRequest, build_invocation
+from butler.spawner.ledger import ToolCallLedger
+from butler.spawner.lifecycle import SessionLifecycle
 from butler.spawner.result import SpawnerResult, rejected
 from butler.spawner.sandboxing import jailed
 from butler.spawner.workspace import Workspace, sweep_leftovers
 from butler.store.credentials import CredentialStore
 from butler.store.memory import Memory
-from butler.store.sessions import NewSession, SessionOutcome, SessionStore
-from butler.telemetry import SessionMetrics, current_traceparent, trace_id_of, tracer
+from butler.store.sessions import SessionOutcome, SessionStore
+from butler.telemetry import trace_id_of, tracer
 
 log = logging.getLogger(__name__)
 
-SESSION_HEADER = "X-Butler-Session"
 #: Extra seconds the spawner grants an adapter past its own timeout to clean up.
 TIMEOUT_GRACE_S = 10.0
 
@@ -94,7 +95,9 @@ class Spawner:
         rt = config.runtime
         self.admission = Admission(rt.max_concurrent_sessions, rt.max_queued_sessions)
         self._tasks: set[asyncio.Task[SpawnerResult]] = set()
-        self.metrics = SessionMetrics.create(lambda: self.admission.waiting, config.name)
+        self.lifecycle = SessionLifecycle(
+            config, sessions, self.ledger, adapter.type_name, lambda: self.admission.waiting
+        )
         #: What runtimes run in: "bwrap" (jailed) or "none"; decided once, at start.
         self.sandbox = resolve_mode(config.butler.sandbox, f"{config.config_dir / 'butler.toml'}:")
         #: Jails that outlive one call (builders' terminal sessions), by session id.
@@ -185,150 +188,111 @@ class Spawner:
                 "butler.runtime": self.adapter.type_name,
             },
         ) as span:
-            new = self._new_session(request, parent, trace_id_of(span))
+            new = self.lifecycle.new(
+                request.full_prompt(),
+                request.trigger_source,
+                request.session_type,
+                request.metadata,
+                parent_id=parent["id"] if parent else None,
+                trace_id=trace_id_of(span),
+            )
             span.set_attribute("butler.session_id", str(new.id))
-            await self.sessions.create(new)
-            recorded.set_result(str(new.id))
-            outcome = await self._execute(new, request, parent, progress)
+            sid = await self.lifecycle.create(new, otel_context.get_current())
+            recorded.set_result(sid)
+            outcome = await self._execute(sid, request, parent, progress)
             if outcome.error:
                 span.set_status(Status(StatusCode.ERROR, outcome.error))
             if outcome.success:
                 await self._remember(new.id, request.full_prompt(), outcome.output)
-            return _spawner_result(str(new.id), outcome)
-
-    def _new_session(
-        self, request: TriggerRequest, parent: dict | None, trace_id: str | None
-    ) -> NewSession:
-        return NewSession(
-            prompt=request.full_prompt(),
-            trigger_source=request.trigger_source,
-            runtime=self.adapter.type_name,
-            model=self.config.runtime.model,
-            type=request.session_type,
-            parent_session_id=uuid.UUID(parent["id"]) if parent else None,
-            trace_id=trace_id,
-            metadata=dict(request.metadata),
-        )
+            return _spawner_result(sid, outcome)
 
     async def _execute(
         self,
-        new: NewSession,
+        sid: str,
         request: TriggerRequest,
         parent: dict | None,
         progress: ProgressSink | None,
     ) -> SessionOutcome:
         """Wait for a slot, run the runtime, and record the outcome whatever happens."""
-        sid = str(new.id)
         started = time.monotonic()
         result = RuntimeResult()
         status, error = "failed", None
-        self.ledger.open(sid, otel_context.get_current())
-        worker = self.adapter.create_worker()
         try:
             if progress:
                 await progress("queued")
             async with self.admission.slot():
-                await self.sessions.mark_running(new.id)
+                await self.lifecycle.running(sid)
                 started = time.monotonic()
                 if progress:
                     await progress("running")
-                result = await self._run(worker, request, new.id, parent, progress)
+                result = await self._run(request, sid, parent, progress)
             status = "succeeded"
         except RuntimeFailure as exc:
-            worker.reset()
             result, error = exc.partial, str(exc)
         except asyncio.CancelledError:
-            worker.reset()
             status, error = "cancelled", "cancelled: the butler is shutting down"
             raise
         except ButlerError as exc:
-            worker.reset()
             error = str(exc)
         except Exception as exc:
-            worker.reset()
             log.exception("session %s crashed", sid)
             error = f"internal error: {type(exc).__name__}: {exc}"
         finally:
-            calls = merge_tool_calls(result.tool_calls, self.ledger.close(sid))
-            outcome = _outcome(status, error, result, calls, started)
-            await asyncio.shield(self.sessions.complete(new.id, outcome))
-            self._measure(outcome)
-            log.info(
-                "session finished",
-                extra={"session_id": sid, "status": status, "ms": outcome.duration_ms},
+            outcome = await self.lifecycle.complete(
+                sid, _outcome(status, error, result, started), result.tool_calls
             )
         return outcome
 
     async def _run(
         self,
-        worker: RuntimeAdapter,
         request: TriggerRequest,
-        session_id: uuid.UUID,
+        sid: str,
         parent: dict | None,
         progress: ProgressSink | None,
     ) -> RuntimeResult:
-        rt = self.config.runtime
-        env = await build_runtime_env(self.config, self.credentials, current_traceparent())
         memory = await self._memory_context()
-        prompt_file = worker.parse_system_prompt_file(self.config.config_dir)
-        system_prompt = compose_system_prompt(prompt_file, self.config.roster_dir, memory)
-        mcp = self.endpoint(str(session_id))
-        home = session_home(self.config.name, str(session_id), parent["id"] if parent else None)
-        timeout_s = request.timeout_s or rt.timeout_s
-        with Workspace(self.workspace_prefix, mcp) as workspace:
-            invocation = Invocation(
-                prompt=request.full_prompt(),
-                system_prompt=system_prompt,
-                cwd=self.config.config_dir,
-                workdir=workspace.path,
-                home=home,
-                env=env,
-                mcp=mcp,
-                max_turns=request.max_turns or rt.max_turns,
-                timeout_s=timeout_s,
-                model=rt.model,
-                args=tuple(rt.args),
-                resume=parent["runtime_session_id"] if parent else None,
+        with Workspace(self.workspace_prefix) as workspace:
+            invocation = await build_invocation(
+                self.config,
+                self.adapter,
+                self.credentials,
+                InvocationRequest(
+                    session_id=sid,
+                    prompt=request.full_prompt(),
+                    cwd=self.config.config_dir,
+                    workdir=workspace.path,
+                    memory=memory,
+                    parent_id=parent["id"] if parent else None,
+                    resume=parent["runtime_session_id"] if parent else None,
+                    max_turns=request.max_turns,
+                    timeout_s=request.timeout_s,
+                ),
             )
-            worker.build_config_file(invocation)
-            record = functools.partial(self.sessions.update_metadata, session_id)
+            workspace.write(self.adapter.mcp_config_files(invocation))
+            record = functools.partial(self.sessions.update_metadata, uuid.UUID(sid))
             async with jailed(
                 self.config,
                 self.sandbox,
                 invocation,
-                label=str(session_id),
+                label=sid,
                 writable=request.writable,
                 record=record,
             ) as invocation:
                 try:
-                    async with asyncio.timeout(timeout_s + TIMEOUT_GRACE_S):
-                        return await worker.invoke(invocation, progress)
+                    async with asyncio.timeout(invocation.timeout_s + TIMEOUT_GRACE_S):
+                        return await self.adapter.invoke(invocation, progress)
                 except TimeoutError:
-                    raise RuntimeFailure(f"timeout after {timeout_s:g} s") from None
+                    raise RuntimeFailure(f"timeout after {invocation.timeout_s:g} s") from None
 
-    def _measure(self, outcome: SessionOutcome) -> None:
-        labels = {"butler": self.config.name, "runtime": self.adapter.type_name}
-        self.metrics.sessions.add(1, {**labels, "status": outcome.status})
-        self.metrics.duration.record(outcome.duration_ms, labels)
-        for kind in ("input", "output", "cache_read", "cache_write"):
-            count = getattr(outcome, f"{kind}_tokens") or 0
-            if count:
-                self.metrics.tokens.add(count, {**labels, "kind": kind})
+    async def invocation(self, request: InvocationRequest) -> Invocation:
+        """The invocation of this butler's runtime for a session started elsewhere (a builder)."""
+        return await build_invocation(self.config, self.adapter, self.credentials, request)
 
-    def endpoint(self, session_id: str) -> McpEndpoint:
-        """This butler's MCP server as a runtime of the given session reaches it."""
-        transport = self.config.runtime.transport
-        base = self.config.mcp_base_url
-        if transport == "sse":
-            url = f"{base}/sse"
-        else:
-            url = f"{base}/mcp?session={session_id}"
-        return McpEndpoint(
-            name=self.config.name,
-            url=url,
-            headers={SESSION_HEADER: session_id},
-            transport=transport,
-        )
+    def interactive_command(self, invocation: Invocation) -> Command:
+        """This butler's runtime as a terminal session; RuntimeFailure when it has none."""
+        command = self.adapter.interactive_command(invocation)
+        files = {**self.adapter.mcp_config_files(invocation), **command.files}
+        return replace(command, files=files)
 
     async def _memory_context(self) -> str | None:
         if self.memory is None or not self.config.butler.memory.enabled:
@@ -370,7 +334,7 @@ class Spawner:
 
 
 def _outcome(
-    status: str, error: str | None, result: RuntimeResult, calls: list, started: float
+    status: str, error: str | None, result: RuntimeResult, started: float
 ) -> SessionOutcome:
     usage = result.usage
     return SessionOutcome(
@@ -378,7 +342,7 @@ def _outcome(
         success=status == "succeeded",
         output=result.output,
         error=error,
-        tool_calls=[c.to_json() for c in calls],
+        tool_calls=[],  # the lifecycle fills them in, merged with the server's
         duration_ms=int((time.monotonic() - started) * 1000),
         input_tokens=usage.input_tokens,
         output_tokens=usage.output_tokens,

@@ -1,72 +1,25 @@
-"""The ephemeral workspace of one invocation: a private temp folder of MCP configs.
+"""The ephemeral workspace of one invocation: a private temp folder.
 
-``<system temp>/butler_<name>_<uuid>/`` holds ``mcp.json`` (the spec's format)
-and the same locked-down server in each CLI's own format, each naming exactly
-one server: this butler. With no endpoint the configs are empty objects, so an
-agent cannot call back into any MCP server at all. The folder is removed when
-the invocation ends, however it ends; leftovers of a crashed daemon are swept
-at start-up.
+``<system temp>/butler_<name>_<uuid>/`` (0700) holds what the runtime's
+adapter asks for: its MCP config, prompt files, launch spec. The folder is
+removed when the invocation ends, however it ends; leftovers of a crashed
+daemon are swept at start-up.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import tempfile
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from butler.paths import pid_alive
-from butler.runtimes.base import McpEndpoint
+from butler.runtimes.mcp_config import write_files
 
 OWNER_FILE = ".owner-pid"
-
-
-def _claude_format(mcp: McpEndpoint) -> dict[str, Any]:
-    entry: dict[str, Any] = {"type": mcp.transport, "url": mcp.url}
-    if mcp.headers:
-        entry["headers"] = dict(mcp.headers)
-    return {"mcpServers": {mcp.name: entry}}
-
-
-def _gemini_format(mcp: McpEndpoint) -> dict[str, Any]:
-    key = "httpUrl" if mcp.transport == "http" else "url"
-    entry = {key: mcp.url, "headers": dict(mcp.headers), "trust": True}
-    return {"mcpServers": {mcp.name: entry}}
-
-
-def _cursor_format(mcp: McpEndpoint) -> dict[str, Any]:
-    return {"mcpServers": {mcp.name: {"url": mcp.url, "headers": dict(mcp.headers)}}}
-
-
-def _opencode_format(mcp: McpEndpoint) -> dict[str, Any]:
-    entry = {"type": "remote", "url": mcp.url, "headers": dict(mcp.headers), "enabled": True}
-    return {"mcp": {mcp.name: entry}}
-
-
-#: Each CLI's MCP config file, relative to the workspace, and how to render it.
-CONFIG_FORMATS = {
-    "mcp.json": _claude_format,
-    ".mcp.json": _claude_format,
-    ".gemini/settings.json": _gemini_format,
-    ".cursor/mcp.json": _cursor_format,
-    "opencode.json": _opencode_format,
-}
-
-
-def write_mcp_configs(folder: Path, mcp: McpEndpoint | None) -> dict[str, Path]:
-    """Write every format into ``folder``; empty objects when ``mcp`` is None."""
-    written: dict[str, Path] = {}
-    for relative, render in CONFIG_FORMATS.items():
-        path = folder / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = render(mcp) if mcp is not None else {}
-        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        written[relative] = path
-    return written
 
 
 def temp_root() -> Path:
@@ -76,21 +29,18 @@ def temp_root() -> Path:
 class Workspace:
     """A private temp folder for one invocation, removed on exit."""
 
-    def __init__(self, prefix: str, mcp: McpEndpoint | None = None) -> None:
+    def __init__(self, prefix: str) -> None:
         self.prefix = prefix
-        self.mcp = mcp
         self.path = temp_root() / f"{prefix}{uuid.uuid4()}"
-        self.configs: dict[str, Path] = {}
-
-    @property
-    def mcp_config(self) -> Path:
-        return self.path / "mcp.json"
 
     def create(self) -> Workspace:
         self.path.mkdir(mode=0o700)
         (self.path / OWNER_FILE).write_text(str(os.getpid()), encoding="utf-8")
-        self.configs = write_mcp_configs(self.path, self.mcp)
         return self
+
+    def write(self, files: Mapping[Path, str]) -> None:
+        """Write the config files a runtime asked for (paths inside this workspace)."""
+        write_files(files)
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from datetime import datetime
 
 from butler.store.db import Database
 
@@ -19,6 +20,7 @@ class CredentialStore:
         self.environ = os.environ if environ is None else environ
 
     async def set(self, name: str, value: str) -> None:
+        """Store ``value`` under ``name``, replacing any earlier one."""
         assert self.db is not None
         await self.db.execute(
             "INSERT INTO credentials (name, value) VALUES ($1, $2)"
@@ -26,6 +28,20 @@ class CredentialStore:
             name,
             value,
         )
+
+    async def names(self) -> list[tuple[str, datetime]]:
+        """Every stored name with when it was last set; never a value."""
+        assert self.db is not None
+        rows = await self.db.fetch("SELECT name, updated_at FROM credentials ORDER BY name")
+        return [(r["name"], r["updated_at"]) for r in rows]
+
+    async def delete(self, name: str) -> bool:
+        """Forget ``name``; whether it was stored."""
+        assert self.db is not None
+        deleted = await self.db.fetchval(
+            "DELETE FROM credentials WHERE name = $1 RETURNING name", name
+        )
+        return deleted is not None
 
     async def resolve(self, name: str) -> str | None:
         """The credential's value, or None when neither source has it."""

@@ -21,10 +21,11 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from butler.errors import RuntimeAdapterError, UserError
+from butler.errors import ProcessTimeout, RuntimeAdapterError, UserError
 from butler.runtimes.command import render  # the command runtime's argv templating
+from butler.runtimes.mcp_config import empty_files
+from butler.runtimes.process import Completed, run_captured, run_interactive
 from butler.spawner.workspace import Workspace, sweep_leftovers
-from butler.subagent.process import Completed, TimedOut, run_captured, run_interactive
 from butler.subagent.sources import AgentCommand, AgentSettings, Source, Sources
 from butler.subagent.template import load_template, render_prompt
 
@@ -122,6 +123,7 @@ class SubagentRunner:
         sweep_leftovers(WORKSPACE_PREFIX)
         workspace = Workspace(WORKSPACE_PREFIX).create()
         try:
+            workspace.write(empty_files(workspace.path))
             for source in resolved:
                 link = workspace.path / source.name
                 link.symlink_to(source.path, target_is_directory=source.path.is_dir())
@@ -150,7 +152,7 @@ class SubagentRunner:
             return await run_captured(
                 argv, cwd=cwd, env=agent_env(), timeout_s=timeout_s, stdin=stdin
             )
-        except TimedOut as exc:
+        except ProcessTimeout as exc:
             raise AgentTimedOut(agent.name, exc.timeout_s, exc.stderr) from None
         except OSError as exc:
             raise self._cannot_start(agent, argv, exc) from None

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +36,7 @@ import platformdirs
 
 from butler.errors import ConfigError, UserError
 from butler.runtimes.command import PLACEHOLDER
+from butler.tomlfile import read_toml
 
 CONFIG_FILE = "config.toml"
 
@@ -188,22 +188,13 @@ class UserConfig:
 def load_user_config(path: Path | None = None) -> UserConfig:
     """Read and validate the user config; a missing file means built-in defaults."""
     path = path or config_path()
-    data = _read_toml(path) if path.exists() else {}
+    data = read_toml(path) if path.exists() else {}
     unknown = sorted(set(data) - {"sources", "agents"})
     if unknown:
         raise ConfigError(f"{path}: unknown table {unknown[0]!r}; expected [sources] and [agents]")
     sources = _parse_sources(_table(data, "sources", path), path)
     agents = _parse_agents(_table(data, "agents", path), path)
     return UserConfig(path=path, agents=agents, sources=Sources(sources, path))
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read it: {exc}") from None
 
 
 def _table(data: Mapping[str, Any], key: str, path: Path) -> dict[str, Any]:

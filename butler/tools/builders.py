@@ -8,18 +8,12 @@ from typing import Any
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 
-from butler.builders.manager import BuilderManager
 from butler.builders.modes import SpawnOptions
 from butler.builders.prune import prune
 from butler.builders.records import builder_view
 from butler.errors import ButlerError
 from butler.tools.context import ButlerContext
 from butler.tools.ledger_middleware import calling_session
-
-
-def builder_manager(butler: ButlerContext) -> BuilderManager:
-    """The butler's builders (the manager keeps no state of its own, so one per call is fine)."""
-    return BuilderManager(butler.config, butler.spawner, butler.sessions)
 
 
 def register_builder_tools(mcp: FastMCP, butler: ButlerContext) -> None:
@@ -57,22 +51,19 @@ def register_builder_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         )
         source = "trigger" if calling_session(butler.spawner.ledger) else "external"
         try:
-            return await builder_manager(butler).spawn(options, Path(repo), source, headless)
+            return await butler.builders.spawn(options, Path(repo), source, headless)
         except ButlerError as exc:
             raise ToolError(str(exc)) from None
 
     @mcp.tool
     async def builder_list(include_pruned: bool = False) -> list[dict[str, Any]]:
         """This butler's builders, newest first: id, type, status, branch, worktree, tmux."""
-        manager = builder_manager(butler)
-        await manager.refresh()
-        return await manager.builders(include_pruned)
+        return await butler.builders.builders(include_pruned)
 
     @mcp.tool
     async def builder_get(builder_id: str) -> dict[str, Any]:
         """One builder by id, with what its terminal shows now if it is running."""
-        manager = builder_manager(butler)
-        await manager.refresh()
+        manager = butler.builders
         try:
             row = await manager.find(builder_id)
         except ButlerError as exc:
@@ -85,4 +76,4 @@ def register_builder_tools(mcp: FastMCP, butler: ButlerContext) -> None:
 
         A worktree with uncommitted changes and an unmerged branch are kept unless ``force``.
         """
-        return await prune(builder_manager(butler), force)
+        return await prune(butler.builders, force)

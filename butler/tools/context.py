@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from butler.builders.manager import BuilderManager
 from butler.config import ButlerConfig
 from butler.spawner.spawner import Spawner
 from butler.store.db import Database
@@ -27,3 +28,9 @@ class ButlerContext:
     spawner: Spawner
     started_at: float = field(default_factory=time.time)
     scheduler: Scheduler | None = None
+    #: The butler's one builder manager; built from the spawner when not given.
+    builders: BuilderManager = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.builders is None:
+            self.builders = BuilderManager(self.config, self.spawner, self.sessions)

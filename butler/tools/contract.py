@@ -15,7 +15,6 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 
 from butler.errors import ButlerError
-from butler.spawner.admission import Rejected
 from butler.spawner.spawner import TriggerRequest
 from butler.tools.context import ButlerContext
 
@@ -36,7 +35,7 @@ def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
     async def start(request: TriggerRequest) -> str:
         try:
             session_id, _ = await butler.spawner.start(request)
-        except (Rejected, ButlerError) as exc:
+        except ButlerError as exc:  # refused (Rejected) or not resumable
             raise ToolError(str(exc)) from None
         return session_id
 

@@ -14,8 +14,8 @@ from fastmcp.server.dependencies import get_http_request
 from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 from butler.runtimes.base import ToolCall
+from butler.spawner.invocation import SESSION_HEADER
 from butler.spawner.ledger import ToolCallLedger
-from butler.spawner.spawner import SESSION_HEADER
 from butler.telemetry import tracer
 
 

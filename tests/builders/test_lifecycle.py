@@ -7,8 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.builders.conftest import Builders, kill_tmux_server, screen
 from tests.helpers import wait_until
+
+pytestmark = pytest.mark.slow
 
 
 def tmux(socket: str, *args: str) -> str:
@@ -42,11 +46,11 @@ def test_builders_are_listed_grouped_by_type(builders: Builders):
     protocol = builders.spawn("--protocol", "cleanup")
     done = builders.cli("builders")
     assert done.returncode == 0
-    lines = done.stdout.splitlines()
-    for kind, builder in (("task", task), ("protocol", protocol), ("shell", shell)):
-        header = lines.index(f"{kind} (1)")
-        assert lines[header + 1].split()[:3] == [builder["id"], "running", builder["branch"]]
-    assert lines.index("task (1)") < lines.index("protocol (1)") < lines.index("shell (1)")
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in done.stdout.splitlines()]
+    assert [row[:4] for row in rows if row and row[0]] == [
+        [kind, builder["id"], "running", builder["branch"]]
+        for kind, builder in (("task", task), ("protocol", protocol), ("shell", shell))
+    ]
 
 
 def test_a_finished_builder_is_recorded_then_pruned(builders: Builders):
@@ -105,6 +109,18 @@ def test_a_runtime_that_fails_fails_its_session(builders: Builders):
     ended = end(builders, builder, "fail")
     assert ended["status"] == "failed"
     assert ended["error"] == "runtime exited with status 3"
+
+
+def test_a_builders_end_is_recorded_without_anyone_reading_it(builders: Builders):
+    builder = builders.spawn("Fix bug")
+    builders.wait_screen(builder, "agent> ")
+    tmux(builders.socket, "send-keys", "-t", f"={builder['tmux_session']}:", "exit", "Enter")
+    # Only the database is read: no listing, no dashboard, nothing that asks the daemon.
+    row = wait_until(
+        lambda: (r := builders.row(builder["session_id"]))["status"] != "running" and r
+    )
+    assert row["status"] == "succeeded" and row["completed_at"] is not None
+    assert row["metadata"]["exit_status"] == 0 and "agent> " in row["output"]
 
 
 def test_attach_joins_the_builders_terminal(builders: Builders):

@@ -15,6 +15,8 @@ from tests.builders.conftest import AGENT, Builders, write_builder_butler
 from tests.conftest import TEST_DSN
 from tests.helpers import DaemonProcess, free_port
 
+pytestmark = pytest.mark.slow
+
 #: What the agent may find in its environment: the built one, and the terminal's.
 ALLOWED_ENV = {"ANTHROPIC_API_KEY", "HOME", "PATH", "TRACEPARENT", "TERM", "COLORTERM", "LC_CTYPE"}
 

@@ -11,7 +11,11 @@ import hashlib
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.builders.conftest import Builders
+
+pytestmark = pytest.mark.slow
 
 
 def assert_builder_is_real(builders: Builders, builder: dict, branch: str) -> None:

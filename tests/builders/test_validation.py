@@ -19,6 +19,8 @@ from butler.errors import UserError
 from tests.builders.conftest import Builders
 from tests.helpers import REPO
 
+pytestmark = pytest.mark.slow
+
 MATRIX = [
     (SpawnOptions(project="0009"), "spec"),
     (SpawnOptions(text="Fix bug"), "task"),

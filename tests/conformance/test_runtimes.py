@@ -10,7 +10,6 @@ processes left behind, the connections attempted.
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import json
 import re
@@ -27,6 +26,7 @@ from fastmcp import Client
 from tests.conformance.conftest import Conformance
 from tests.fakes.mcp_probe import McpProbe
 from tests.fakes.model_server import FakeModelServer, Garbage, Hang, ModelError, Text, ToolCall
+from tests.helpers import eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -79,16 +79,6 @@ def processes_using(home: Path) -> list[str]:
         if any(value.startswith(str(home)) for value in environ.values()):
             found.append(f"{proc.info['pid']} {proc.info['name']}")
     return found
-
-
-async def poll(predicate: Any, timeout: float) -> Any:
-    """The predicate's value once truthy, or its last value at the deadline."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value or time.monotonic() > deadline:
-            return value
-        await asyncio.sleep(0.1)
 
 
 async def test_success_records_output_usage_and_the_runtime_session(
@@ -149,7 +139,7 @@ async def test_a_hanging_model_times_out_and_leaves_no_process(
     assert row["status"] == "failed"
     home = conformance.session_home(result["session_id"])
     assert home.is_dir()
-    assert await poll(lambda: not processes_using(home), timeout=10), processes_using(home)
+    await eventually(lambda: not processes_using(home), timeout=10)
 
 
 async def test_garbage_from_the_model_is_a_clear_failure(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,8 @@ import pytest
 
 from tests.conftest import TEST_DSN
 from tests.helpers import DaemonProcess, free_port, wait_until, write_butler
+
+pytestmark = pytest.mark.slow
 
 ENV = '\n[butler.env]\noptional = ["FILE_AGENT_GATE"]\n'
 BRIEF = """# LEGO: Authentication
@@ -124,3 +127,30 @@ def test_missing_brief_and_bad_state_are_clear_errors(contract_daemon, tmp_path)
     state.write_text("{not json")
     done = adapter(config, "spawn", str(brief), str(state), "go")
     assert done.returncode == 2 and "invalid JSON at line 1, column 2" in done.stderr
+
+
+def test_wait_shows_a_spinner_on_a_terminal_and_nothing_on_a_pipe(contract_daemon, tmp_path):
+    contract_daemon.gate.write_text("")
+    brief, state = tmp_path / "b.md", tmp_path / "s.json"
+    brief.write_text(BRIEF)
+    piped = adapter(contract_daemon.config_dir, "spawn", "--wait", str(brief), str(state), "go")
+    assert piped.returncode == 0 and piped.stderr == ""
+    controller, terminal = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "butler.cli", "adapter", "resume", "--wait",
+             piped.stdout.strip(), str(state), "again"],
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            env={**os.environ, "BUTLER_CONFIG": str(contract_daemon.config_dir)},
+            timeout=120,
+        )  # fmt: skip
+        os.close(terminal)
+        terminal = -1
+        shown = os.read(controller, 65536).decode()
+    finally:
+        os.close(controller)
+        if terminal >= 0:
+            os.close(terminal)
+    assert done.returncode == 0
+    assert "waiting for the session to finish" in shown

@@ -12,6 +12,8 @@ from butler.runtimes.registry import get_adapter
 from butler.spawner.spawner import TriggerRequest
 from tests.helpers import free_port, wait_until, write_butler
 
+pytestmark = pytest.mark.slow
+
 ENV = '\n[butler.env]\noptional = ["FILE_AGENT_DELAY"]\n'
 
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import re
 import subprocess
 
+import pytest
+
 from tests.dashboard.conftest import ARTIFACTS
 from tests.helpers import wait_until
+
+pytestmark = pytest.mark.slow
 
 LIVE_MS = 20_000  # the page polls every 1.5 s; a change must show well within this
 

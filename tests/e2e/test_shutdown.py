@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import signal
 
+import pytest
 from fastmcp import Client
 
 from tests.conftest import TEST_DSN
 from tests.fakes.runtime import FAKE_CLAUDE
-from tests.helpers import DaemonProcess, free_port, write_butler
+from tests.helpers import DaemonProcess, eventually, free_port, write_butler
+
+pytestmark = pytest.mark.slow
 
 
 async def test_sigterm_drains_then_cancels_and_records_it(roster, schema_name):
@@ -32,8 +35,12 @@ async def test_sigterm_drains_then_cancels_and_records_it(roster, schema_name):
     try:
         async with Client(f"{daemon.url}/mcp", timeout=60) as client:
             running = asyncio.create_task(client.call_tool("trigger", {"prompt": "MODE:hang"}))
-            while (await client.call_tool("status", {})).structured_content["sessions_running"] < 1:
-                await asyncio.sleep(0.05)
+
+            async def running_now() -> bool:
+                status = await client.call_tool("status", {})
+                return status.structured_content["sessions_running"] >= 1
+
+            await eventually(running_now)
             daemon.proc.send_signal(signal.SIGTERM)
             refused = await client.call_tool("trigger", {"prompt": "late"})
             assert refused.structured_content["success"] is False

@@ -33,17 +33,10 @@ class FakeAdapter(RuntimeAdapter):
         super().__init__(config or RuntimeConfig())
         self.invocations: list[Invocation] = []
         self.workspaces: list[dict[str, Any]] = []
-        self.resets = 0
         self.started = asyncio.Event()
         self.release = asyncio.Event()
         self.release.set()
         self.script = script
-
-    def create_worker(self) -> RuntimeAdapter:
-        return self  # one shared instance, so the test sees every call
-
-    def build_config_file(self, invocation: Invocation) -> Path:
-        return invocation.workdir / "mcp.json"
 
     async def invoke(
         self, invocation: Invocation, progress: ProgressSink | None = None
@@ -67,9 +60,6 @@ class FakeAdapter(RuntimeAdapter):
             runtime_session_id="rt-1",
         )
 
-    def reset(self) -> None:
-        self.resets += 1
-
 
 async def failing(invocation: Invocation) -> RuntimeResult:
     raise RuntimeFailure("Connection refused", RuntimeResult(output="partial words"))
@@ -87,6 +77,7 @@ def sample_invocation(tmp_path: Path, **changes: Any) -> Invocation:
         mcp=McpEndpoint("health", "http://127.0.0.1:8001/mcp?session=s", {"X-Butler-Session": "s"}),
         max_turns=7,
         timeout_s=60,
+        cache_dir=tmp_path / "cache",
     )
     values.update(changes)
     return Invocation(**values)

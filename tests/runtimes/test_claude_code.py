@@ -26,6 +26,8 @@ from butler.runtimes.registry import get_adapter
 from butler.spawner.spawner import TriggerRequest
 from tests.fakes.runtime import FAKE_CLAUDE, sample_invocation
 
+pytestmark = pytest.mark.slow
+
 CAPTURES = Path(__file__).resolve().parent / "captures"
 CAPTURE = CAPTURES / "claude_stream_json_stdout_mcp.jsonl"
 

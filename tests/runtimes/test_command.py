@@ -14,6 +14,8 @@ from butler.runtimes.registry import get_adapter
 from butler.spawner.spawner import TriggerRequest
 from tests.helpers import free_port, write_butler
 
+pytestmark = pytest.mark.slow
+
 AGENT = """
 import json, os, pathlib, sys
 args = sys.argv[1:]

@@ -11,6 +11,9 @@ import pytest
 from butler.runtimes.base import Invocation, RuntimeResult, ToolCall
 from butler.spawner.spawner import TriggerRequest
 from tests.fakes.runtime import FakeAdapter, failing
+from tests.helpers import eventually
+
+pytestmark = pytest.mark.slow
 
 
 async def test_successful_session_is_recorded(make_spawner):
@@ -31,13 +34,12 @@ async def test_successful_session_is_recorded(make_spawner):
     assert row["tool_calls"][0]["name"] == "state_get"
 
 
-async def test_failed_session_keeps_error_and_partial_output_and_resets(make_spawner):
+async def test_failed_session_keeps_error_and_partial_output(make_spawner):
     adapter = FakeAdapter(script=failing)
     spawner = make_spawner(adapter)
     result = await spawner.trigger(TriggerRequest("Process this"))
     assert result.success is False and result.error == "Connection refused"
     assert result.output == "partial words"
-    assert adapter.resets == 1
     row = await spawner.sessions.get(result.session_id)
     assert (row["status"], row["success"], row["error"]) == ("failed", False, "Connection refused")
     assert row["output"] == "partial words"
@@ -101,12 +103,7 @@ async def test_temp_dir_removed_on_failure_and_cancellation(make_spawner):
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await asyncio.wait_for(_until(lambda: not hanging.workspaces[0]["path"].exists()), 5)
-
-
-async def _until(predicate) -> None:
-    while not predicate():
-        await asyncio.sleep(0.01)
+    await eventually(lambda: not hanging.workspaces[0]["path"].exists(), timeout=5)
 
 
 async def test_serial_dispatch_second_trigger_waits(make_spawner):
@@ -116,7 +113,7 @@ async def test_serial_dispatch_second_trigger_waits(make_spawner):
     first = asyncio.create_task(spawner.trigger(TriggerRequest("first")))
     await adapter.started.wait()
     second = asyncio.create_task(spawner.trigger(TriggerRequest("second")))
-    await _until(lambda: spawner.admission.waiting == 1)
+    await eventually(lambda: spawner.admission.waiting == 1)
     assert len(adapter.invocations) == 1  # the second has not started
     pending = await spawner.sessions.list(status="pending")
     assert [r["prompt"] for r in pending] == ["second"]
@@ -145,7 +142,7 @@ async def test_queue_full_is_rejected_at_once(make_spawner):
     running = asyncio.create_task(spawner.trigger(TriggerRequest("one")))
     await adapter.started.wait()
     queued = asyncio.create_task(spawner.trigger(TriggerRequest("two")))
-    await _until(lambda: spawner.admission.waiting == 1)
+    await eventually(lambda: spawner.admission.waiting == 1)
     result = await spawner.trigger(TriggerRequest("three"))
     assert result.success is False and result.error.startswith("queue full")
     adapter.release.set()
@@ -157,7 +154,7 @@ async def test_concurrency_limit_allows_parallel_sessions(make_spawner):
     adapter.release.clear()
     spawner = make_spawner(adapter, runtime={"max_concurrent_sessions": 2})
     tasks = [asyncio.create_task(spawner.trigger(TriggerRequest(p))) for p in ("a", "b", "c")]
-    await _until(lambda: len(adapter.invocations) == 2 and spawner.admission.waiting == 1)
+    await eventually(lambda: len(adapter.invocations) == 2 and spawner.admission.waiting == 1)
     adapter.release.set()
     assert all(r.success for r in await asyncio.gather(*tasks))
 
@@ -219,7 +216,6 @@ async def test_drain_timeout_cancels_and_records_cancelled(make_spawner):
     assert result.success is False and "cancelled" in result.error
     rows = await spawner.sessions.list()
     assert rows[0]["status"] == "cancelled"
-    assert adapter.resets == 1
 
 
 async def test_stop_accepting_rejects_new_triggers(make_spawner):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from opentelemetry import trace
 
 from butler.config import RuntimeConfig
@@ -11,6 +12,8 @@ from butler.runtimes.registry import get_adapter
 from butler.spawner import spawner as spawner_module
 from butler.spawner.spawner import TriggerRequest
 from tests.fakes.runtime import FAKE_CLAUDE
+
+pytestmark = pytest.mark.slow
 
 
 def _fake_cli(make_spawner):

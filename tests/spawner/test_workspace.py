@@ -1,4 +1,4 @@
-"""Workspaces: one server in every CLI's format, empty configs, sweeping leftovers."""
+"""Workspaces and MCP configs: one server in each CLI's format, empty configs, sweeping."""
 
 from __future__ import annotations
 
@@ -7,28 +7,45 @@ import os
 import subprocess
 
 from butler.runtimes.base import McpEndpoint
+from butler.runtimes.mcp_config import (
+    butler_file,
+    claude_entry,
+    empty_files,
+    gemini_entry,
+    opencode_entry,
+    servers,
+)
 from butler.spawner.workspace import OWNER_FILE, Workspace, sweep_leftovers
 
 MCP = McpEndpoint("health", "http://127.0.0.1:8001/mcp?session=s1", {"X-Butler-Session": "s1"})
 
 
-def test_every_format_names_only_this_butler():
-    with Workspace("butler_health_", MCP) as ws:
-        data = {rel: json.loads(p.read_text()) for rel, p in ws.configs.items()}
-        assert oct(ws.path.stat().st_mode & 0o777) == "0o700"
-    assert data["mcp.json"] == {
+def test_every_format_names_only_this_butler(tmp_path):
+    ((path, text),) = butler_file(tmp_path, MCP).items()
+    assert path == tmp_path / "mcp.json"
+    assert json.loads(text) == {
         "mcpServers": {"health": {"type": "http", "url": MCP.url, "headers": MCP.headers}}
     }
-    assert data[".gemini/settings.json"]["mcpServers"]["health"]["httpUrl"] == MCP.url
-    assert list(data[".cursor/mcp.json"]["mcpServers"]) == ["health"]
-    assert data["opencode.json"]["mcp"]["health"]["type"] == "remote"
+    assert servers(MCP, gemini_entry)["health"]["httpUrl"] == MCP.url
+    assert servers(MCP, opencode_entry)["health"]["type"] == "remote"
+    assert list(servers(MCP, claude_entry)) == ["health"]
+
+
+def test_the_workspace_writes_what_the_runtime_asks_and_goes_away():
+    with Workspace("butler_health_") as ws:
+        ws.write(butler_file(ws.path, MCP))
+        assert oct(ws.path.stat().st_mode & 0o777) == "0o700"
+        assert json.loads((ws.path / "mcp.json").read_text())["mcpServers"]["health"]
+        assert sorted(p.name for p in ws.path.iterdir()) == [OWNER_FILE, "mcp.json"]
     assert not ws.path.exists()
 
 
 def test_no_endpoint_writes_empty_configs():
-    with Workspace("butler_ask_", None) as ws:
-        for path in ws.configs.values():
+    with Workspace("butler_ask_") as ws:
+        ws.write(empty_files(ws.path))
+        for path in empty_files(ws.path):
             assert json.loads(path.read_text()) == {}
+    assert json.loads(butler_file(ws.path, None)[ws.path / "mcp.json"]) == {}
 
 
 def test_sweep_removes_only_folders_of_dead_owners():

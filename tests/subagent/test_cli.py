@@ -23,6 +23,8 @@ from tests.subagent.conftest import (
     write_config,
 )
 
+pytestmark = pytest.mark.slow
+
 BUTLER = [sys.executable, "-m", "butler.cli"]
 
 
@@ -170,8 +172,8 @@ def test_sources_add_then_list(env: dict[str, str], tmp_path: Path) -> None:
     assert added.returncode == 0, added.stderr
     assert added.stdout.startswith(f"added notes (folder) -> {notes}")
     listed = butler("sources", "list", env=env)
-    lines = listed.stdout.splitlines()
-    assert [line.split()[:2] for line in lines] == [
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in listed.stdout.splitlines()]
+    assert [row[:2] for row in rows if row] == [
         ["docs", "folder"],
         ["langchain", "git"],
         ["notes", "folder"],

@@ -16,17 +16,10 @@ from pathlib import Path
 import pytest
 
 from butler.subagent.runner import AgentTimedOut
+from tests.helpers import eventually
 from tests.subagent.conftest import FAKE_AGENT, RunnerFactory, alive, gone, leftovers
 
-
-async def wait_for(predicate: object, timeout: float = 15.0) -> None:
-    """Poll ``predicate`` (a callable) until it is true or the deadline passes."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not predicate():  # type: ignore[operator]
-        if loop.time() > deadline:
-            raise TimeoutError(f"condition not met within {timeout} s")
-        await asyncio.sleep(0.02)
+pytestmark = pytest.mark.slow
 
 
 def chat_command(marker: Path, code: int) -> list[str]:
@@ -100,7 +93,7 @@ async def test_timeout_kills_the_agent_and_its_children(
     with pytest.raises(AgentTimedOut, match=r"gave no answer within 1\.5 s"):
         await runner.ask(["docs"], "q", timeout_s=1.5)
     agent, grandchild = json.loads(pidfile.read_text())
-    await wait_for(lambda: not alive(agent) and not alive(grandchild))
+    await eventually(lambda: not alive(agent) and not alive(grandchild))
     assert leftovers(temp_root) == []
 
 
@@ -110,13 +103,13 @@ async def test_cancellation_kills_the_process_group_and_removes_the_folder(
     pidfile = tmp_path / "pids"
     runner = make_runner(ask=[sys.executable, str(FAKE_AGENT), "hang", str(pidfile)])
     task = asyncio.create_task(runner.ask(["docs"], "q"))
-    await wait_for(pidfile.exists)
+    await eventually(pidfile.exists)
     assert len(leftovers(temp_root)) == 1
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     agent, grandchild = json.loads(pidfile.read_text())
-    await wait_for(lambda: not alive(agent) and not alive(grandchild))
+    await eventually(lambda: not alive(agent) and not alive(grandchild))
     assert leftovers(temp_root) == []
 
 

@@ -27,6 +27,8 @@ from tests.subagent.conftest import (
     write_config,
 )
 
+pytestmark = pytest.mark.slow
+
 EMPTY_MCP_FILES = (".mcp.json", ".gemini/settings.json", ".cursor/mcp.json", "opencode.json")
 
 

@@ -11,13 +11,19 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.table import Column, Table
+from rich.text import Text
 
 from butler.builders.modes import NothingToSpawn, SpawnOptions, choose_mode
+from butler.cli.common import JsonOption, console, fail, load, run, sub_app, waiting
 from butler.errors import UserError
+
+app = sub_app()
 
 SPAWN_EPILOG = (
     "[bold]Modes[/bold] (exactly one)\n\n"
@@ -48,119 +54,117 @@ TaskText = Annotated[
 Opt = typer.Option
 
 
-def register_spawn(app: typer.Typer) -> None:
-    """Add ``spawn``, ``attach``, ``builders`` and ``prune`` to the ``butler`` command line."""
-    from butler.cli import fail, load, run_async
+@app.command(epilog=SPAWN_EPILOG)
+def spawn(
+    ctx: typer.Context,
+    config: ConfigOption,
+    text: TaskText = None,
+    task: Annotated[str | None, Opt("--task", help="The task (task mode).")] = None,
+    files: Annotated[
+        str | None, Opt("--files", help="Comma-separated files the task is about.")
+    ] = None,
+    protocol: Annotated[
+        str | None, Opt("--protocol", help="Run this protocol of the butler.")
+    ] = None,
+    args: Annotated[str | None, Opt("--args", help="Protocol arguments, a JSON object.")] = None,
+    project: Annotated[
+        str | None, Opt("--project", "-p", help="Implement specs/<ID>-*.md (spec mode).")
+    ] = None,
+    shell: Annotated[bool, Opt("--shell", help="An interactive session, no prompt.")] = False,
+    role: Annotated[
+        str | None, Opt("--role", help="Shell mode: a role file, or a role of the butler.")
+    ] = None,
+    repo: Annotated[
+        Path | None, Opt("--repo", help="The git repository to build in (default: here).")
+    ] = None,
+    headless: Annotated[
+        bool, Opt("--headless", help="Run to completion through the spawner; print it.")
+    ] = False,
+    as_json: Annotated[bool, Opt("--json", help="Print the builder as JSON.")] = False,
+) -> None:
+    """Delegate work to a builder: a task, a protocol, a spec, or a bare shell."""
+    try:
+        options = spawn_options(text, task, files, protocol, args, project, shell, role)
+    except NothingToSpawn as exc:
+        typer.echo(ctx.get_help())
+        fail(str(exc))
+    except UserError as exc:
+        fail(str(exc))
+    cfg = load(config)
+    arguments = tool_arguments(options, (repo or Path.cwd()).resolve(), headless)
+    timeout = cfg.runtime.timeout_s + 60 if headless else 120
+    with waiting("builder running…") if headless else nullcontext():
+        found = run(ask(cfg, "builder_spawn", arguments, timeout))
+    if as_json:
+        typer.echo(json.dumps(found, indent=2))
+    elif headless:
+        raise typer.Exit(print_headless(found))
+    else:
+        print_spawned(found, config)
 
-    @app.command(epilog=SPAWN_EPILOG)
-    def spawn(
-        ctx: typer.Context,
-        config: ConfigOption,
-        text: TaskText = None,
-        task: Annotated[str | None, Opt("--task", help="The task (task mode).")] = None,
-        files: Annotated[
-            str | None, Opt("--files", help="Comma-separated files the task is about.")
-        ] = None,
-        protocol: Annotated[
-            str | None, Opt("--protocol", help="Run this protocol of the butler.")
-        ] = None,
-        args: Annotated[
-            str | None, Opt("--args", help="Protocol arguments, a JSON object.")
-        ] = None,
-        project: Annotated[
-            str | None, Opt("--project", "-p", help="Implement specs/<ID>-*.md (spec mode).")
-        ] = None,
-        shell: Annotated[bool, Opt("--shell", help="An interactive session, no prompt.")] = False,
-        role: Annotated[
-            str | None, Opt("--role", help="Shell mode: a role file, or a role of the butler.")
-        ] = None,
-        repo: Annotated[
-            Path | None, Opt("--repo", help="The git repository to build in (default: here).")
-        ] = None,
-        headless: Annotated[
-            bool, Opt("--headless", help="Run to completion through the spawner; print it.")
-        ] = False,
-        as_json: Annotated[bool, Opt("--json", help="Print the builder as JSON.")] = False,
-    ) -> None:
-        """Delegate work to a builder: a task, a protocol, a spec, or a bare shell."""
-        try:
-            options = spawn_options(text, task, files, protocol, args, project, shell, role)
-        except NothingToSpawn as exc:
-            typer.echo(ctx.get_help())
-            fail(str(exc))
-        except UserError as exc:
-            fail(str(exc))
-        cfg = load(config)
-        arguments = tool_arguments(options, (repo or Path.cwd()).resolve(), headless)
-        timeout = cfg.runtime.timeout_s + 60 if headless else 120
-        found = run_async(ask(cfg, "builder_spawn", arguments, timeout))
-        if as_json:
-            typer.echo(json.dumps(found, indent=2))
-        elif headless:
-            raise typer.Exit(print_headless(found))
-        else:
-            print_spawned(found, config)
 
-    @app.command(epilog="[bold]Example[/bold]\n\n  butler attach task-a7f3-x9k2 -c roster/general")
-    def attach(
-        builder_id: Annotated[str, typer.Argument(help="The builder's id.", show_default=False)],
-        config: ConfigOption,
-    ) -> None:
-        """Join a builder's tmux session (detach again with Ctrl-b d)."""
-        from butler.builders.tmux import Tmux, session_name
-        from butler.client import DaemonNotRunning
+@app.command(epilog="[bold]Example[/bold]\n\n  butler attach task-a7f3-x9k2 -c roster/general")
+def attach(
+    builder_id: Annotated[str, typer.Argument(help="The builder's id.", show_default=False)],
+    config: ConfigOption,
+) -> None:
+    """Join a builder's tmux session (detach again with Ctrl-b d)."""
+    from butler.builders.tmux import Tmux, session_name
+    from butler.client import DaemonNotRunning
 
-        cfg = load(config)
-        try:
-            found = asyncio.run(ask(cfg, "builder_get", {"builder_id": builder_id}, 30))
-            socket, name = found.get("tmux_socket"), found.get("tmux_session")
-        except DaemonNotRunning:
-            # Builders outlive their daemon: their tmux session is found by name.
-            socket, name = None, session_name(cfg.name, builder_id)
-        except UserError as exc:
-            fail(str(exc))
-        if not name:
-            fail(f"builder {builder_id} ran headless; it has no terminal to attach to")
-        argv = Tmux(socket).attach_argv(name)
-        env = {k: v for k, v in os.environ.items() if k != "TMUX"}  # allow attaching from tmux
-        os.execvpe(argv[0], argv, env)
+    cfg = load(config)
+    try:
+        found = asyncio.run(ask(cfg, "builder_get", {"builder_id": builder_id}, 30))
+        socket, name = found.get("tmux_socket"), found.get("tmux_session")
+    except DaemonNotRunning:
+        # Builders outlive their daemon: their tmux session is found by name.
+        socket, name = None, session_name(cfg.name, builder_id)
+    except UserError as exc:
+        fail(str(exc))
+    if not name:
+        fail(f"builder {builder_id} ran headless; it has no terminal to attach to")
+    argv = Tmux(socket).attach_argv(name)
+    env = {k: v for k, v in os.environ.items() if k != "TMUX"}  # allow attaching from tmux
+    os.execvpe(argv[0], argv, env)
 
-    @app.command(epilog="[bold]Example[/bold]\n\n  butler builders -c roster/general")
-    def builders(
-        config: ConfigOption,
-        show_all: Annotated[bool, Opt("--all", help="Include pruned builders.")] = False,
-        as_json: Annotated[bool, Opt("--json", help="Print JSON.")] = False,
-    ) -> None:
-        """List the butler's builders, grouped by type, from its session records."""
-        found = run_async(ask(load(config), "builder_list", {"include_pruned": show_all}, 30))
-        if as_json:
-            typer.echo(json.dumps(found, indent=2))
-            return
-        print_builders(found)
 
-    @app.command(
-        epilog="[bold]Examples[/bold]\n\n  butler prune -c roster/general\n\n"
-        "  butler prune -c roster/general --force\n\n"
-        "Without --force a worktree with uncommitted changes and a branch not merged into "
-        "the repository's HEAD are kept."
-    )
-    def prune(
-        config: ConfigOption,
-        force: Annotated[
-            bool, Opt("--force", help="Also remove dirty worktrees and unmerged branches.")
-        ] = False,
-        as_json: Annotated[bool, Opt("--json", help="Print JSON.")] = False,
-    ) -> None:
-        """Remove finished builders' worktrees, merged branches and tmux sessions."""
-        found = run_async(ask(load(config), "builder_prune", {"force": force}, 120))
-        if as_json:
-            typer.echo(json.dumps(found, indent=2))
-            return
-        if not found:
-            typer.echo("nothing to prune: no finished builder is left")
-        for item in found:
-            done = ", ".join(f"{key} {value}" for key, value in item["prune"].items())
-            typer.echo(f"{item['id']}: {done}")
+@app.command(epilog="[bold]Example[/bold]\n\n  butler builders -c roster/general")
+def builders(
+    config: ConfigOption,
+    show_all: Annotated[bool, Opt("--all", help="Include pruned builders.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """List the butler's builders, grouped by type, from its session records."""
+    found = run(ask(load(config), "builder_list", {"include_pruned": show_all}, 30))
+    if as_json:
+        typer.echo(json.dumps(found, indent=2))
+        return
+    print_builders(found)
+
+
+@app.command(
+    epilog="[bold]Examples[/bold]\n\n  butler prune -c roster/general\n\n"
+    "  butler prune -c roster/general --force\n\n"
+    "Without --force a worktree with uncommitted changes and a branch not merged into "
+    "the repository's HEAD are kept."
+)
+def prune(
+    config: ConfigOption,
+    force: Annotated[
+        bool, Opt("--force", help="Also remove dirty worktrees and unmerged branches.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Remove finished builders' worktrees, merged branches and tmux sessions."""
+    found = run(ask(load(config), "builder_prune", {"force": force}, 120))
+    if as_json:
+        typer.echo(json.dumps(found, indent=2))
+        return
+    if not found:
+        typer.echo("nothing to prune: no finished builder is left")
+    for item in found:
+        done = ", ".join(f"{key} {value}" for key, value in item["prune"].items())
+        typer.echo(f"{item['id']}: {done}")
 
 
 def spawn_options(
@@ -254,13 +258,18 @@ def print_headless(found: dict[str, Any]) -> int:
 
 
 def print_builders(found: list[dict[str, Any]]) -> None:
+    """One table, grouped by type in the order spec, task, protocol, shell."""
     if not found:
         typer.echo("no builders; start one with butler spawn")
+        return
+    # Ids and branches are copied into other commands: never cut, the summary wraps instead.
+    fixed = [Column(name, no_wrap=True) for name in ("type", "id", "status", "branch")]
+    table = Table(*fixed, Column("summary", ratio=1))
+    colour = {"running": "green", "succeeded": "blue", "failed": "red"}
     for mode in ("spec", "task", "protocol", "shell"):
-        group = [b for b in found if b["type"] == mode]
-        if not group:
-            continue
-        typer.echo(f"{mode} ({len(group)})")
-        for b in group:
+        for b in (b for b in found if b["type"] == mode):
             flags = " [pruned]" if b["pruned"] else (" [headless]" if b["headless"] else "")
-            typer.echo(f"  {b['id']:<32} {b['status']:<10} {b['branch']:<40} {b['summary']}{flags}")
+            style = colour.get(b["status"], "yellow")
+            status = Text(b["status"], style=style)
+            table.add_row(mode, b["id"], status, b["branch"], Text(f"{b['summary']}{flags}"))
+    console().print(table)

@@ -8,49 +8,48 @@ exit codes: ``spawn`` prints a session id, ``resume`` a message,
 from __future__ import annotations
 
 import os
+from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-if TYPE_CHECKING:
-    from butler.config import ButlerConfig
+from butler.cli.common import fail, load, run, sub_app, waiting
+from butler.config import ButlerConfig
 
-adapter_app = typer.Typer(
-    help="The adapter contract: spawn / resume / check_status sessions through files.",
-    no_args_is_help=True,
+app = sub_app()
+adapter_app = sub_app(
+    help="The adapter contract: spawn / resume / check_status sessions through files."
 )
+app.add_typer(adapter_app, name="adapter")
 
 Wait = Annotated[bool, typer.Option("--wait", help="Block until the session has finished.")]
 Timeout = Annotated[
     float | None,
     typer.Option("--timeout-minutes", help="Session time limit (default: the butler's)."),
 ]
+Config = Annotated[
+    Path | None,
+    typer.Option("--config", "-c", help="The butler's folder (default: $BUTLER_CONFIG)."),
+]
 
 
-def _config(ctx: typer.Context) -> ButlerConfig:
-    from butler.cli import fail, load
-
-    folder = ctx.obj
+def butler_config(ctx: typer.Context, config: Path | None) -> ButlerConfig:
+    """The butler named by ``-c`` (before or after the sub-command), else $BUTLER_CONFIG."""
+    folder = config or ctx.obj or os.environ.get("BUTLER_CONFIG")
     if not folder:
         fail("no butler given; expected --config DIR or the BUTLER_CONFIG environment variable")
     return load(Path(folder))
 
 
 @adapter_app.callback()
-def adapter_options(
-    ctx: typer.Context,
-    config: Annotated[
-        Path | None,
-        typer.Option("--config", "-c", help="The butler's folder (default: $BUTLER_CONFIG)."),
-    ] = None,
-) -> None:
+def adapter_options(ctx: typer.Context, config: Config = None) -> None:
     """Drive butler sessions through files and exit codes; the daemon must be running."""
-    ctx.obj = config or os.environ.get("BUTLER_CONFIG")
+    ctx.obj = config
 
 
 @adapter_app.command(
-    epilog="Example:\n\n  butler adapter -c roster/general spawn auth_brief.md state_auth.json "
+    epilog="Example:\n\n  butler adapter spawn -c roster/general auth_brief.md state_auth.json "
     '"Act as the orchestrator for Auth"'
 )
 def spawn(
@@ -60,22 +59,17 @@ def spawn(
     prompt: str,
     wait: Wait = False,
     timeout_minutes: Timeout = None,
+    config: Config = None,
 ) -> None:
     """Start a session for BRIEF_FILE and print its id (the same id while it is active)."""
-    from butler.cli import run_async
     from butler.contract import runner
 
-    config = _config(ctx)
-    session_id = run_async(
-        runner.spawn(
-            config,
-            brief_file.resolve(),
-            state_file.resolve(),
-            prompt,
-            wait=wait,
-            timeout_minutes=timeout_minutes,
+    cfg = butler_config(ctx, config)
+    brief, state = brief_file.resolve(), state_file.resolve()
+    with waiting("waiting for the session to finish…") if wait else nullcontext():
+        session_id = run(
+            runner.spawn(cfg, brief, state, prompt, wait=wait, timeout_minutes=timeout_minutes)
         )
-    )
     typer.echo(session_id)
 
 
@@ -89,34 +83,25 @@ def resume(
     prompt: str,
     wait: Wait = False,
     timeout_minutes: Timeout = None,
+    config: Config = None,
 ) -> None:
     """Continue SESSION_ID's conversation with PROMPT in a new linked session."""
-    from butler.cli import run_async
     from butler.contract import runner
 
-    config = _config(ctx)
-    message = run_async(
-        runner.resume(
-            config,
-            session_id,
-            state_file.resolve(),
-            prompt,
-            wait=wait,
-            timeout_minutes=timeout_minutes,
+    cfg = butler_config(ctx, config)
+    state = state_file.resolve()
+    with waiting("waiting for the session to finish…") if wait else nullcontext():
+        message = run(
+            runner.resume(
+                cfg, session_id, state, prompt, wait=wait, timeout_minutes=timeout_minutes
+            )
         )
-    )
     typer.echo(message)
 
 
 @adapter_app.command("check_status", epilog="Example:\n\n  butler adapter check_status 3f1c...")
-def check_status(ctx: typer.Context, session_id: str) -> None:
+def check_status(ctx: typer.Context, session_id: str, config: Config = None) -> None:
     """Print pending, active, completed or failed; exit 1 when the id is unknown."""
-    from butler.cli import run_async
     from butler.contract import runner
 
-    typer.echo(run_async(runner.check_status(_config(ctx), session_id)))
-
-
-def register_adapter(app: typer.Typer) -> None:
-    """Add ``butler adapter`` to the main CLI."""
-    app.add_typer(adapter_app, name="adapter")
+    typer.echo(run(runner.check_status(butler_config(ctx, config), session_id)))

@@ -1,0 +1,196 @@
+"""What every ``butler`` command shares: the one-line failure, config loading, running.
+
+A user's mistake is one line on stderr and exit status 2; any other error of
+butler's own is one line and exit status 1; never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from typer.core import TyperCommand, TyperGroup
+
+from butler.config import ButlerConfig, load_config
+from butler.errors import ButlerError, UserError
+from butler.subagent.template import PromptTemplateError
+
+T = TypeVar("T")
+
+#: The settings every sub-app of the command line is built with.
+TYPER_SETTINGS: dict[str, Any] = {
+    "no_args_is_help": True,
+    "add_completion": False,
+    "rich_markup_mode": "rich",
+    "context_settings": {"help_option_names": ["-h", "--help"]},
+}
+
+ConfigOption = Annotated[
+    Path,
+    typer.Option(
+        "--config",
+        "-c",
+        help="The butler's folder (holding butler.toml and CLAUDE.md), e.g. roster/health.",
+        show_default=False,
+    ),
+]
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LogLevelOption = Annotated[str, typer.Option(help="debug, info, warning or error.")]
+LOG_FORMATS = ("auto", "text", "json")
+LogFormatOption = Annotated[
+    str,
+    typer.Option(help="auto (coloured text on a terminal, else JSON lines), text or json."),
+]
+DatabaseUrlOption = Annotated[
+    str | None,
+    typer.Option("--database-url", help="PostgreSQL URL (default DATABASE_URL, else embedded)."),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+def _without_flag_types(params: list[Any]) -> list[Any]:
+    # A flag takes no value, so the help's "<bool>" placeholder only misleads.
+    for param in params:
+        if getattr(param, "is_flag", False) and param.metavar is None:
+            param.metavar = ""
+    return params
+
+
+class Command(TyperCommand):
+    """A command whose help shows no value placeholder on flags."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _without_flag_types(super().get_params(ctx))
+
+
+class Group(TyperGroup):
+    """A command group whose help shows no value placeholder on flags."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _without_flag_types(super().get_params(ctx))
+
+
+class App(typer.Typer):
+    """A Typer whose commands are :class:`Command`."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("cls", Command)
+        return super().command(*args, **kwargs)
+
+
+def sub_app(**settings: Any) -> App:
+    """A command group with the settings the whole command line shares."""
+    return App(**{"cls": Group, **TYPER_SETTINGS, **settings})
+
+
+def console() -> Console:
+    """Where tables go: the terminal's width, or whole lines (never cut) for a pipe or file."""
+    return Console() if sys.stdout.isatty() else Console(width=1000)
+
+
+def waiting(message: str) -> contextlib.AbstractContextManager[Any]:
+    """A spinner with ``message`` on stderr while a long wait lasts, when a person watches it.
+
+    On a pipe or a file nothing is shown: scripts read stdout and stderr as data.
+    """
+    if not sys.stderr.isatty():
+        return contextlib.nullcontext()
+    return Console(stderr=True).status(message)
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print one error line and exit."""
+    typer.echo(f"butler: error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def load(config_dir: Path, **overrides: Any) -> ButlerConfig:
+    """The butler's config; a mistake in it is one line and exit 2."""
+    try:
+        return load_config(config_dir, **overrides)
+    except UserError as exc:
+        fail(str(exc))
+
+
+def check_log_level(level: str) -> str:
+    """``--log-level`` as given, or one line naming what is allowed."""
+    if level.lower() not in LOG_LEVELS:
+        fail(f"--log-level: expected debug, info, warning or error, found {level!r}")
+    return level
+
+
+def check_log_format(log_format: str) -> str:
+    """``--log-format`` as given, or one line naming what is allowed."""
+    if log_format not in LOG_FORMATS:
+        fail(f"--log-format: expected auto, text or json, found {log_format!r}")
+    return log_format
+
+
+def names(raw: str | None) -> list[str]:
+    """A comma-separated option as a list, blanks dropped."""
+    return [name.strip() for name in (raw or "").split(",") if name.strip()]
+
+
+class Signalled(Exception):
+    """SIGTERM or SIGHUP arrived; the run was cancelled so its cleanup ran."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+async def cancel_on_signals(coro: Coroutine[Any, Any, T]) -> T:
+    """Await ``coro``; SIGTERM and SIGHUP (a closed terminal) cancel it instead of killing us.
+
+    By default those signals end the process on the spot, skipping the
+    ``finally`` blocks that stop child processes and remove temp folders.
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    assert task is not None
+    received: list[int] = []
+
+    def cancel(signum: int) -> None:
+        received.append(signum)
+        task.cancel()
+
+    handled = (signal.SIGTERM, signal.SIGHUP)
+    for signum in handled:
+        loop.add_signal_handler(signum, cancel, signum)
+    try:
+        return await coro
+    except asyncio.CancelledError:
+        if received:
+            raise Signalled(received[0]) from None
+        raise
+    finally:
+        for signum in handled:
+            loop.remove_signal_handler(signum)
+
+
+def run(coro: Coroutine[Any, Any, T], *, signals: bool = False) -> T:
+    """Run a coroutine; butler's errors become one line and an exit status.
+
+    With ``signals``, SIGTERM and SIGHUP cancel the run (its cleanup runs)
+    and the exit status is 128 + the signal, as a shell reports it.
+    """
+    try:
+        return asyncio.run(cancel_on_signals(coro) if signals else coro)
+    except PromptTemplateError as exc:
+        # The spec fixes the message itself; where the file is comes after it.
+        fail(f"{exc} (in {exc.path})" if exc.path else str(exc))
+    except UserError as exc:
+        fail(str(exc), 2)
+    except ButlerError as exc:
+        fail(str(exc), 1)
+    except Signalled as exc:
+        raise typer.Exit(128 + exc.signum) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None

@@ -1,0 +1,78 @@
+"""The MCP config formats of the agent CLIs, as shared writers for the adapters.
+
+Each adapter decides which file (or flag) its CLI reads and asks for it
+through :meth:`RuntimeAdapter.mcp_config_files` or its command; these
+functions only render one server, this butler, in each CLI's shape. With no
+endpoint a table is empty, so a runtime cannot call back into any server.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # base uses these writers; the endpoint is only a type here
+    from butler.runtimes.base import McpEndpoint
+
+#: butler's own format (the spec's ``mcp.json``): what the command runtime, external
+#: runtimes and ``{mcp_config}`` read.
+BUTLER_FILE = "mcp.json"
+#: Every CLI's project-level MCP config name, written empty where an agent of the
+#: user's (``butler ask``) must find no server at all.
+EMPTY_FILES = (
+    "mcp.json",
+    ".mcp.json",
+    ".gemini/settings.json",
+    ".cursor/mcp.json",
+    "opencode.json",
+)
+
+Entry = Callable[["McpEndpoint"], dict[str, Any]]
+
+
+def claude_entry(mcp: McpEndpoint) -> dict[str, Any]:
+    """Claude Code's (and butler's own) server entry; headers only when there are some."""
+    entry: dict[str, Any] = {"type": mcp.transport, "url": mcp.url}
+    if mcp.headers:
+        entry["headers"] = dict(mcp.headers)
+    return entry
+
+
+def gemini_entry(mcp: McpEndpoint) -> dict[str, Any]:
+    """Gemini CLI's server entry: ``httpUrl`` for streamable HTTP, ``url`` for SSE."""
+    key = "httpUrl" if mcp.transport == "http" else "url"
+    return {key: mcp.url, "headers": dict(mcp.headers), "trust": True}
+
+
+def opencode_entry(mcp: McpEndpoint) -> dict[str, Any]:
+    """OpenCode's remote server entry."""
+    return {"type": "remote", "url": mcp.url, "headers": dict(mcp.headers), "enabled": True}
+
+
+def servers(mcp: McpEndpoint | None, entry: Entry) -> dict[str, Any]:
+    """The server table: this butler alone, or nothing."""
+    return {mcp.name: entry(mcp)} if mcp is not None else {}
+
+
+def to_json(data: Any) -> str:
+    return json.dumps(data, indent=2) + "\n"
+
+
+def butler_file(workdir: Path, mcp: McpEndpoint | None) -> dict[Path, str]:
+    """``<workdir>/mcp.json`` in butler's own format (an empty object without a server)."""
+    data = {"mcpServers": servers(mcp, claude_entry)} if mcp is not None else {}
+    return {workdir / BUTLER_FILE: to_json(data)}
+
+
+def empty_files(folder: Path) -> dict[Path, str]:
+    """Every CLI's config file in ``folder``, each an empty object."""
+    return {folder / name: to_json({}) for name in EMPTY_FILES}
+
+
+def write_files(files: Mapping[Path, str]) -> None:
+    """Write config files, making their folders."""
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")

@@ -1,0 +1,96 @@
+"""The one place a request for a run becomes an :class:`Invocation`.
+
+Every feature that starts a runtime (trigger, schedule, builder, contract
+session, resume) describes what it wants in an :class:`InvocationRequest`;
+:func:`build_invocation` adds what the butler decides: the environment
+allow-list, the session's private home, the MCP endpoint the runtime calls
+back on, and the composed system prompt. So a change to what every runtime
+gets (a session token, a sandbox) is made here once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from butler.config import ButlerConfig
+from butler.paths import data_root
+from butler.runtimes.base import Invocation, McpEndpoint, RuntimeAdapter
+from butler.spawner.environment import build_runtime_env
+from butler.spawner.homes import session_home
+from butler.spawner.prompt import compose_system_prompt
+from butler.store.credentials import CredentialStore
+from butler.telemetry import current_traceparent
+
+#: The header that attributes a runtime's tool calls to its session.
+SESSION_HEADER = "X-Butler-Session"
+
+
+@dataclass(frozen=True)
+class InvocationRequest:
+    """What a feature asks of one run; the butler's config decides the rest."""
+
+    session_id: str
+    prompt: str
+    #: Where the runtime runs (the butler folder, or a builder's worktree).
+    cwd: Path
+    #: The run's private folder: MCP config, prompt files, launch spec.
+    workdir: Path
+    #: Text appended to the butler's system prompt (a builder's role).
+    role: str = ""
+    #: Memory context appended to the system prompt, when the butler keeps memory.
+    memory: str | None = None
+    #: The session whose home seeds this one's (a resume).
+    parent_id: str | None = None
+    #: The runtime's own session id to continue (a resume).
+    resume: str | None = None
+    max_turns: int | None = None
+    timeout_s: float | None = None
+
+
+def mcp_endpoint(config: ButlerConfig, session_id: str) -> McpEndpoint:
+    """This butler's MCP server as a runtime of the given session reaches it."""
+    transport = config.runtime.transport
+    base = config.mcp_base_url
+    url = f"{base}/sse" if transport == "sse" else f"{base}/mcp?session={session_id}"
+    return McpEndpoint(
+        name=config.name,
+        url=url,
+        headers={SESSION_HEADER: session_id},
+        transport=transport,
+    )
+
+
+def system_prompt(
+    config: ButlerConfig, adapter: RuntimeAdapter, memory: str | None = None, role: str = ""
+) -> str:
+    """The butler's prompt file as this runtime reads it, its includes, memory and role."""
+    prompt_file = adapter.parse_system_prompt_file(config.config_dir)
+    system = compose_system_prompt(prompt_file, config.roster_dir, memory)
+    return f"{system.rstrip()}\n\n{role}\n" if role else system
+
+
+async def build_invocation(
+    config: ButlerConfig,
+    adapter: RuntimeAdapter,
+    credentials: CredentialStore,
+    request: InvocationRequest,
+) -> Invocation:
+    """Everything one run needs; a missing required credential is a ConfigError."""
+    rt = config.runtime
+    env = await build_runtime_env(config, credentials, current_traceparent())
+    return Invocation(
+        prompt=request.prompt,
+        system_prompt=system_prompt(config, adapter, request.memory, request.role),
+        cwd=request.cwd,
+        workdir=request.workdir,
+        home=session_home(config.name, request.session_id, request.parent_id),
+        env=env,
+        mcp=mcp_endpoint(config, request.session_id),
+        max_turns=request.max_turns or rt.max_turns,
+        timeout_s=request.timeout_s or rt.timeout_s,
+        model=rt.model,
+        args=tuple(rt.args),
+        resume=request.resume,
+        cache_dir=data_root() / "cache",
+    )

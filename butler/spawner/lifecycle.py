@@ -1,0 +1,106 @@
+"""The life of a session row: created, running, completed whatever happens.
+
+Every feature that runs a runtime records it through one
+:class:`SessionLifecycle`: the row is written before the runtime starts, the
+tool-call ledger is opened with it (so the server can attribute calls), and
+completion closes the ledger, merges what the server saw with what the
+runtime reported, writes the outcome even when the caller is being
+cancelled, and counts the session in the butler's metrics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import Any
+
+from opentelemetry.context import Context
+
+from butler.config import ButlerConfig
+from butler.runtimes.base import ToolCall
+from butler.spawner.ledger import ToolCallLedger, merge_tool_calls
+from butler.store.sessions import NewSession, SessionOutcome, SessionStore
+from butler.telemetry import SessionMetrics
+
+log = logging.getLogger(__name__)
+
+
+class SessionLifecycle:
+    """Writes the session rows of one butler; nothing else creates or completes them."""
+
+    def __init__(
+        self,
+        config: ButlerConfig,
+        sessions: SessionStore,
+        ledger: ToolCallLedger,
+        runtime: str,
+        queue_depth: Callable[[], int],
+    ) -> None:
+        self.config = config
+        self.sessions = sessions
+        self.ledger = ledger
+        self.runtime = runtime
+        self.metrics = SessionMetrics.create(queue_depth, config.name)
+
+    def new(
+        self,
+        prompt: str,
+        source: str,
+        type: str,
+        metadata: dict[str, Any] | None = None,
+        parent_id: str | None = None,
+        trace_id: str | None = None,
+    ) -> NewSession:
+        """A session of this butler's runtime, not yet recorded."""
+        return NewSession(
+            prompt=prompt,
+            trigger_source=source,
+            runtime=self.runtime,
+            model=self.config.runtime.model,
+            type=type,
+            parent_session_id=uuid.UUID(parent_id) if parent_id else None,
+            trace_id=trace_id,
+            metadata=dict(metadata or {}),
+        )
+
+    async def create(self, new: NewSession, trace: Context | None = None) -> str:
+        """Record the session as pending and attribute tool calls to it; return its id."""
+        await self.sessions.create(new)
+        self.ledger.open(str(new.id), trace)
+        return str(new.id)
+
+    async def running(self, session_id: str) -> None:
+        """The runtime got its slot and starts (or was found running again)."""
+        if not self.ledger.is_open(session_id):
+            self.ledger.open(session_id)
+        await self.sessions.mark_running(uuid.UUID(session_id))
+
+    async def annotate(self, session_id: str, metadata: dict[str, Any]) -> None:
+        """Add keys to the session's metadata."""
+        await self.sessions.update_metadata(uuid.UUID(session_id), metadata)
+
+    async def complete(
+        self, session_id: str, outcome: SessionOutcome, reported: Iterable[ToolCall] = ()
+    ) -> SessionOutcome:
+        """Write how the session ended, with every tool call it made; safe under cancellation."""
+        calls = merge_tool_calls(list(reported), self.ledger.close(session_id))
+        outcome = replace(outcome, tool_calls=[call.to_json() for call in calls])
+        await asyncio.shield(self.sessions.complete(uuid.UUID(session_id), outcome))
+        self._measure(outcome)
+        log.info(
+            "session finished",
+            extra={"session_id": session_id, "status": outcome.status, "ms": outcome.duration_ms},
+        )
+        return outcome
+
+    def _measure(self, outcome: SessionOutcome) -> None:
+        labels = {"butler": self.config.name, "runtime": self.runtime}
+        self.metrics.sessions.add(1, {**labels, "status": outcome.status})
+        self.metrics.duration.record(outcome.duration_ms, labels)
+        for kind in ("input", "output", "cache_read", "cache_write"):
+            count = getattr(outcome, f"{kind}_tokens") or 0
+            if count:
+                self.metrics.tokens.add(count, {**labels, "kind": kind})
