@@ -167,6 +167,8 @@ def parse_authority(text: str, default_port: int) -> Target | None:
         port_text = tail.removeprefix(":") or str(default_port)
     elif text.count(":") == 1:
         host, port_text = text.split(":")
+    elif ":" in text:
+        return None  # an IPv6 address without its brackets is ambiguous
     else:
         host, port_text = text, str(default_port)
     if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
