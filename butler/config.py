@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from croniter import croniter
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from butler.config_errors import describe, validation_error_line
@@ -130,6 +136,13 @@ class ScheduleConfig(_Section):
             raise ValueError(f"expected a short lower-case name, found {value!r}")
         return value
 
+    @field_validator("prompt")
+    @classmethod
+    def _prompt(cls, value: str) -> str:
+        if not value.strip() or "\x00" in value:
+            raise ValueError(f"expected a non-blank prompt without NUL, found {value[:40]!r}")
+        return value
+
     @field_validator("cron")
     @classmethod
     def _cron(cls, value: str) -> str:
@@ -158,7 +171,11 @@ class ButlerSection(_Section):
     port: int = 8100
     description: str = ""
     host: str = "127.0.0.1"
-    shutdown_timeout_s: float = Field(default=30.0, ge=0)
+    shutdown_timeout_s: float = Field(default=30.0, ge=0, allow_inf_nan=False)
+    #: Longest output, error or prompt stored for one session; the rest is cut with a marker.
+    max_output_bytes: int = Field(default=1024 * 1024, ge=1024, le=256 * 1024 * 1024)
+    #: Longest prompt a caller may send, and longest system prompt its includes may expand to.
+    max_prompt_bytes: int = Field(default=1024 * 1024, ge=1024, le=64 * 1024 * 1024)
     runtime: RuntimeConfig = Field(default_factory=RuntimeConfig)
     env: EnvConfig = Field(default_factory=EnvConfig)
     db: DbConfig = Field(default_factory=DbConfig)
@@ -176,6 +193,19 @@ class ButlerSection(_Section):
                 f"(at most 40, starting with a letter), found {value!r}"
             )
         return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _unique_schedules(cls, entries: list[ScheduleConfig]) -> list[ScheduleConfig]:
+        seen: set[str] = set()
+        for entry in entries:
+            if entry.name in seen:
+                raise ValueError(
+                    f"two [[butler.schedule]] entries are named {entry.name!r}; "
+                    "expected each schedule to have its own name"
+                )
+            seen.add(entry.name)
+        return entries
 
     @field_validator("port")
     @classmethod

@@ -26,6 +26,7 @@ _EXPECTED: dict[str, str] = {
     "int_from_float": "an integer",
     "float_type": "a number",
     "float_parsing": "a number",
+    "finite_number": "a finite number",
     "string_type": "a string",
     "bool_type": "a boolean (true or false)",
     "bool_parsing": "a boolean (true or false)",
@@ -57,6 +58,8 @@ def _where(loc: tuple[Any, ...]) -> str:
 def _found(value: Any) -> str:
     kind = next((name for t, name in _TOML_TYPES.items() if isinstance(value, t)), None)
     shown = str(value).lower() if isinstance(value, bool) else repr(value)
+    if len(shown) > 80:  # a 100 kB argument still makes one readable line
+        shown = f"{shown[:48]}...{shown[-12:]} ({len(shown)} characters)"
     return f"{shown} ({kind})" if kind else shown
 
 

@@ -87,7 +87,7 @@ async def open_database(config: ButlerConfig, dsn: str | None = None) -> OpenDat
 
 async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
     """The butler's stores and spawner over an open database."""
-    sessions = SessionStore(db)
+    sessions = SessionStore(db, config.butler.max_output_bytes)
     memory = PostgresMemory(db, config.butler.memory.max_episodes)
     spawner = Spawner(
         config,

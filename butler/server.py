@@ -15,11 +15,13 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from butler.dashboard import dashboard_routes
+from butler.http_limits import JsonRpcBodyLimit
 from butler.tools.builders import register_builder_tools
 from butler.tools.context import ButlerContext
 from butler.tools.contract import register_contract_tools
 from butler.tools.core import register_core_tools, status_of
 from butler.tools.ledger_middleware import LedgerMiddleware
+from butler.tools.limits import ArgumentErrors
 from butler.tools.schedules import register_schedule_tools
 from butler.tools.sessions import register_session_tools
 
@@ -29,6 +31,7 @@ def build_mcp(butler: ButlerContext) -> FastMCP:
     description = butler.config.butler.description or f"The {butler.config.name} butler."
     mcp = FastMCP(butler.config.name, instructions=description)
     mcp.add_middleware(LedgerMiddleware(butler.spawner.ledger))
+    mcp.add_middleware(ArgumentErrors())
     register_core_tools(mcp, butler)
     register_session_tools(mcp, butler)
     register_contract_tools(mcp, butler)
@@ -56,6 +59,6 @@ def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> Starlette:
     routes += dashboard_routes(butler)
     return Starlette(
         routes=routes,
-        middleware=[Middleware(RequestContextMiddleware)],
+        middleware=[Middleware(RequestContextMiddleware), Middleware(JsonRpcBodyLimit)],
         lifespan=lifespan,
     )

@@ -103,6 +103,28 @@ def butler_toml(roster: Path, body: str, name: str = "tester") -> Path:
             ["butler.db.url", "expected a URL like postgresql://", "mysql://me:***@db/butler"],
             id="not-a-postgresql-url",
         ),
+        pytest.param(
+            '[butler]\nname = "tester"\n[butler.runtime]\ntimeout_s = inf\n',
+            ["butler.runtime.timeout_s", "expected a finite number", "found inf (a float)"],
+            id="infinite-timeout",
+        ),
+        pytest.param(
+            '[butler]\nname = "tester"\nshutdown_timeout_s = nan\n',
+            ["butler.shutdown_timeout_s", "expected a finite number", "found nan"],
+            id="nan-shutdown-timeout",
+        ),
+        pytest.param(
+            '[butler]\nname = "tester"\n'
+            + '\n[[butler.schedule]]\nname = "digest"\ncron = "0 8 * * *"\nprompt = "a"\n' * 2,
+            ["butler.schedule", "two [[butler.schedule]] entries are named 'digest'"],
+            id="duplicate-schedule-names",
+        ),
+        pytest.param(
+            '[butler]\nname = "tester"\n'
+            '\n[[butler.schedule]]\nname = "digest"\ncron = "0 8 * * *"\nprompt = "  "\n',
+            ["butler.schedule[0].prompt", "expected a non-blank prompt", "found '  '"],
+            id="blank-schedule-prompt",
+        ),
     ],
 )
 def test_a_mistake_in_butler_toml_is_one_line_naming_file_key_and_expectation(

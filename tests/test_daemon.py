@@ -74,6 +74,7 @@ def test_state_tools_over_each_transport(daemon, transport):
     assert tool(url, "state_set", key="meds/ibuprofen", value=value) == {
         "key": "meds/ibuprofen",
         "stored": True,
+        "version": 1,
     }
     tool(url, "state_set", key="meds/iron", value=65)
     tool(url, "state_set", key="mood", value="fine")

@@ -99,6 +99,8 @@ class Invocation:
     model: str | None = None
     args: tuple[str, ...] = ()
     resume: str | None = None
+    #: Most output a text runtime keeps in memory and returns; the rest is cut with a marker.
+    max_output_bytes: int = 1024 * 1024
     #: A folder shared by every run of the butler's runtimes, for caches worth keeping.
     cache_dir: Path | None = None
     #: Set by the session path when runtimes are jailed; every process start honours it.

@@ -73,17 +73,38 @@ def template_values(invocation: Invocation) -> dict[str, str]:
 
 
 class TextStream:
-    """The whole of stdout is the answer."""
+    """The whole of stdout is the answer, up to ``max_bytes``; the rest is counted, not kept."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int = 1024 * 1024) -> None:
         self.lines: list[str] = []
+        self.max_bytes = max_bytes
+        self.kept = 0
+        self.dropped = 0
 
     def feed(self, line: str) -> str | None:
-        self.lines.append(line)
+        encoded = line.encode("utf-8", "surrogatepass")
+        room = self.max_bytes - self.kept
+        if not self.dropped and len(encoded) + 1 <= room:
+            self.kept += len(encoded) + 1
+            self.lines.append(line)
+        elif not self.dropped:  # keep what fits of the line that crosses the limit
+            self.lines.append(encoded[: max(room, 0)].decode("utf-8", "ignore"))
+            self.kept = self.max_bytes
+            self.dropped = len(encoded) + 1 - max(room, 0)
+        else:
+            self.dropped += len(encoded) + 1
         return None
 
     def result(self) -> RuntimeResult:
-        return RuntimeResult(output="\n".join(self.lines).strip("\n"))
+        output = "\n".join(self.lines).strip("\n")
+        if self.dropped:
+            # Leave room for the marker, so output and marker fit the cap the store keeps.
+            encoded = output.encode("utf-8", "surrogatepass")
+            keep = max(self.max_bytes - 100, 0)
+            lost = len(encoded) - keep + self.dropped
+            output = encoded[:keep].decode("utf-8", "ignore")
+            output += f"\n[butler: {lost} bytes cut at the {self.max_bytes}-byte limit]"
+        return RuntimeResult(output=output)
 
 
 class CommandAdapter(SubprocessAdapter):
@@ -115,7 +136,7 @@ class CommandAdapter(SubprocessAdapter):
         return Command(argv=argv, env=env)
 
     def parser(self, invocation: Invocation, process: RuntimeProcess) -> TextStream:
-        return TextStream()
+        return TextStream(invocation.max_output_bytes)
 
     def interactive_command(self, invocation: Invocation) -> Command:
         """``[butler.runtime] interactive_command`` rendered like ``command``, never a shell."""

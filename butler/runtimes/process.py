@@ -34,6 +34,8 @@ from butler.errors import ProcessTimeout
 KILL_GRACE_S = 3.0
 #: Keep at most this much of stderr for error messages.
 STDERR_LIMIT = 64 * 1024
+#: Longest stdout line handed on whole; a longer one is cut, marked, and the rest skipped.
+LINE_LIMIT = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -86,13 +88,35 @@ async def terminate_group(pgid: int, grace_s: float = KILL_GRACE_S) -> None:
     kill_group(pgid, signal.SIGKILL)
 
 
+async def _read_line(stream: asyncio.StreamReader) -> bytes:
+    """The next line (empty at end of stream); one over :data:`LINE_LIMIT` is cut and marked."""
+    try:
+        return await stream.readuntil(b"\n")
+    except asyncio.IncompleteReadError as exc:
+        return exc.partial  # the last line had no newline
+    except asyncio.LimitOverrunError as exc:
+        head = await stream.readexactly(exc.consumed)
+    skipped = 0
+    while True:  # drop the rest of the line without holding it
+        try:
+            skipped += len(await stream.readuntil(b"\n"))
+            break
+        except asyncio.IncompleteReadError as exc:
+            skipped += len(exc.partial)
+            break
+        except asyncio.LimitOverrunError as exc:
+            skipped += len(await stream.readexactly(exc.consumed))
+    marker = f" [butler: line cut, {skipped} more bytes past the {LINE_LIMIT}-byte line limit]"
+    return head + marker.encode()
+
+
 async def _pump_lines(
     stream: asyncio.StreamReader,
     on_line: Callable[[str], None],
     done: Callable[[], bool] = lambda: False,
 ) -> None:
     while not done():
-        line = await stream.readline()
+        line = await _read_line(stream)
         if not line:
             return
         on_line(line.decode("utf-8", errors="replace").rstrip("\r\n"))
@@ -147,7 +171,7 @@ class RuntimeProcess:
             cwd=str(cwd),
             env=env,
             start_new_session=True,
-            limit=16 * 1024 * 1024,
+            limit=LINE_LIMIT,
         )
         self.pgid = proc.pid
         assert proc.stdout is not None and proc.stderr is not None

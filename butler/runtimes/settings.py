@@ -21,7 +21,7 @@ class RuntimeConfig(BaseModel):
     max_concurrent_sessions: int = Field(default=1, ge=1, le=64)
     max_queued_sessions: int = Field(default=100, ge=0, le=10_000)
     max_turns: int = Field(default=20, ge=1, le=1000)
-    timeout_s: float = Field(default=600.0, gt=0)
+    timeout_s: float = Field(default=600.0, gt=0, allow_inf_nan=False)
     args: list[str] = Field(default_factory=list)
     cli_path: str | None = None
     transport: Literal["http", "sse"] = "http"

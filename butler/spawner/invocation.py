@@ -10,6 +10,7 @@ gets (a session token, a sandbox) is made here once.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,7 +67,9 @@ def system_prompt(
 ) -> str:
     """The butler's prompt file as this runtime reads it, its includes, memory and role."""
     prompt_file = adapter.parse_system_prompt_file(config.config_dir)
-    system = compose_system_prompt(prompt_file, config.roster_dir, memory)
+    system = compose_system_prompt(
+        prompt_file, config.roster_dir, memory, max_bytes=config.butler.max_prompt_bytes
+    )
     return f"{system.rstrip()}\n\n{role}\n" if role else system
 
 
@@ -79,9 +82,11 @@ async def build_invocation(
     """Everything one run needs; a missing required credential is a ConfigError."""
     rt = config.runtime
     env = await build_runtime_env(config, credentials, current_traceparent())
+    # Includes are read from disk and may be large: expand them off the event loop.
+    system = await asyncio.to_thread(system_prompt, config, adapter, request.memory, request.role)
     return Invocation(
         prompt=request.prompt,
-        system_prompt=system_prompt(config, adapter, request.memory, request.role),
+        system_prompt=system,
         cwd=request.cwd,
         workdir=request.workdir,
         home=session_home(config.name, request.session_id, request.parent_id),
@@ -93,4 +98,5 @@ async def build_invocation(
         args=tuple(rt.args),
         resume=request.resume,
         cache_dir=data_root() / "cache",
+        max_output_bytes=config.butler.max_output_bytes,
     )

@@ -7,6 +7,7 @@ import uuid
 from typing import Protocol
 
 from butler.store.db import Database
+from butler.store.text import clean_text
 
 #: Longest episode kept, in characters; memory is a reminder, not a transcript.
 EPISODE_LIMIT = 2000
@@ -65,5 +66,5 @@ class PostgresMemory:
         await self.db.execute(
             "INSERT INTO memory_episodes (session_id, content) VALUES ($1, $2)",
             session_id,
-            content[:EPISODE_LIMIT],
+            clean_text(content[:EPISODE_LIMIT])[0],
         )

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from butler.store.db import Database
+from butler.store.text import DEFAULT_MAX_TEXT_BYTES, RowText, clean_text
 
 STATUSES = ("pending", "running", "succeeded", "failed", "cancelled")
+
+#: Merge ``{"sanitised": [...], "truncated": [...]}`` into a row's metadata, appending to
+#: lists an earlier write left there (the prompt may be flagged at creation, the output later).
+_MERGE_FLAGS = (
+    "metadata || COALESCE((SELECT jsonb_object_agg(k, COALESCE(metadata->k, '[]'::jsonb) || v)"
+    " FROM jsonb_each({param}::jsonb) AS flag(k, v)), '{{}}'::jsonb)"
+)
 
 
 @dataclass(frozen=True)
@@ -58,27 +67,42 @@ def _row(record: Any) -> dict[str, Any]:
 
 
 class SessionStore:
-    """Create, complete and read session rows."""
+    """Create, complete and read session rows.
 
-    def __init__(self, db: Database) -> None:
+    Every text and JSON value goes through :class:`RowText` on its way in, so a
+    row can always be written: NUL and invalid UTF-8 become U+FFFD and fields
+    longer than ``max_text_bytes`` are cut with a marker, both noted in the
+    row's ``metadata`` (``sanitised`` and ``truncated``: lists of field names).
+    """
+
+    def __init__(self, db: Database, max_text_bytes: int = DEFAULT_MAX_TEXT_BYTES) -> None:
         self.db = db
+        self.max_text_bytes = max_text_bytes
+
+    def _row_text(self) -> RowText:
+        return RowText(self.max_text_bytes)
 
     async def create(self, new: NewSession, status: str = "pending") -> uuid.UUID:
+        row = self._row_text()
+        values = [
+            row.text(name, getattr(new, name))
+            for name in ("prompt", "trigger_source", "runtime", "model")
+        ]
+        kind, trace_id = row.text("type", new.type), row.text("trace_id", new.trace_id)
+        metadata = row.json("metadata", new.metadata)
+        metadata = {**metadata, **row.flags()} if isinstance(metadata, dict) else row.flags()
         await self.db.execute(
             "INSERT INTO sessions (id, prompt, trigger_source, runtime, model, status, type,"
             " parent_session_id, trace_id, metadata, started_at)"
             " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
             " CASE WHEN $6 = 'running' THEN now() END)",
             new.id,
-            new.prompt,
-            new.trigger_source,
-            new.runtime,
-            new.model,
+            *values,
             status,
-            new.type,
+            kind,
             new.parent_session_id,
-            new.trace_id,
-            new.metadata,
+            trace_id,
+            metadata,
         )
         return new.id
 
@@ -89,20 +113,39 @@ class SessionStore:
         )
 
     async def update_metadata(self, session_id: uuid.UUID, metadata: dict[str, Any]) -> None:
+        cleaned = self._row_text().json("metadata", metadata)
         await self.db.execute(
             "UPDATE sessions SET metadata = metadata || $2::jsonb WHERE id = $1",
             session_id,
-            metadata,
+            cleaned if isinstance(cleaned, dict) else {},
         )
 
-    async def complete(self, session_id: uuid.UUID, outcome: SessionOutcome) -> None:
+    def storable(self, outcome: SessionOutcome) -> tuple[SessionOutcome, dict[str, list[str]]]:
+        """``outcome`` as it will be stored (cleaned, capped), and the flags for its row.
+
+        A caller that wants to hand back exactly what was recorded (output cut at
+        the same cap) returns the first value instead of the original.
+        """
+        row = self._row_text()
+        stored = dataclasses.replace(
+            outcome,
+            output=row.text("output", outcome.output) or "",
+            error=row.text("error", outcome.error),
+            tool_calls=row.json("tool_calls", outcome.tool_calls),
+            runtime_session_id=row.text("runtime_session_id", outcome.runtime_session_id),
+        )
+        return stored, row.flags()
+
+    async def complete(self, session_id: uuid.UUID, outcome: SessionOutcome) -> SessionOutcome:
+        """Record how a session ended; return the outcome as stored."""
+        outcome, flags = self.storable(outcome)
         await self.db.execute(
             "UPDATE sessions SET status = $2, success = $3, output = $4, error = $5,"
             " tool_calls = $6, duration_ms = $7, input_tokens = $8, output_tokens = $9,"
             " cache_read_tokens = $10, cache_write_tokens = $11, cost_usd = $12,"
             " runtime_session_id = COALESCE($13, runtime_session_id),"
-            " completed_at = now(), started_at = COALESCE(started_at, now())"
-            " WHERE id = $1",
+            " completed_at = now(), started_at = COALESCE(started_at, now()),"
+            " metadata = " + _MERGE_FLAGS.format(param="$14") + " WHERE id = $1",
             session_id,
             outcome.status,
             outcome.success,
@@ -116,7 +159,9 @@ class SessionStore:
             outcome.cache_write_tokens,
             outcome.cost_usd,
             outcome.runtime_session_id,
+            flags,
         )
+        return outcome
 
     async def get(self, session_id: uuid.UUID | str) -> dict[str, Any] | None:
         try:
@@ -139,9 +184,7 @@ class SessionStore:
             " AND ($2::text IS NULL OR trigger_source = $2)"
             " AND ($3::text IS NULL OR type = $3)"
             " ORDER BY created_at DESC LIMIT $4",
-            status,
-            trigger_source,
-            type,
+            *(clean_text(v)[0] if v is not None else None for v in (status, trigger_source, type)),
             limit,
         )
         return [_row(r) for r in records]
@@ -151,7 +194,7 @@ class SessionStore:
         value = await self.db.fetchval(
             "SELECT id FROM sessions WHERE metadata->>'dedupe_key' = $1"
             " AND status IN ('pending', 'running') ORDER BY created_at DESC LIMIT 1",
-            dedupe_key,
+            clean_text(dedupe_key)[0],
         )
         return str(value) if value else None
 
@@ -160,6 +203,6 @@ class SessionStore:
         result = await self.db.execute(
             "UPDATE sessions SET status = 'failed', success = false, error = $1,"
             " completed_at = now() WHERE status IN ('pending', 'running')",
-            reason,
+            clean_text(reason)[0],
         )
         return int(result.split()[-1])

@@ -1,12 +1,12 @@
 """Builder tools: spawn a builder, list them, look one up, prune finished ones."""
 
-from __future__ import annotations
-
+# No postponed annotations: FastMCP reads the argument types (and their bounds) at runtime.
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
+from pydantic import Field
 
 from butler.builders.modes import SpawnOptions
 from butler.builders.prune import prune
@@ -14,21 +14,23 @@ from butler.builders.records import builder_view
 from butler.errors import ButlerError
 from butler.tools.context import ButlerContext
 from butler.tools.ledger_middleware import calling_session
+from butler.tools.limits import Name, PathText, ProtocolArgs, optional_text
 
 
 def register_builder_tools(mcp: FastMCP, butler: ButlerContext) -> None:
     """Add ``builder_spawn``, ``builder_list``, ``builder_get`` and ``builder_prune`` to ``mcp``."""
+    Task = optional_text(butler.config.butler.max_prompt_bytes)
 
     @mcp.tool
     async def builder_spawn(
-        repo: str,
-        task: str | None = None,
-        files: list[str] | None = None,
-        protocol: str | None = None,
-        args: dict[str, Any] | None = None,
-        project: str | None = None,
+        repo: PathText,
+        task: Task = None,
+        files: Annotated[list[PathText] | None, Field(max_length=1000)] = None,
+        protocol: Name = None,
+        args: ProtocolArgs = None,
+        project: Name = None,
         shell: bool = False,
-        role: str | None = None,
+        role: Name = None,
         headless: bool = False,
     ) -> dict[str, Any]:
         """Delegate work to a builder: this butler's runtime in its own git worktree.

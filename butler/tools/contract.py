@@ -6,8 +6,7 @@ running returns the same id instead of a second run. Statuses are reported in
 the contract's words: pending, active, completed, failed.
 """
 
-from __future__ import annotations
-
+# No postponed annotations: FastMCP reads the argument types (and their bounds) at runtime.
 import asyncio
 from typing import Any
 
@@ -17,6 +16,7 @@ from fastmcp.exceptions import ToolError
 from butler.errors import ButlerError
 from butler.spawner.spawner import TriggerRequest
 from butler.tools.context import ButlerContext
+from butler.tools.limits import Metadata, Name, prompt_text, timeout_seconds
 
 #: Session statuses as the adapter contract names them.
 CONTRACT_STATUS = {
@@ -31,6 +31,8 @@ CONTRACT_STATUS = {
 def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
     """Add ``session_start``, ``session_status`` and ``session_resume`` to ``mcp``."""
     starting = asyncio.Lock()
+    Prompt = prompt_text(butler.config.butler.max_prompt_bytes)
+    Timeout = timeout_seconds(butler.config.runtime.timeout_s)
 
     async def start(request: TriggerRequest) -> str:
         try:
@@ -41,10 +43,10 @@ def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
 
     @mcp.tool
     async def session_start(
-        prompt: str,
-        dedupe_key: str | None = None,
-        timeout_s: float | None = None,
-        metadata: dict[str, Any] | None = None,
+        prompt: Prompt,
+        dedupe_key: Name = None,
+        timeout_s: Timeout = None,
+        metadata: Metadata = None,
     ) -> dict[str, Any]:
         """Start a session in the background; return its id at once.
 
@@ -77,7 +79,7 @@ def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
 
     @mcp.tool
     async def session_resume(
-        session_id: str, prompt: str, wait: bool = True, timeout_s: float | None = None
+        session_id: str, prompt: Prompt, wait: bool = True, timeout_s: Timeout = None
     ) -> dict[str, Any]:
         """Continue a session's runtime conversation with ``prompt`` in a new, linked session.
 

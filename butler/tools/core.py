@@ -1,7 +1,6 @@
 """Core tools of every butler: its key-value state and its status."""
 
-from __future__ import annotations
-
+# No postponed annotations: FastMCP reads the argument types (and their bounds) at runtime.
 import time
 from typing import Any
 
@@ -10,32 +9,51 @@ from fastmcp.exceptions import ToolError
 from pydantic import JsonValue
 
 from butler import __version__
+from butler.errors import UserError
 from butler.tools.context import ButlerContext
+from butler.tools.limits import IfVersion, StateKey, StatePrefix, StateValue
 
 
 def register_core_tools(mcp: FastMCP, butler: ButlerContext) -> None:
     """Add ``state_*`` and ``status`` to ``mcp``."""
 
     @mcp.tool
-    async def state_get(key: str) -> JsonValue:
-        """Return the JSON value stored under ``key``, or null when there is none."""
+    async def state_get(key: StateKey, with_version: bool = False) -> JsonValue:
+        """Return the JSON value stored under ``key``, or null when there is none.
+
+        With ``with_version``, return ``{"value": ..., "version": N}`` instead
+        (version 0 when there is no value), for ``state_set(if_version=N)``.
+        """
+        if with_version:
+            value, version = await butler.state.get_versioned(key)
+            return {"value": value, "version": version}
         return await butler.state.get(key)
 
     @mcp.tool
-    async def state_set(key: str, value: JsonValue) -> dict[str, Any]:
-        """Store a JSON value under ``key``, replacing any previous value."""
+    async def state_set(
+        key: StateKey, value: StateValue, if_version: IfVersion = None
+    ) -> dict[str, Any]:
+        """Store a JSON value under ``key``, replacing any previous value; return its version.
+
+        With ``if_version``, store only while the key is still at that version
+        (0: only while it does not exist); otherwise the call fails and nothing
+        is stored, so a read-modify-write reads again and retries.
+        """
         if value is None:
             raise ToolError("state_set: value must not be null; use state_delete to remove a key")
-        await butler.state.set(key, value)
-        return {"key": key, "stored": True}
+        try:
+            version = await butler.state.set(key, value, if_version)
+        except UserError as exc:
+            raise ToolError(f"state_set: {exc}") from None
+        return {"key": key, "stored": True, "version": version}
 
     @mcp.tool
-    async def state_list(prefix: str = "") -> dict[str, Any]:
+    async def state_list(prefix: StatePrefix = "") -> dict[str, Any]:
         """Return every key starting with ``prefix`` and its value."""
         return await butler.state.list(prefix)
 
     @mcp.tool
-    async def state_delete(key: str) -> dict[str, Any]:
+    async def state_delete(key: StateKey) -> dict[str, Any]:
         """Delete ``key``; says whether it existed."""
         return {"key": key, "deleted": await butler.state.delete(key)}
 

@@ -1,7 +1,6 @@
 """Session tools: ``trigger`` a session and read recorded ones."""
 
-from __future__ import annotations
-
+# No postponed annotations: FastMCP reads the argument types (and their bounds) at runtime.
 from typing import Any
 
 from fastmcp import Context, FastMCP
@@ -12,17 +11,29 @@ from butler.spawner.result import SpawnerResult
 from butler.spawner.spawner import TriggerRequest
 from butler.tools.context import ButlerContext
 from butler.tools.ledger_middleware import calling_session
+from butler.tools.limits import (
+    ListLimit,
+    MaxTurns,
+    Name,
+    SessionStatus,
+    optional_text,
+    prompt_text,
+    timeout_seconds,
+)
 
 
 def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
     """Add ``trigger``, ``session_get`` and ``session_list`` to ``mcp``."""
+    Prompt = prompt_text(butler.config.butler.max_prompt_bytes)
+    ContextText = optional_text(butler.config.butler.max_prompt_bytes)
+    Timeout = timeout_seconds(butler.config.runtime.timeout_s)
 
     @mcp.tool
     async def trigger(
-        prompt: str,
-        context: str | None = None,
-        max_turns: int | None = None,
-        timeout_s: float | None = None,
+        prompt: Prompt,
+        context: ContextText = None,
+        max_turns: MaxTurns = None,
+        timeout_s: Timeout = None,
         ctx: Context | None = None,
     ) -> SpawnerResult:
         """Run a session of this butler's agent runtime on ``prompt`` and return its result.
@@ -61,11 +72,9 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
 
     @mcp.tool
     async def session_list(
-        limit: int = 20, status: str | None = None, trigger_source: str | None = None
+        limit: ListLimit = 20, status: SessionStatus = None, trigger_source: Name = None
     ) -> list[dict[str, Any]]:
         """Recent sessions, newest first, optionally by status or trigger source."""
-        rows = await butler.sessions.list(
-            limit=max(1, min(limit, 500)), status=status, trigger_source=trigger_source
-        )
+        rows = await butler.sessions.list(limit=limit, status=status, trigger_source=trigger_source)
         keep = ("id", "status", "trigger_source", "runtime", "created_at", "duration_ms", "error")
         return [{k: r[k] for k in keep} for r in rows]
