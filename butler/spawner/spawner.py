@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 import uuid
@@ -33,6 +34,7 @@ from butler.runtimes.base import (
     RuntimeFailure,
     RuntimeResult,
 )
+from butler.sandbox import Jail, resolve_mode
 from butler.security.session_tokens import SessionTokens
 from butler.spawner.admission import Admission, validate_trigger_source
 from butler.spawner.homes import prune_homes
@@ -40,6 +42,7 @@ from butler.spawner.invocation import InvocationRequest, build_invocation
 from butler.spawner.ledger import ToolCallLedger
 from butler.spawner.lifecycle import SessionLifecycle
 from butler.spawner.result import SpawnerResult, rejected
+from butler.spawner.sandboxing import jailed
 from butler.spawner.workspace import Workspace, sweep_leftovers
 from butler.store.credentials import CredentialStore
 from butler.store.memory import Memory
@@ -66,6 +69,8 @@ class TriggerRequest:
     metadata: dict[str, Any] = field(default_factory=dict)
     #: The running session of this butler that asked, as its token says.
     caller_session_id: str | None = None
+    #: Folders the runtime may write besides its own (a headless builder's worktree).
+    writable: tuple[Path, ...] = ()
 
     def full_prompt(self) -> str:
         if self.context:
@@ -97,6 +102,10 @@ class Spawner:
         self.lifecycle = SessionLifecycle(
             config, sessions, self.ledger, adapter.type_name, lambda: self.admission.waiting
         )
+        #: What runtimes run in: "bwrap" (jailed) or "none"; decided once, at start.
+        self.sandbox = resolve_mode(config.butler.sandbox, f"{config.config_dir / 'butler.toml'}:")
+        #: Jails that outlive one call (builders' terminal sessions), by session id.
+        self.jails: dict[str, Jail] = {}
 
     @property
     def session_tokens(self) -> SessionTokens:
@@ -275,11 +284,20 @@ class Spawner:
                 self.session_tokens,
             )
             workspace.write(self.adapter.mcp_config_files(invocation))
-            try:
-                async with asyncio.timeout(invocation.timeout_s + TIMEOUT_GRACE_S):
-                    return await self.adapter.invoke(invocation, progress)
-            except TimeoutError:
-                raise RuntimeFailure(f"timeout after {invocation.timeout_s:g} s") from None
+            record = functools.partial(self.sessions.update_metadata, uuid.UUID(sid))
+            async with jailed(
+                self.config,
+                self.sandbox,
+                invocation,
+                label=sid,
+                writable=request.writable,
+                record=record,
+            ) as invocation:
+                try:
+                    async with asyncio.timeout(invocation.timeout_s + TIMEOUT_GRACE_S):
+                        return await self.adapter.invoke(invocation, progress)
+                except TimeoutError:
+                    raise RuntimeFailure(f"timeout after {invocation.timeout_s:g} s") from None
 
     async def invocation(self, request: InvocationRequest) -> Invocation:
         """The invocation of this butler's runtime for a session started elsewhere (a builder)."""
