@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from croniter import croniter
 from pydantic import (
@@ -31,6 +31,7 @@ from butler.tomlfile import read_toml
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
 SCHEMA_PATTERN = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 ENV_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+HOST_PATTERN = re.compile(r"^([A-Za-z0-9.-]{1,253}|\[[0-9A-Fa-f:]{2,39}\])(:[0-9]{1,5})?$")
 
 
 class _Section(BaseModel):
@@ -91,6 +92,34 @@ class MemoryConfig(_Section):
 
     enabled: bool = False
     max_episodes: int = Field(default=5, ge=1, le=100)
+
+
+class SandboxConfig(_Section):
+    """``[butler.sandbox]``: the jail every runtime process runs in.
+
+    ``auto`` jails runtimes when bubblewrap can start here and warns once when it
+    cannot; ``bwrap`` refuses to start without it; ``none`` runs them unjailed.
+    """
+
+    mode: Literal["auto", "bwrap", "none"] = "auto"
+    allow_hosts: list[str] = Field(default_factory=list, max_length=100)
+    read_only: list[str] = Field(default_factory=list, max_length=100)
+
+    @field_validator("allow_hosts")
+    @classmethod
+    def _hosts(cls, hosts: list[str]) -> list[str]:
+        for host in hosts:
+            if not HOST_PATTERN.match(host):
+                raise ValueError(f"expected a host name or host:port, found {host!r}")
+        return hosts
+
+    @field_validator("read_only")
+    @classmethod
+    def _paths(cls, paths: list[str]) -> list[str]:
+        for path in paths:
+            if not path.startswith("/"):
+                raise ValueError(f"expected an absolute path, found {path!r}")
+        return paths
 
 
 class ModuleConfig(_Section):
@@ -164,6 +193,7 @@ class ButlerSection(_Section):
     env: EnvConfig = Field(default_factory=EnvConfig)
     db: DbConfig = Field(default_factory=DbConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     modules: dict[str, ModuleConfig] = Field(default_factory=dict)
     schedule: list[ScheduleConfig] = Field(default_factory=list)
 
@@ -209,6 +239,7 @@ class EnvOverrides(BaseSettings):
     BUTLER_DB_SCHEMA: str | None = None
     BUTLER_RUNTIME: str | None = None
     BUTLER_MODEL: str | None = None
+    BUTLER_SANDBOX: str | None = None
 
 
 class ButlerConfig(BaseModel):
@@ -258,6 +289,7 @@ def _apply_env(
         ("host",): ("BUTLER_HOST", env.BUTLER_HOST or None),
         ("runtime", "type"): ("BUTLER_RUNTIME", env.BUTLER_RUNTIME or None),
         ("runtime", "model"): ("BUTLER_MODEL", env.BUTLER_MODEL or None),
+        ("sandbox", "mode"): ("BUTLER_SANDBOX", env.BUTLER_SANDBOX or None),
     }
     for key, (variable, value) in values.items():
         if value is not None:

@@ -258,22 +258,7 @@ def dashboard_routes(butler: ButlerContext) -> list[Route]:
         )
 
     async def index_json(request: Request) -> Response:
-        try:
-            since, before = listing_query(request.query_params)
-        except ValueError as exc:
-            return JSONResponse({"error": str(exc)}, 400, SECURITY_HEADERS)
-        cursor = await butler.sessions.cursor()  # read first: no change slips between
-        data: dict[str, Any] = {"final": False, "cursor": cursor.isoformat()}
-        if since is not None:
-            # Rows the page already shows are swapped in place; it asks for the whole
-            # list only when one of these is new to it.
-            changed = await butler.sessions.changed_since(since - CURSOR_OVERLAP, LIST_LIMIT)
-            data["rows"] = {r["id"]: (builder_row if is_builder(r) else session_row)(r)
-                            for r in changed}  # fmt: skip
-        else:
-            found = await butler.sessions.list(limit=LIST_LIMIT, before=before)
-            data |= {"html": render_list(found), "count": len(found)}
-        return JSONResponse(data, headers=SECURITY_HEADERS)
+        return await listing_json(butler, request)
 
     async def session(request: Request) -> Response:
         session_id = request.path_params["session_id"]
@@ -291,12 +276,6 @@ def dashboard_routes(butler: ButlerContext) -> list[Route]:
         data = {"html": body, "final": row["status"] in FINAL, "status": row["status"]}
         return JSONResponse(data, headers=SECURITY_HEADERS)
 
-    async def asset(request: Request) -> Response:
-        name = request.path_params["name"]
-        if name not in ASSETS:
-            return Response("not found", 404)
-        return Response(_asset(name), media_type=ASSETS[name], headers=SECURITY_HEADERS)
-
     return [
         Route("/", index, methods=["GET"]),
         Route("/api/sessions", index_json, methods=["GET"]),
@@ -304,3 +283,31 @@ def dashboard_routes(butler: ButlerContext) -> list[Route]:
         Route("/api/sessions/{session_id}", session_json, methods=["GET"]),
         Route("/assets/{name}", asset, methods=["GET"]),
     ]
+
+
+async def listing_json(butler: ButlerContext, request: Request) -> Response:
+    """The session list as JSON: whole (``before=`` pages) or only what changed (``since=``)."""
+    try:
+        since, before = listing_query(request.query_params)
+    except ValueError as exc:
+        return JSONResponse({"error": str(exc)}, 400, SECURITY_HEADERS)
+    cursor = await butler.sessions.cursor()  # read first: no change slips between
+    data: dict[str, Any] = {"final": False, "cursor": cursor.isoformat()}
+    if since is not None:
+        # Rows the page already shows are swapped in place; it asks for the whole
+        # list only when one of these is new to it.
+        changed = await butler.sessions.changed_since(since - CURSOR_OVERLAP, LIST_LIMIT)
+        data["rows"] = {r["id"]: (builder_row if is_builder(r) else session_row)(r)
+                        for r in changed}  # fmt: skip
+    else:
+        found = await butler.sessions.list(limit=LIST_LIMIT, before=before)
+        data |= {"html": render_list(found), "count": len(found)}
+    return JSONResponse(data, headers=SECURITY_HEADERS)
+
+
+async def asset(request: Request) -> Response:
+    """One of the dashboard's own static files; nothing else is served from here."""
+    name = request.path_params["name"]
+    if name not in ASSETS:
+        return Response("not found", 404)
+    return Response(_asset(name), media_type=ASSETS[name], headers=SECURITY_HEADERS)

@@ -12,14 +12,15 @@ def data_root() -> Path:
     """The folder butler keeps its data in (``BUTLER_DATA_DIR`` overrides)."""
     configured = os.environ.get("BUTLER_DATA_DIR")
     root = Path(configured) if configured else Path(platformdirs.user_data_dir("butler"))
-    root.mkdir(parents=True, exist_ok=True)
+    # Private when created; an existing folder (or parent) keeps the mode its owner gave it.
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
     return root
 
 
 def butler_dir(name: str) -> Path:
     """The data folder of one butler (its runtime homes, logs, adapter files)."""
     path = data_root() / "butlers" / name
-    path.mkdir(parents=True, exist_ok=True)
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
     return path
 
 

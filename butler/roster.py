@@ -30,6 +30,7 @@ import uvicorn
 from butler.config import ButlerConfig, load_config
 from butler.daemon import OpenDatabase, assemble, open_database, start_embedded
 from butler.errors import ButlerError, ConfigError
+from butler.hygiene import harden_process
 from butler.logs import current_butler
 from butler.security.owner_token import owner_token
 from butler.server import build_app
@@ -195,6 +196,7 @@ async def up(configs: Sequence[ButlerConfig], *, named: bool = True) -> None:
     butler name in front).
     """
     started = time.monotonic()
+    harden_process()
     setup_telemetry(f"butler-{configs[0].name}" if len(configs) == 1 else "butler")
     with bound(configs, named) as sockets:
         embedded = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -24,6 +25,10 @@ from tests.helpers import TEST_TOKEN, free_port, write_butler
 
 #: The fake model server and MCP probe fixtures serve every test package.
 pytest_plugins = ["tests.fakes.fixtures"]
+
+#: Suites that are not about the jail run their fakes (which live in this repository,
+#: outside any jail) unjailed; tests/sandbox turns it on for every runtime it starts.
+os.environ.setdefault("BUTLER_SANDBOX", "none")
 
 #: The test database: TEST_DATABASE_URL, the machine's PostgreSQL, or an embedded one.
 _DATABASE = SuiteDatabase()

@@ -185,6 +185,8 @@ def data_dir() -> Iterator[Path]:
     again whenever another pytest starts, so this folder sits under /tmp.
     """
     path = Path(tempfile.mkdtemp(prefix="butler-embedded-"))
+    # Opened by its owner on purpose: butler itself never widens a private folder.
+    path.chmod(0o755)
     yield path
     for proc in postgres_serving(path / "pgdata"):  # a failed test leaves nothing running
         with contextlib.suppress(psutil.Error):

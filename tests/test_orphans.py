@@ -45,7 +45,8 @@ async def _start(port: int) -> str:
 def test_a_kill_9_leaves_no_runtime_tree_after_the_restart(roster, schema_name, tmp_path):
     port = free_port()
     folder = write_butler(roster, "tester", port=port, schema=schema_name, runtime=RUNTIME)
-    env = {"BUTLER_DATA_DIR": str(tmp_path / "data")}
+    # without the jail (whose death takes the tree): the reaping is what is under test
+    env = {"BUTLER_DATA_DIR": str(tmp_path / "data"), "BUTLER_SANDBOX": "none"}
     first = DaemonProcess(folder, port=port, database_url=TEST_DSN, env=env).start()
     pgid = None
     try:

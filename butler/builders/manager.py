@@ -29,6 +29,7 @@ from butler.paths import butler_dir
 from butler.runtimes import launcher
 from butler.runtimes.base import RuntimeFailure
 from butler.spawner.invocation import InvocationRequest
+from butler.spawner.sandboxing import start_jail_for
 from butler.spawner.spawner import Spawner, TriggerRequest
 from butler.store.sessions import SessionOutcome, SessionStore
 
@@ -133,21 +134,42 @@ class BuilderManager:
         )
         try:
             invocation = await self.spawner.invocation(request)
+            if self.spawner.sandbox == "bwrap":
+                # Its worktree and the repository's git folder (commits land there) are writable.
+                invocation, self.spawner.jails[str(session_id)] = await start_jail_for(
+                    self.config,
+                    invocation,
+                    label=str(session_id),
+                    writable=(plan.worktree, plan.repo / ".git"),
+                )
             command = self.spawner.interactive_command(invocation)
         except RuntimeFailure as exc:
             shutil.rmtree(folder, ignore_errors=True)
+            await self._release_jail(str(session_id))
             raise UserError(str(exc)) from None
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
+            await self._release_jail(str(session_id))
             raise
         for path, text in command.files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             path.chmod(0o600)
+        argv = command.argv
+        if invocation.sandbox is not None:
+            argv = invocation.sandbox.wrap(argv, interactive=True)
         script = launcher.write_launcher(
-            folder, command.argv, command.env, passthrough=launcher.TERMINAL_VARS, supervise=True
+            folder, argv, command.env, passthrough=launcher.TERMINAL_VARS, supervise=True
         )
         return [str(script)]
+
+    async def _release_jail(self, session_id: str) -> dict[str, Any]:
+        """Stop the egress of a builder's jail; what it refused, for the row."""
+        jail = self.spawner.jails.pop(session_id, None)
+        if jail is None:
+            return {}
+        await jail.close()
+        return {"sandbox": jail.summary()} if jail.egress.blocked else {}
 
     async def _undo(self, plan: BuilderPlan, session_id: str, error: str) -> None:
         """Take back what a failed spawn created, and record the failure."""
@@ -159,6 +181,7 @@ class BuilderManager:
         if await git.branch_exists(plan.repo, plan.branch):
             await git.delete_branch(plan.repo, plan.branch)
         shutil.rmtree(self.folder(plan.id), ignore_errors=True)
+        await self._release_jail(str(session_id))
         outcome = SessionOutcome("failed", False, "", f"spawn failed: {error}", [], 0)
         await self.lifecycle.annotate(session_id, {"ended_at": now_iso()})
         await self.lifecycle.complete(session_id, outcome)
@@ -172,7 +195,11 @@ class BuilderManager:
         if plan.role:
             context = f"{plan.role_text()}\n\n{context}"
         request = TriggerRequest(
-            prompt=plan.prompt, context=context, trigger_source=source, session_type=plan.type
+            prompt=plan.prompt,
+            context=context,
+            trigger_source=source,
+            session_type=plan.type,
+            writable=(plan.worktree, plan.repo / ".git"),
         )
         result = await self.spawner.trigger(request)
         if result.session_id is None:  # refused before a session existed
@@ -288,6 +315,7 @@ class BuilderManager:
                 "ended_at": now_iso(),
                 "exit_status": ended.get("status"),
                 "signal": ended.get("signal"),
+                **await self._release_jail(row["id"]),
             },
         )
         await self.lifecycle.complete(row["id"], outcome)

@@ -167,53 +167,49 @@ def make_plan(
     """Resolve ``options`` in ``mode`` against the roster and the repository."""
     now = int(time.time()) if now is None else now
     if mode == "task":
-        text = (options.task_text or "").strip()
-        files = check_files(repo, options.files)
-        builder_id = ids.task_id(text, taken)
-        details = {"task": text, "files": list(files)}
-        return BuilderPlan(
-            mode,
-            builder_id,
-            ids.branch_name(builder_id),
-            repo,
-            task_prompt(text, files),
-            builder_role(config_dir),
-            details,
-        )
+        return _task_plan(options, config_dir, repo, taken)
     if mode == "protocol":
-        name = check_name(options.protocol or "", "--protocol")
-        protocol_md = find_protocol(config_dir, name)
-        builder_id = ids.protocol_id(name, now, taken)
-        details = {"protocol": name, "protocol_args": options.args or {}}
-        prompt = protocol_prompt(name, options.args, protocol_md)
-        return BuilderPlan(
-            mode,
-            builder_id,
-            ids.branch_name(builder_id),
-            repo,
-            prompt,
-            protocol_role(config_dir, name),
-            details,
-        )
+        return _protocol_plan(options, config_dir, repo, taken, now)
     if mode == "spec":
-        spec, plan = find_spec(repo, options.project or "")
-        builder_id = options.project or ""
-        if builder_id in taken or Path(spec).stem in taken:
-            raise UserError(
-                f"builder {builder_id} already exists; attach with `butler attach {builder_id}`, "
-                "or remove it with `butler prune` once it has finished"
-            )
-        branch = ids.branch_name(builder_id, Path(spec).stem)
-        details = {"project": builder_id, "spec": spec, "plan": plan}
-        return BuilderPlan(
-            mode,
-            builder_id,
-            branch,
-            repo,
-            spec_prompt(spec, plan),
-            builder_role(config_dir),
-            details,
-        )
+        return _spec_plan(options, config_dir, repo, taken)
     role = find_role(config_dir, options.role, repo) if options.role else None
     builder_id = ids.shell_id(now, taken)
     return BuilderPlan(mode, builder_id, ids.branch_name(builder_id), repo, "", role, {})
+
+
+def _task_plan(options: SpawnOptions, config_dir: Path, repo: Path, taken: set[str]) -> BuilderPlan:
+    text = (options.task_text or "").strip()
+    files = check_files(repo, options.files)
+    builder_id = ids.task_id(text, taken)
+    details = {"task": text, "files": list(files)}
+    prompt = task_prompt(text, files)
+    branch = ids.branch_name(builder_id)
+    return BuilderPlan("task", builder_id, branch, repo, prompt, builder_role(config_dir), details)
+
+
+def _protocol_plan(
+    options: SpawnOptions, config_dir: Path, repo: Path, taken: set[str], now: int
+) -> BuilderPlan:
+    name = check_name(options.protocol or "", "--protocol")
+    protocol_md = find_protocol(config_dir, name)
+    builder_id = ids.protocol_id(name, now, taken)
+    details = {"protocol": name, "protocol_args": options.args or {}}
+    prompt = protocol_prompt(name, options.args, protocol_md)
+    role = protocol_role(config_dir, name)
+    return BuilderPlan(
+        "protocol", builder_id, ids.branch_name(builder_id), repo, prompt, role, details
+    )
+
+
+def _spec_plan(options: SpawnOptions, config_dir: Path, repo: Path, taken: set[str]) -> BuilderPlan:
+    spec, plan = find_spec(repo, options.project or "")
+    builder_id = options.project or ""
+    if builder_id in taken or Path(spec).stem in taken:
+        raise UserError(
+            f"builder {builder_id} already exists; attach with `butler attach {builder_id}`, "
+            "or remove it with `butler prune` once it has finished"
+        )
+    branch = ids.branch_name(builder_id, Path(spec).stem)
+    details = {"project": builder_id, "spec": spec, "plan": plan}
+    prompt = spec_prompt(spec, plan)
+    return BuilderPlan("spec", builder_id, branch, repo, prompt, builder_role(config_dir), details)

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from butler.errors import RuntimeAdapterError
 from butler.runtimes.mcp_config import butler_file
@@ -68,6 +68,21 @@ class McpEndpoint:
     transport: str = "http"
 
 
+class Sandbox(Protocol):
+    """What a runtime process is started inside (the jail); adapters only wrap argv with it."""
+
+    def wrap(
+        self, argv: Sequence[str], *, interactive: bool = False, linger: bool = False
+    ) -> list[str]:
+        """``argv`` as it runs inside the sandbox.
+
+        With ``linger`` the sandbox outlives the process (what it started in the
+        background keeps running) and reports the process's end on stdout as a
+        last line ``"\\0butler-jail-exit <wait status>"``.
+        """
+        ...
+
+
 @dataclass(frozen=True)
 class Invocation:
     """Everything one run of a runtime needs, decided by the spawner."""
@@ -88,6 +103,8 @@ class Invocation:
     max_output_bytes: int = 1024 * 1024
     #: A folder shared by every run of the butler's runtimes, for caches worth keeping.
     cache_dir: Path | None = None
+    #: Set by the session path when runtimes are jailed; every process start honours it.
+    sandbox: Sandbox | None = None
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,14 @@ from butler.runtimes.base import (
     ToolCall,
     Usage,
 )
+from butler.runtimes.claude_lockdown import (
+    BUILTIN_TOOLS,
+    INTERACTIVE_ENV,
+    SYSTEM_PROMPT_FILE,
+    interactive_argv,
+    interactive_mcp_config,
+    interactive_state,
+)
 from butler.runtimes.launcher import read_pid, write_launcher
 from butler.runtimes.lazy import LazyModule, ready
 from butler.runtimes.mcp_config import claude_entry
@@ -60,9 +68,8 @@ SDK_ENV = (
     "CLAUDE_CODE_SDK_READS_SESSION_STATE",
     "PWD",
 )
-#: Built-in tools a butler session may use: skills scripts and its config folder.
-BUILTIN_TOOLS = ("Bash", "Read", "Write", "Edit", "Glob", "Grep")
 STDERR_LINES = 200
+MCP_FILE = "claude-mcp.json"
 
 
 def bundled_cli() -> Path:
@@ -102,16 +109,28 @@ def runtime_env(invocation: Invocation) -> dict[str, str]:
     }
 
 
-def build_options(invocation: Invocation, cli_path: Path) -> sdk.ClaudeAgentOptions:
-    """The SDK options for one invocation: one MCP server, no user settings."""
-    servers: dict[str, Any] = {}
-    allowed = list(BUILTIN_TOOLS)
+def session_files(invocation: Invocation) -> dict[Path, str]:
+    """The files :func:`build_options` points the CLI at: system prompt, MCP config."""
+    files = {invocation.workdir / SYSTEM_PROMPT_FILE: invocation.system_prompt}
     if invocation.mcp is not None:
-        mcp = invocation.mcp
-        servers[mcp.name] = claude_entry(mcp)
-        allowed.append(f"mcp__{mcp.name}")
+        servers = {invocation.mcp.name: claude_entry(invocation.mcp)}
+        files[invocation.workdir / MCP_FILE] = json.dumps({"mcpServers": servers})
+    return files
+
+
+def build_options(invocation: Invocation, cli_path: Path) -> sdk.ClaudeAgentOptions:
+    """The SDK options for one invocation: one MCP server, no user settings.
+
+    The system prompt and the MCP config (its session header included) go by
+    file, written by :func:`session_files`, never on the command line.
+    """
+    allowed = list(BUILTIN_TOOLS)
+    servers: dict[str, Any] | str = {}
+    if invocation.mcp is not None:
+        servers = str(invocation.workdir / MCP_FILE)
+        allowed.append(f"mcp__{invocation.mcp.name}")
     return sdk.ClaudeAgentOptions(
-        system_prompt=invocation.system_prompt,
+        system_prompt={"type": "file", "path": str(invocation.workdir / SYSTEM_PROMPT_FILE)},
         mcp_servers=servers,
         strict_mcp_config=True,
         setting_sources=[],
@@ -124,62 +143,6 @@ def build_options(invocation: Invocation, cli_path: Path) -> sdk.ClaudeAgentOpti
         env=runtime_env(invocation),
         extra_args=parse_extra_args(invocation.args),
     )
-
-
-#: The TUI only: it would clone a plugin marketplace at start-up; and it would start its
-#: first turn while the butler's server is still connecting, so without its tools.
-INTERACTIVE_ENV = {
-    "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL": "1",
-    "MCP_CONNECTION_NONBLOCKING": "0",
-}
-
-
-def interactive_mcp_config(invocation: Invocation) -> dict[str, Any]:
-    """The butler's one server for the TUI; ``alwaysLoad`` makes its first turn wait for it."""
-    if invocation.mcp is None:
-        return {"mcpServers": {}}
-    mcp = invocation.mcp
-    return {"mcpServers": {mcp.name: {**claude_entry(mcp), "alwaysLoad": True}}}
-
-
-def interactive_argv(invocation: Invocation, cli: str, mcp_config: Path) -> list[str]:
-    """Claude Code as a terminal session, locked down as :func:`build_options` does."""
-    allowed = list(BUILTIN_TOOLS)
-    argv = [cli, "--system-prompt", invocation.system_prompt]
-    if invocation.mcp is not None:
-        allowed.append(f"mcp__{invocation.mcp.name}")
-        argv += ["--mcp-config", str(mcp_config)]
-    # The "=" forms: both options are variadic and would swallow the prompt.
-    argv += ["--strict-mcp-config", "--setting-sources=", f"--allowedTools={','.join(allowed)}"]
-    if invocation.model:
-        argv += ["--model", invocation.model]
-    argv += list(invocation.args)
-    if invocation.prompt:
-        argv += ["--", invocation.prompt]
-    return argv
-
-
-def interactive_state(invocation: Invocation, existing: dict[str, Any]) -> dict[str, Any]:
-    """``.claude.json`` answering the first-run questions a detached session cannot answer.
-
-    Onboarding, trust in the builder's own worktree, and use of the API key the
-    butler was configured with (Claude records approval by the key's last 20
-    characters, as it does when a person says yes).
-    """
-    state = {**existing, "hasCompletedOnboarding": True}
-    state.setdefault("theme", "dark")
-    projects = dict(state.get("projects") or {})
-    cwd = str(invocation.cwd)
-    projects[cwd] = {**(projects.get(cwd) or {}), "hasTrustDialogAccepted": True}
-    state["projects"] = projects
-    key = invocation.env.get("ANTHROPIC_API_KEY")
-    if key:
-        responses = dict(state.get("customApiKeyResponses") or {})
-        approved = list(responses.get("approved") or [])
-        if key[-20:] not in approved:
-            approved.append(key[-20:])
-        state["customApiKeyResponses"] = {"rejected": [], **responses, "approved": approved}
-    return state
 
 
 def bare_tool_name(name: str, server: str | None) -> str:
@@ -294,9 +257,12 @@ class ClaudeCodeAdapter(RuntimeAdapter):
                 "or an executable [butler.runtime] cli_path"
             )
         invocation.home.mkdir(parents=True, exist_ok=True)
+        for path, text in session_files(invocation).items():
+            write_private(path, text)
         env = runtime_env(invocation)
+        argv = [cli] if invocation.sandbox is None else invocation.sandbox.wrap([cli])
         try:
-            launcher = write_launcher(invocation.workdir, [cli], passthrough=[*env, *SDK_ENV])
+            launcher = write_launcher(invocation.workdir, argv, passthrough=[*env, *SDK_ENV])
             options = build_options(invocation, launcher)
         except ValueError as exc:
             raise RuntimeFailure(str(exc)) from None
@@ -345,6 +311,7 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         files = {
             state_file: json.dumps(interactive_state(invocation, existing), indent=2),
             mcp_file: json.dumps(interactive_mcp_config(invocation), indent=2),
+            invocation.workdir / SYSTEM_PROMPT_FILE: invocation.system_prompt,
         }
         argv = interactive_argv(invocation, cli, mcp_file)
         return Command(argv=argv, env=env, files=files)
@@ -369,6 +336,13 @@ class CliGroup:
         pgid = read_pid(self.workdir)
         if pgid is not None:
             kill_group(pgid, signal.SIGTERM)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, readable by this user only, whatever the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
 
 
 def _sdk_error_line(exc: Exception, stderr: list[str]) -> str:

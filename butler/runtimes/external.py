@@ -108,6 +108,7 @@ class ExternalAdapter(RuntimeAdapter):
                 timeout_s=timeout_s,
                 on_line=lines.append,
                 reap_group=not keep,
+                sandbox=invocation.sandbox,
             )
         except (FileNotFoundError, PermissionError) as exc:
             raise RuntimeFailure(f"cannot run {self.spec.command}: {exc.strerror}") from None

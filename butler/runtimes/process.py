@@ -23,6 +23,10 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from butler.runtimes.base import Sandbox
 
 from butler.errors import ProcessTimeout
 
@@ -119,8 +123,12 @@ async def _read_line(stream: asyncio.StreamReader) -> bytes:
     return head + marker.encode()
 
 
-async def _pump_lines(stream: asyncio.StreamReader, on_line: Callable[[str], None]) -> None:
-    while True:
+async def _pump_lines(
+    stream: asyncio.StreamReader,
+    on_line: Callable[[str], None],
+    done: Callable[[], bool] = lambda: False,
+) -> None:
+    while not done():
         line = await _read_line(stream)
         if not line:
             return
@@ -156,12 +164,18 @@ class RuntimeProcess:
         on_line: Callable[[str], None],
         stdin_data: bytes | None = None,
         reap_group: bool = True,
+        sandbox: Sandbox | None = None,
     ) -> ProcessOutcome:
         """Run ``argv`` (never through a shell), feeding each stdout line to ``on_line``.
 
         With ``reap_group`` (the default) whatever the process left running in its
         group is killed when it exits; without, the caller ends the group later.
+        With ``sandbox`` the process starts inside it.
         """
+        exit_status: list[int] = []
+        if sandbox is not None:
+            argv = sandbox.wrap(argv, linger=not reap_group)
+            on_line = _exit_marker(on_line, exit_status)
         proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE if stdin_data is not None else asyncio.subprocess.DEVNULL,
@@ -183,8 +197,9 @@ class RuntimeProcess:
                     await proc.stdin.drain()
                 proc.stdin.close()
             async with asyncio.timeout(timeout_s):
-                await _pump_lines(proc.stdout, on_line)
-                returncode = await proc.wait()
+                await _pump_lines(proc.stdout, on_line, lambda: bool(exit_status))
+                # A lingering sandbox reports how the process ended and stays up.
+                returncode = exit_status[0] if exit_status else await proc.wait()
         except TimeoutError:
             await self.stop()
             await proc.wait()
@@ -206,6 +221,22 @@ class RuntimeProcess:
             await terminate_group(self.pgid)
 
 
+#: The last line a lingering sandbox prints: how the process in it ended.
+EXIT_MARKER = "\x00butler-jail-exit "
+
+
+def _exit_marker(on_line: Callable[[str], None], found: list[int]) -> Callable[[str], None]:
+    """``on_line`` minus the sandbox's exit line, whose status goes into ``found``."""
+
+    def feed(line: str) -> None:
+        if line.startswith(EXIT_MARKER):
+            found.append(os.waitstatus_to_exitcode(int(line[len(EXIT_MARKER) :])))
+        elif line or not found:
+            on_line(line)
+
+    return feed
+
+
 async def _finish(task: asyncio.Task[str]) -> str:
     try:
         async with asyncio.timeout(2):
@@ -225,9 +256,14 @@ class Completed:
 
 
 async def run_captured(
-    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float,
+    stdin: bytes | None = None,
 ) -> Completed:
-    """Run ``argv`` headless in ``cwd``: stdin closed, stdout and stderr captured.
+    """Run ``argv`` headless in ``cwd``: ``stdin`` fed (else closed), output captured.
 
     Raises :class:`ProcessTimeout` (with the stderr so far) past ``timeout_s``.
     """
@@ -235,7 +271,7 @@ async def run_captured(
         *argv,
         cwd=str(cwd),
         env=dict(env),
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
@@ -244,6 +280,11 @@ async def run_captured(
     assert proc.stdout is not None and proc.stderr is not None
     stdout = asyncio.create_task(proc.stdout.read())
     stderr = asyncio.create_task(proc.stderr.read())
+    if stdin is not None and proc.stdin is not None:
+        proc.stdin.write(stdin)
+        with contextlib.suppress(ConnectionError):
+            await proc.stdin.drain()
+        proc.stdin.close()
     try:
         async with asyncio.timeout(timeout_s):
             returncode = await proc.wait()

@@ -103,6 +103,7 @@ class SubprocessAdapter(RuntimeAdapter):
                 timeout_s=invocation.timeout_s,
                 on_line=on_line,
                 stdin_data=command.stdin.encode() if command.stdin is not None else None,
+                sandbox=invocation.sandbox,
             )
         except ProcessTimeout as exc:
             raise RuntimeFailure(str(exc), parser.result()) from None

@@ -26,7 +26,7 @@ def session_home(butler: str, session_id: str, parent_id: str | None = None) -> 
     seed = homes / parent_id if parent_id else butler_dir(butler) / "home"
     if seed.is_dir():
         shutil.copytree(seed, home, symlinks=True, dirs_exist_ok=True)
-    home.mkdir(parents=True, exist_ok=True)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
     return home
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 import uuid
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from butler.runtimes.base import (
     RuntimeResult,
 )
 from butler.runtimes.process import PROCESS_STARTED
+from butler.sandbox import Jail, resolve_mode
 from butler.security.session_tokens import SessionTokens
 from butler.spawner.admission import Admission, Reservation, validate_trigger_source
 from butler.spawner.homes import prune_homes
@@ -43,6 +44,7 @@ from butler.spawner.ledger import ToolCallLedger
 from butler.spawner.lifecycle import SessionLifecycle
 from butler.spawner.orphans import recorder
 from butler.spawner.result import SpawnerResult, outcome_of, rejected, spawner_result
+from butler.spawner.sandboxing import jailed
 from butler.spawner.usage import TOTALS_KEY, own_share, totals
 from butler.spawner.workspace import Workspace, sweep_leftovers
 from butler.store.credentials import CredentialStore
@@ -73,6 +75,8 @@ class TriggerRequest:
     metadata: dict[str, Any] = field(default_factory=dict)
     #: The running session of this butler that asked, as its token says.
     caller_session_id: str | None = None
+    #: Folders the runtime may write besides its own (a headless builder's worktree).
+    writable: tuple[Path, ...] = ()
 
     def full_prompt(self) -> str:
         if self.context:
@@ -104,6 +108,10 @@ class Spawner:
         self.lifecycle = SessionLifecycle(
             config, sessions, self.ledger, adapter.type_name, lambda: self.admission.waiting
         )
+        #: What runtimes run in: "bwrap" (jailed) or "none"; decided once, at start.
+        self.sandbox = resolve_mode(config.butler.sandbox, f"{config.config_dir / 'butler.toml'}:")
+        #: Jails that outlive one call (builders' terminal sessions), by session id.
+        self.jails: dict[str, Jail] = {}
 
     @property
     def session_tokens(self) -> SessionTokens:
@@ -304,12 +312,21 @@ class Spawner:
                 self.session_tokens,
             )
             workspace.write(self.adapter.mcp_config_files(invocation))
-            PROCESS_STARTED.set(recorder(partial(self.lifecycle.annotate, sid)))
-            try:
-                async with asyncio.timeout(invocation.timeout_s + TIMEOUT_GRACE_S):
-                    return await self.adapter.invoke(invocation, progress)
-            except TimeoutError:
-                raise RuntimeFailure(f"timeout after {invocation.timeout_s:g} s") from None
+            PROCESS_STARTED.set(recorder(functools.partial(self.lifecycle.annotate, sid)))
+            record = functools.partial(self.sessions.update_metadata, uuid.UUID(sid))
+            async with jailed(
+                self.config,
+                self.sandbox,
+                invocation,
+                label=sid,
+                writable=request.writable,
+                record=record,
+            ) as invocation:
+                try:
+                    async with asyncio.timeout(invocation.timeout_s + TIMEOUT_GRACE_S):
+                        return await self.adapter.invoke(invocation, progress)
+                except TimeoutError:
+                    raise RuntimeFailure(f"timeout after {invocation.timeout_s:g} s") from None
 
     async def _own_share(
         self, sid: str, result: RuntimeResult, parent: dict | None

@@ -8,6 +8,7 @@ a system user to run it. The last butler process using it stops it.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import os
@@ -35,9 +36,16 @@ def default_pgdata() -> Path:
     Root's home is private, so root keeps the database under ``/var/lib``
     instead, unless ``BUTLER_DATA_DIR`` names a place on purpose.
     """
-    if os.geteuid() == 0 and not os.environ.get("BUTLER_DATA_DIR"):
+    if os.geteuid() != 0:
+        return data_root() / "pgdata"
+    if not os.environ.get("BUTLER_DATA_DIR"):
         return ROOT_PGDATA
-    return data_root() / "pgdata"
+    pgdata = data_root() / "pgdata"
+    if private_parents(pgdata):
+        # Opening them would widen a folder its owner made private: one of its own instead.
+        digest = hashlib.sha256(str(data_root().resolve()).encode()).hexdigest()[:12]
+        return ROOT_PGDATA.with_name(f"pgdata-{digest}")
+    return pgdata
 
 
 def private_parents(path: Path) -> list[Path]:

@@ -103,8 +103,10 @@ class SubagentRunner:
             values["prompt_file"] = str(prompt_file)
             values["prompt"] = prompt_file.read_text(encoding="utf-8")
             argv = render(list(agent.ask), values)
+            named = any(p in arg for arg in agent.ask for p in ("{prompt}", "{prompt_file}"))
+            stdin = None if named else values["prompt"].encode()
             limit = timeout_s or self.config.ask_timeout_s
-            completed = await self._run_headless(agent, argv, workspace.path, limit)
+            completed = await self._run_headless(agent, argv, workspace.path, limit, stdin)
             if completed.returncode != 0:
                 raise AgentFailed(
                     agent.name, completed.returncode, completed.stderr, stdout=completed.stdout
@@ -152,10 +154,17 @@ class SubagentRunner:
         return {"mcp_config": str(workspace.path / MCP_CONFIG), "workdir": str(workspace.path)}
 
     async def _run_headless(
-        self, agent: AgentCommand, argv: list[str], cwd: Path, timeout_s: float
+        self,
+        agent: AgentCommand,
+        argv: list[str],
+        cwd: Path,
+        timeout_s: float,
+        stdin: bytes | None = None,
     ) -> Completed:
         try:
-            return await run_captured(argv, cwd=cwd, env=agent_env(), timeout_s=timeout_s)
+            return await run_captured(
+                argv, cwd=cwd, env=agent_env(), timeout_s=timeout_s, stdin=stdin
+            )
         except ProcessTimeout as exc:
             raise AgentTimedOut(agent.name, exc.timeout_s, exc.stderr) from None
         except OSError as exc:

@@ -73,8 +73,10 @@ def bundled_claude() -> str:
 
 CLAUDE = bundled_claude()
 
-#: claude ``-p`` takes the prompt TEXT as its argument, so ``{prompt}`` (not the
-#: file path) is passed, after ``--`` so a prompt starting with "-" is no flag.
+#: claude ``-p`` reads the prompt on stdin when it names none: an ``ask`` template
+#: without ``{prompt}`` or ``{prompt_file}`` gets it there, out of every local
+#: user's ``ps``. ``--setting-sources=`` keeps user and project settings out (a
+#: ``CLAUDE.md`` left in a parent of the temp folder is no instruction).
 #: ``--mcp-config`` is left out: the CLI rejects the empty ``{}`` file, and
 #: ``--strict-mcp-config`` alone already loads no MCP server at all.
 BUILTIN_AGENTS: dict[str, dict[str, list[str]]] = {
@@ -83,12 +85,11 @@ BUILTIN_AGENTS: dict[str, dict[str, list[str]]] = {
             CLAUDE,
             "-p",
             "--strict-mcp-config",
+            "--setting-sources=",
             "--tools",
             CLAUDE_READ_TOOLS,
             "--allowedTools",
             CLAUDE_READ_TOOLS,
-            "--",
-            "{prompt}",
         ],
         "chat": [CLAUDE, "--strict-mcp-config", "--allowedTools", CLAUDE_READ_TOOLS],
     },

@@ -19,6 +19,11 @@ from butler.tools.limits import Name, PathText, ProtocolArgs, optional_text
 
 def register_builder_tools(mcp: FastMCP, butler: ButlerContext) -> None:
     """Add ``builder_spawn``, ``builder_list``, ``builder_get`` and ``builder_prune`` to ``mcp``."""
+    _register_spawn(mcp, butler)
+    _register_views(mcp, butler)
+
+
+def _register_spawn(mcp: FastMCP, butler: ButlerContext) -> None:
     Task = optional_text(butler.config.butler.max_prompt_bytes)
 
     @mcp.tool
@@ -57,6 +62,8 @@ def register_builder_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         except ButlerError as exc:
             raise ToolError(str(exc)) from None
 
+
+def _register_views(mcp: FastMCP, butler: ButlerContext) -> None:
     @mcp.tool
     async def builder_list(include_pruned: bool = False) -> list[dict[str, Any]]:
         """This butler's builders, newest first: id, type, status, branch, worktree, tmux."""

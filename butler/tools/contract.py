@@ -31,6 +31,7 @@ CONTRACT_STATUS = {
 
 def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
     """Add ``session_start``, ``session_status`` and ``session_resume`` to ``mcp``."""
+    _register_status(mcp, butler)
     starting = asyncio.Lock()
     Prompt = prompt_text(butler.config.butler.max_prompt_bytes)
     Timeout = timeout_seconds(butler.config.runtime.timeout_s)
@@ -66,20 +67,6 @@ def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
             return {"session_id": await start(request), "started": True}
 
     @mcp.tool
-    async def session_status(session_id: str) -> dict[str, Any]:
-        """One of pending, active, completed, failed, with the recorded detail."""
-        row = await butler.sessions.get(session_id)
-        if row is None:
-            raise ToolError(f"session {session_id} not found")
-        return {
-            "session_id": row["id"],
-            "status": CONTRACT_STATUS[row["status"]],
-            "session_status": row["status"],
-            "error": row["error"],
-            "metadata": row["metadata"],
-        }
-
-    @mcp.tool
     async def session_resume(
         session_id: str, prompt: Prompt, wait: bool = True, timeout_s: Timeout = None
     ) -> dict[str, Any]:
@@ -99,3 +86,19 @@ def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         except ButlerError as exc:
             raise ToolError(str(exc)) from None
         return result.to_dict()
+
+
+def _register_status(mcp: FastMCP, butler: ButlerContext) -> None:
+    @mcp.tool
+    async def session_status(session_id: str) -> dict[str, Any]:
+        """One of pending, active, completed, failed, with the recorded detail."""
+        row = await butler.sessions.get(session_id)
+        if row is None:
+            raise ToolError(f"session {session_id} not found")
+        return {
+            "session_id": row["id"],
+            "status": CONTRACT_STATUS[row["status"]],
+            "session_status": row["status"],
+            "error": row["error"],
+            "metadata": row["metadata"],
+        }

@@ -73,6 +73,7 @@ async def status_of(butler: ButlerContext) -> dict[str, Any]:
         "version": __version__,
         "database": database,
         "runtime": butler.config.runtime.type,
+        "sandbox": spawner.sandbox,
         "sessions_in_flight": spawner.in_flight,
         "sessions_running": spawner.admission.running,
         "sessions_queued": spawner.admission.waiting,

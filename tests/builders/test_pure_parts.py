@@ -10,7 +10,11 @@ from butler.builders.plan import protocol_prompt, spec_prompt, task_prompt
 from butler.builders.tmux import PaneState
 from butler.dashboard import render_detail
 from butler.runtimes.base import Invocation, McpEndpoint
-from butler.runtimes.claude_code import interactive_argv, interactive_mcp_config, interactive_state
+from butler.runtimes.claude_lockdown import (
+    interactive_argv,
+    interactive_mcp_config,
+    interactive_state,
+)
 
 
 def invocation(prompt: str = "Fix bug") -> Invocation:
@@ -46,7 +50,13 @@ def test_prompts_follow_spec_004():
 
 def test_claude_tui_argv_is_locked_down_and_ends_with_the_prompt():
     argv = interactive_argv(invocation("-rf: looks like a flag"), "/bin/claude", Path("/w/m.json"))
-    assert argv[:3] == ["/bin/claude", "--system-prompt", "You are general."]
+    # The system prompt by file: on the command line every local user would read it.
+    assert argv[:3] == [
+        "/bin/claude",
+        "--system-prompt-file",
+        "/data/builders/task-a7f3-x9k2/system_prompt.md",
+    ]
+    assert "You are general." not in " ".join(argv)
     assert argv[3:5] == ["--mcp-config", "/w/m.json"]
     assert "--strict-mcp-config" in argv and "--setting-sources=" in argv
     assert "--allowedTools=Bash,Read,Write,Edit,Glob,Grep,mcp__general" in argv

@@ -16,7 +16,12 @@ from claude_agent_sdk._internal.message_parser import parse_message  # test-only
 
 from butler.config import RuntimeConfig
 from butler.runtimes.base import Invocation
-from butler.runtimes.claude_code import ClaudeStream, build_options, parse_extra_args
+from butler.runtimes.claude_code import (
+    ClaudeStream,
+    build_options,
+    parse_extra_args,
+    session_files,
+)
 from butler.runtimes.registry import get_adapter
 from butler.spawner.spawner import TriggerRequest
 from tests.fakes.runtime import FAKE_CLAUDE, sample_invocation
@@ -59,16 +64,22 @@ def _invocation(tmp_path: Path, **kw) -> Invocation:
 
 
 def test_options_lock_the_runtime_to_this_butler(tmp_path):
-    options = build_options(_invocation(tmp_path, model="claude-x", args=("--foo", "1")), tmp_path)
-    assert options.mcp_servers == {
-        "health": {
-            "type": "http",
-            "url": "http://127.0.0.1:8001/mcp?session=s",
-            "headers": {"X-Butler-Session": "s"},
+    invocation = _invocation(tmp_path, model="claude-x", args=("--foo", "1"))
+    options = build_options(invocation, tmp_path)
+    files = session_files(invocation)
+    # By file: a prompt or a session header on the command line is read by every local user.
+    assert json.loads(files[Path(options.mcp_servers)]) == {
+        "mcpServers": {
+            "health": {
+                "type": "http",
+                "url": "http://127.0.0.1:8001/mcp?session=s",
+                "headers": {"X-Butler-Session": "s"},
+            }
         }
     }
     assert options.strict_mcp_config is True and options.setting_sources == []
-    assert options.system_prompt == "You are health." and options.max_turns == 20
+    assert options.system_prompt["type"] == "file" and options.max_turns == 20
+    assert files[Path(options.system_prompt["path"])] == "You are health."
     assert options.cwd == str(tmp_path) and options.model == "claude-x"
     assert "mcp__health" in options.allowed_tools
     assert options.env["DISABLE_AUTOUPDATER"] == "1" and options.env["DISABLE_TELEMETRY"] == "1"

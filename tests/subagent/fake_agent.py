@@ -48,7 +48,9 @@ def report(argv: list[str]) -> dict[str, object]:
 def main() -> int:
     mode, args = sys.argv[1], sys.argv[2:]
     if mode == "report":
-        print(json.dumps(report(args)))
+        seen = report(args)
+        seen["stdin"] = sys.stdin.read() if sys.stdin and not sys.stdin.isatty() else None
+        print(json.dumps(seen))
         return 0
     if mode == "fail":
         sys.stderr.write(args[1] + "\n")

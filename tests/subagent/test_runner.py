@@ -56,6 +56,16 @@ async def test_temp_folder_is_private_and_named_for_butler(
     assert Path(other["cwd"]) != workdir
 
 
+async def test_a_template_naming_no_prompt_gets_it_on_stdin_never_in_argv(
+    make_runner: RunnerFactory,
+) -> None:
+    report = await ask_report(make_runner(ask=[*REPORT, "-p"]), ["docs"], "Secret plan?")
+    assert "Secret plan?" in report["stdin"]
+    assert not any("Secret plan?" in arg for arg in report["argv"])
+    named = await ask_report(make_runner(ask=[*REPORT, "{prompt_file}"]), ["docs"], "q")
+    assert named["stdin"] == ""  # a template that names it gets stdin closed, as before
+
+
 async def test_empty_mcp_configs_in_every_format(make_runner: RunnerFactory) -> None:
     report = await ask_report(make_runner(), ["docs"], "q")
     for name in EMPTY_MCP_FILES:

@@ -28,11 +28,12 @@ def test_missing_config_means_builtin_claude_code(config_dir: Path) -> None:
     assert len(config.sources) == 0
 
 
-def test_builtin_claude_ask_passes_prompt_text_not_a_path() -> None:
+def test_builtin_claude_ask_takes_the_prompt_on_stdin_and_no_settings() -> None:
     ask = BUILTIN_AGENTS["claude-code"]["ask"]
     assert Path(ask[0]).name == "claude" and ask[1] == "-p"
-    assert ask[-2:] == ["--", "{prompt}"]
-    assert "--strict-mcp-config" in ask
+    # No {prompt} in argv: every local user reads argv in ps.
+    assert not any("{prompt" in arg for arg in ask)
+    assert "--strict-mcp-config" in ask and "--setting-sources=" in ask
 
 
 def test_sources_kinds_and_paths(source_tree: SourceTree) -> None:

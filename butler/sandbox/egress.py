@@ -1,0 +1,185 @@
+"""The daemon's side of a jail's only way out: a filtering HTTP proxy on a Unix socket.
+
+It speaks just enough HTTP: ``CONNECT host:port`` (TLS and the bridge's
+loopback forwards) and absolute-form plain-HTTP requests
+(``GET http://host/path``). A target is allowed only when its ``host:port``
+is in the jail's allow-list; everything else gets a ``403`` naming the host
+and the reason, is logged, and is counted for the session's row. Every read
+is bounded in size and time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger("butler.sandbox")
+
+#: Longest request head accepted, and how long a client may take to send it.
+HEAD_LIMIT = 16 * 1024
+HEAD_TIMEOUT_S = 10.0
+CONNECT_TIMEOUT_S = 10.0
+CHUNK = 64 * 1024
+#: At most this many distinct refused hosts are kept for the row; the count goes on.
+BLOCKED_HOSTS_LIMIT = 50
+
+
+@dataclass(frozen=True)
+class Target:
+    """One host and port a jail may reach."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+@dataclass
+class Egress:
+    """One jail's proxy: its socket, what it allows, what it refused."""
+
+    socket_path: Path
+    allowed: frozenset[Target]
+    label: str = ""
+    blocked: Counter[str] = field(default_factory=Counter)
+    _server: asyncio.AbstractServer | None = None
+
+    async def start(self) -> Egress:
+        with contextlib.suppress(FileNotFoundError):
+            self.socket_path.unlink()
+        self._server = await asyncio.start_unix_server(self._handle, path=str(self.socket_path))
+        os.chmod(self.socket_path, 0o600)
+        return self
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 2)
+            self._server = None
+        with contextlib.suppress(FileNotFoundError):
+            self.socket_path.unlink()
+
+    async def __aenter__(self) -> Egress:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def summary(self) -> dict[str, object]:
+        """What goes on the session row under ``metadata.sandbox``."""
+        hosts = [host for host, _ in self.blocked.most_common(BLOCKED_HOSTS_LIMIT)]
+        return {"blocked": sum(self.blocked.values()), "blocked_hosts": hosts}
+
+    def _refuse(self, host: str, why: str) -> bytes:
+        self.blocked[host[:255]] += 1
+        log.warning(
+            "sandbox refused a connection",
+            extra={"session": self.label, "host": host[:255], "reason": why},
+        )
+        body = f"butler sandbox: {host[:255]} refused: {why}\n".encode()
+        head = (
+            "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        )
+        return head.encode() + body
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            async with asyncio.timeout(HEAD_TIMEOUT_S):
+                head = await reader.readuntil(b"\r\n\r\n")
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
+            writer.close()
+            return
+        try:
+            await self._route(head, reader, writer)
+        except (OSError, ValueError):
+            pass
+        finally:
+            writer.close()
+
+    async def _route(
+        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        request_line, _, rest = head.partition(b"\r\n")
+        method, _, remainder = request_line.decode("latin-1").partition(" ")
+        uri = remainder.rsplit(" ", 1)[0]
+        if method.upper() == "CONNECT":
+            target = parse_authority(uri, 443)
+            forward = b""
+        else:
+            target, path = parse_absolute(uri)
+            forward = f"{method} {path} HTTP/1.1\r\n".encode() + _strip_proxy_headers(rest)
+        if target is None:
+            writer.write(self._refuse(uri[:255] or "?", "not a host:port or http:// URL"))
+            return
+        if target not in self.allowed:
+            writer.write(
+                self._refuse(target.host, f"port {target.port} of {target.host} is not allowed")
+            )
+            return
+        try:
+            async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                up_reader, up_writer = await asyncio.open_connection(target.host, target.port)
+        except (OSError, TimeoutError) as exc:
+            writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+            log.info("sandbox target unreachable", extra={"target": str(target), "error": str(exc)})
+            return
+        if forward:
+            up_writer.write(forward)
+        else:
+            writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+        try:
+            await asyncio.gather(_copy(reader, up_writer), _copy(up_reader, writer))
+        finally:
+            up_writer.close()
+
+
+async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(CHUNK):
+            writer.write(data)
+            await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+    except (OSError, RuntimeError):
+        pass
+
+
+def _strip_proxy_headers(rest: bytes) -> bytes:
+    lines = [ln for ln in rest.split(b"\r\n") if not ln.lower().startswith(b"proxy-")]
+    return b"\r\n".join(lines)
+
+
+def parse_authority(text: str, default_port: int) -> Target | None:
+    """``host:port``, ``[v6]:port`` or ``host`` as a target; None when it is neither."""
+    text = text.strip()
+    if not text or len(text) > 300 or any(c in text for c in "/@ \t"):
+        return None
+    if text.startswith("["):
+        host, _, tail = text[1:].partition("]")
+        port_text = tail.removeprefix(":") or str(default_port)
+    elif text.count(":") == 1:
+        host, port_text = text.split(":")
+    elif ":" in text:
+        return None  # an IPv6 address without its brackets is ambiguous
+    else:
+        host, port_text = text, str(default_port)
+    if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        return None
+    return Target(host.lower().rstrip("."), int(port_text))
+
+
+def parse_absolute(uri: str) -> tuple[Target | None, str]:
+    """``http://host[:port]/path`` as its target and origin-form path."""
+    scheme, sep, rest = uri.partition("://")
+    if not sep or scheme.lower() != "http":
+        return None, ""
+    authority, slash, path = rest.partition("/")
+    return parse_authority(authority, 80), "/" + path if slash else "/"

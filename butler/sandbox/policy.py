@@ -1,0 +1,116 @@
+"""What a jailed runtime sees of the file system, and the bubblewrap argv that builds it.
+
+An allow-list: the jail starts from an empty root, so whatever is not named
+here (the data folder, the database and its socket, other butlers' homes,
+``/root``, ``/home``, ``/run``) is simply absent. The system folders are
+read-only; the session's workspace and home (and, for a builder, its
+worktree; for a butler, its own folder) are writable; a few files inside a
+writable folder (``butler.toml``) are bound again read-only on top.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+#: Where the bridge script and the egress socket appear inside the jail.
+JAIL_RUN = Path("/run/butler")
+BRIDGE_PATH = JAIL_RUN / "bridge.py"
+EGRESS_DIR = JAIL_RUN / "egress"
+EGRESS_SOCKET = "egress.sock"
+#: The system, read-only. Missing ones are skipped; symlinked ones (merged /usr) stay links.
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
+#: Files of /etc a runtime has no business reading, hidden even where /etc is visible.
+MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers")
+
+
+@dataclass(frozen=True)
+class JailPolicy:
+    """Paths bound into a jail: read-only, writable, and read-only again on top of writable."""
+
+    read_only: tuple[Path, ...] = ()
+    writable: tuple[Path, ...] = ()
+    read_only_over: tuple[Path, ...] = ()
+    cwd: Path | None = None
+    interactive: bool = False
+    #: The folder holding the egress proxy's socket (bound read-only: connecting needs no write).
+    egress_dir: Path | None = None
+
+    def with_read_only(self, *paths: Path) -> JailPolicy:
+        """The same policy, ``paths`` readable too."""
+        return replace(self, read_only=(*self.read_only, *paths))
+
+
+def install_root(executable: str) -> Path:
+    """The folder a runtime's binary needs around it: its package tree, not just the file.
+
+    An npm CLI's entry point sits in ``node_modules/<pkg>/bin`` and loads sibling
+    packages (its native binary); the outermost ``node_modules`` holds them all.
+    """
+    real = Path(os.path.realpath(shutil.which(executable) or executable))
+    top = None
+    for parent in real.parents:
+        if parent.name == "node_modules":
+            top = parent
+    if top is not None:
+        return top
+    # An interpreter outside the system (a pyenv or nvm one) needs its whole prefix.
+    return real.parent.parent if real.parent.name == "bin" else real.parent
+
+
+def bridge_interpreter() -> tuple[str, Path]:
+    """A Python to run the bridge with, and the prefix to bind for it (stdlib only)."""
+    exe = os.path.realpath(sys.executable)
+    return exe, Path(os.path.realpath(sys.base_prefix))
+
+
+def _system_args() -> list[str]:
+    args: list[str] = []
+    for name in SYSTEM_PATHS:
+        path = Path(name)
+        if path.is_symlink():
+            args += ["--symlink", os.readlink(path), name]
+        elif path.is_dir():
+            args += ["--ro-bind", name, name]
+    for name in MASKED_FILES:
+        if Path(name).exists():
+            args += ["--ro-bind", "/dev/null", name]
+    return args
+
+
+def _under_system(path: Path) -> bool:
+    return any(path == Path(s) or path.is_relative_to(s) for s in SYSTEM_PATHS if s != "/etc")
+
+
+def bwrap_argv(policy: JailPolicy, bwrap: str = "bwrap") -> list[str]:
+    """The bubblewrap command line for ``policy``; the runtime's argv goes after it.
+
+    New pid, mount, ipc, uts, cgroup and network namespaces; no capabilities;
+    killed with its parent; a fresh ``/proc``, a minimal ``/dev``, a private ``/tmp``.
+    Outside the terminal case, a new session keeps the runtime off any terminal.
+    """
+    args = [bwrap, "--unshare-all", "--die-with-parent", "--cap-drop", "ALL"]
+    if not policy.interactive:
+        args.append("--new-session")
+    args += _system_args()
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]
+    args += ["--tmpfs", "/run", "--dir", str(JAIL_RUN)]
+    # "-try": a path missing when the jail starts is simply not there (a builder's
+    # worktree is named before it is created).
+    for path in dict.fromkeys(policy.read_only):
+        if not _under_system(path):
+            args += ["--ro-bind-try", str(path), str(path)]
+    for path in dict.fromkeys(policy.writable):
+        args += ["--bind-try", str(path), str(path)]
+    for path in policy.read_only_over:
+        args += ["--ro-bind-try", str(path), str(path)]
+    bridge = Path(__file__).with_name("bridge.py")
+    args += ["--ro-bind", str(bridge), str(BRIDGE_PATH)]
+    if policy.egress_dir is not None:
+        args += ["--ro-bind", str(policy.egress_dir), str(EGRESS_DIR)]
+    if policy.cwd is not None:
+        args += ["--chdir", str(policy.cwd)]
+    return args

@@ -1,0 +1,88 @@
+"""The session path's one step into the jail: an invocation gets its sandbox and proxy variables.
+
+Every feature that starts a runtime for a butler goes through :func:`jailed`
+with the invocation it built; with the jail off it hands the invocation back
+unchanged. What the jail's proxy refused is handed to ``record`` when the
+block ends, for the session's row.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
+from pathlib import Path
+
+from butler.config import ButlerConfig
+from butler.runtimes.base import Invocation
+from butler.sandbox import Jail, allowed_targets, butler_policy
+from butler.sandbox.jail import start_jail
+
+log = logging.getLogger(__name__)
+
+Recorder = Callable[[dict[str, object]], Awaitable[None]]
+
+
+async def start_jail_for(
+    config: ButlerConfig,
+    invocation: Invocation,
+    *,
+    label: str = "",
+    writable: tuple[Path, ...] = (),
+    folder: Path | None = None,
+) -> tuple[Invocation, Jail]:
+    """A jail of this butler for ``invocation``, its proxy started; the caller closes it."""
+    rt = config.runtime
+    allowed = allowed_targets(
+        rt.type,
+        invocation.env,
+        rt.args,
+        invocation.mcp.url if invocation.mcp else None,
+        config.butler.sandbox.allow_hosts,
+    )
+    policy = butler_policy(
+        config,
+        workspace=invocation.workdir,
+        home=invocation.home,
+        cwd=invocation.cwd,
+        writable=writable,
+    )
+    invocation.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    jail = await start_jail(policy, allowed, label=label, folder=folder)
+    env = {**invocation.env, **jail.env()}
+    return replace(invocation, env=env, sandbox=jail), jail
+
+
+async def record_summary(jail: Jail, record: Recorder | None) -> None:
+    """Hand what the jail's proxy refused to ``record``, when it refused anything."""
+    if record is None or not jail.egress.blocked:
+        return
+    try:
+        await record({"sandbox": jail.summary()})
+    except Exception as exc:  # the row is a record; the session's outcome stands
+        log.warning("could not record the sandbox summary: %s", exc)
+
+
+@contextlib.asynccontextmanager
+async def jailed(
+    config: ButlerConfig,
+    mode: str,
+    invocation: Invocation,
+    *,
+    label: str = "",
+    writable: tuple[Path, ...] = (),
+    record: Recorder | None = None,
+) -> AsyncIterator[Invocation]:
+    """``invocation`` inside a jail of this butler when ``mode`` is ``"bwrap"``."""
+    if mode != "bwrap":
+        yield invocation
+        return
+    jailed_invocation, jail = await start_jail_for(
+        config, invocation, label=label, writable=writable
+    )
+    try:
+        yield jailed_invocation
+    finally:
+        await record_summary(jail, record)
+        await jail.close()

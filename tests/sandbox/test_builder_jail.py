@@ -1,0 +1,56 @@
+"""A builder's terminal session runs in the jail too, and dies with its tmux server."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.builders.conftest import (
+    AGENT,
+    AGENT_ARGS,
+    Builders,
+    kill_tmux_server,
+    write_builder_butler,
+)
+from tests.conftest import TEST_DSN
+from tests.helpers import DaemonProcess, free_port, wait_until
+from tests.sandbox.test_lifetime import processes_naming
+
+
+@pytest.fixture
+def jailed_builders(
+    roster: Path, schema_name: str, repo: Path, tmux_socket: str, _isolated_data_dir: Path
+) -> Iterator[Builders]:
+    """A jailed daemon whose interactive runtime is the test agent, copied into its folder."""
+    agent = roster / "tester" / "agent.py"
+    python = ["/usr/bin/python3", "-I", str(agent), *AGENT_ARGS, "--mcp", "{mcp_config}"]
+    runtime = {"type": "command", "command": [*python, "--once"], "interactive_command": python}
+    port = free_port()
+    folder = write_builder_butler(roster, schema_name, port, runtime)
+    shutil.copy(AGENT, agent)
+    env = {"BUTLER_TMUX_SOCKET": tmux_socket, "BUTLER_DATA_DIR": str(_isolated_data_dir)}
+    env |= {"ANTHROPIC_API_KEY": "sk-test", "BUTLER_SANDBOX": "bwrap"}
+    with DaemonProcess(folder, port=port, database_url=TEST_DSN, env=env) as daemon:
+        yield Builders(daemon, folder, repo, tmux_socket, schema_name, _isolated_data_dir)
+
+
+def test_a_builder_tui_runs_jailed_and_tmux_kill_server_ends_it(jailed_builders: Builders):
+    builders = jailed_builders
+    builder = builders.spawn("Fix bug")
+    builders.wait_screen(builder, "agent> ")
+    seen = builders.seen(builder)
+    assert seen["cwd"] == builder["worktree"]
+    assert "HTTPS_PROXY" in seen["env"]  # its only way out is the jail's proxy
+    agent = str(builders.folder / "agent.py")
+    # The agent itself (the jail's bridge names it in its own command line too).
+    (pid,) = [
+        p for p in processes_naming(agent) if psutil.Process(p).cmdline()[1:3] == ["-I", agent]
+    ]
+    ancestors = [parent.name() for parent in psutil.Process(pid).parents()]
+    assert "bwrap" in ancestors, ancestors
+    kill_tmux_server(builders.socket)
+    wait_until(lambda: not processes_naming(agent), timeout=10)

@@ -1,0 +1,53 @@
+"""Nothing a jailed runtime starts outlives its session, nor its daemon."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+from pathlib import Path
+
+from tests.helpers import butler_client, wait_until
+from tests.sandbox.conftest import Jailed
+
+
+def processes_naming(token: str) -> list[int]:
+    """Host pids whose command line holds ``token``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if token.encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+async def test_a_setsid_grandchild_is_gone_when_the_session_times_out(jailed: Jailed):
+    marker = jailed.folder / "grandchild.pid"
+    result = await jailed.run({"setsid": str(marker)}, timeout_s=4)
+    assert not result["success"] and "timeout" in result["error"]
+    assert marker.exists()  # it did start, and left its process group
+    await asyncio.to_thread(wait_until, lambda: not processes_naming(str(marker)), 10)
+
+
+async def test_kill_9_of_the_daemon_leaves_no_runtime_process(jailed: Jailed):
+    marker = jailed.folder / "orphan.pid"
+    plan = json.dumps({"setsid": str(marker)})
+    async with butler_client(f"{jailed.daemon.url}/mcp", timeout=60) as client:
+        running = asyncio.create_task(client.call_tool("trigger", {"prompt": plan}))
+        await asyncio.to_thread(wait_until, marker.exists, 30)
+        assert processes_naming(str(marker)) and processes_naming(str(jailed.folder / "probe.py"))
+        jailed.daemon.proc.send_signal(signal.SIGKILL)
+        jailed.daemon.proc.wait(timeout=10)
+        running.cancel()
+
+    def gone() -> bool:
+        return not processes_naming(str(marker)) and not processes_naming(
+            str(jailed.folder / "probe.py")
+        )
+
+    await asyncio.to_thread(wait_until, gone, 10)
