@@ -20,15 +20,15 @@ import urllib.parse
 import urllib.request
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import asyncpg
-from fastmcp import Client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import DEFAULT_DSN, drop_schema, elapsed_ms, median
 
-from tests.helpers import DaemonProcess, free_port, write_butler
+from tests.helpers import TEST_TOKEN, DaemonProcess, butler_client, free_port, write_butler
 
 Row = tuple[str, float, float, str]
 SMALL = 1_000
@@ -41,7 +41,8 @@ FILL = (
 
 
 def http_get(url: str) -> dict[str, object] | None:
-    with urllib.request.urlopen(url, timeout=60) as response:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {TEST_TOKEN}"})
+    with urllib.request.urlopen(request, timeout=60) as response:
         body = response.read()
     return json.loads(body) if response.headers.get_content_type() == "application/json" else None
 
@@ -56,7 +57,7 @@ async def timed(call: Callable[[], Awaitable[object]], requests: int) -> float:
     return median(times)
 
 
-async def listings(url: str, client: Client, requests: int) -> dict[str, float]:
+async def listings(url: str, client: Any, requests: int) -> dict[str, float]:
     """Median ms of each listing a person or an agent reads."""
     api = f"{url}/api/sessions"
     cursor = (await asyncio.to_thread(http_get, api) or {})["cursor"]
@@ -83,7 +84,7 @@ async def measure(dsn: str, rows: int, requests: int, tmp: Path) -> list[Row]:
     env = {"BUTLER_DATA_DIR": str(tmp / "data"), "ANTHROPIC_API_KEY": "sk-bench"}
     try:
         with DaemonProcess(folder, port=port, database_url=dsn, env=env) as daemon:
-            async with Client(f"{daemon.url}/mcp", timeout=120) as client:
+            async with butler_client(f"{daemon.url}/mcp", timeout=120) as client:
                 await client.call_tool("status", {})
                 # The small table fills every page, so only the table's size differs.
                 await _fill(dsn, schema, SMALL)

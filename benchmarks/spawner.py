@@ -22,13 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from fastmcp import Client
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import DEFAULT_DSN, NOOP_CLI, drop_schema, median, percentile, proc_cpu_s, rss_mb
 
-from tests.helpers import DaemonProcess, free_port, write_butler
+from tests.helpers import DaemonProcess, butler_client, free_port, write_butler
 
 Row = tuple[str, float, float, str]
 
@@ -73,7 +71,7 @@ async def run_triggers(url: str, count: int, concurrency: int) -> tuple[list[flo
         queue.put_nowait(i)
 
     async def worker() -> None:
-        async with Client(url, timeout=120) as client:
+        async with butler_client(url, timeout=120) as client:
             while not queue.empty():
                 i = queue.get_nowait()
                 started = time.perf_counter()

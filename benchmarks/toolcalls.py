@@ -17,20 +17,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from fastmcp import Client
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import DEFAULT_DSN, BareFastMCP, drop_schema, elapsed_ms, median
 
-from tests.helpers import DaemonProcess, free_port, write_butler
+from tests.helpers import DaemonProcess, butler_client, free_port, write_butler
 
 TOOLS = {"state_get": {"key": "bench"}, "status": {}, "session_list": {"limit": 20}}
 Row = tuple[str, float, float, str]
 
 
 async def time_calls(url: str, tool: str, args: dict[str, object], calls: int) -> list[float]:
-    async with Client(url, timeout=30) as client:
+    async with butler_client(url, timeout=30) as client:
         for _ in range(3):
             await client.call_tool(tool, args)
         times = []
@@ -44,7 +42,7 @@ async def time_calls(url: str, tool: str, args: dict[str, object], calls: int) -
 async def fresh_call(url: str) -> float:
     """A new client session and one ``status`` call, as an agent's first tool use."""
     started = time.perf_counter()
-    async with Client(url, timeout=30) as client:
+    async with butler_client(url, timeout=30) as client:
         await client.call_tool("status", {})
     return elapsed_ms(started)
 
