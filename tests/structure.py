@@ -42,22 +42,10 @@ def modules(root: Path = PACKAGE) -> dict[str, Module]:
     return found
 
 
-def _type_checking_only(node: ast.AST) -> bool:
-    test = getattr(node, "test", None)
-    return isinstance(node, ast.If) and (
-        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
-        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-    )
-
-
 def _import_nodes(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    # Imports inside functions count: they run too. Those under
-    # ``if TYPE_CHECKING:`` never run, so they cannot form a cycle.
+    # Every import counts: those inside functions run too, and one under
+    # ``if TYPE_CHECKING:`` is still an arrow a cycle can hide behind.
     for child in ast.iter_child_nodes(node):
-        if _type_checking_only(child):
-            for other in child.orelse:  # type: ignore[attr-defined]
-                yield from _import_nodes(other)
-            continue
         if isinstance(child, ast.Import | ast.ImportFrom):
             yield child
         yield from _import_nodes(child)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 from butler.errors import RuntimeAdapterError
-from butler.runtimes.mcp_config import butler_file
+from butler.runtimes.mcp_config import McpEndpoint, butler_file
 from butler.runtimes.settings import RuntimeConfig
 
 #: Called with a short human-readable line while a session runs (progress).
@@ -56,16 +56,6 @@ class Usage:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
-
-
-@dataclass(frozen=True)
-class McpEndpoint:
-    """How a runtime reaches its butler: exactly one server, keyed by the butler's name."""
-
-    name: str
-    url: str
-    headers: dict[str, str] = field(default_factory=dict)
-    transport: str = "http"
 
 
 class Sandbox(Protocol):

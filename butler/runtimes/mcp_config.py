@@ -10,11 +10,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # base uses these writers; the endpoint is only a type here
-    from butler.runtimes.base import McpEndpoint
+
+@dataclass(frozen=True)
+class McpEndpoint:
+    """How a runtime reaches its butler: exactly one server, keyed by the butler's name."""
+
+    name: str
+    url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    transport: str = "http"
+
 
 #: butler's own format (the spec's ``mcp.json``): what the command runtime, external
 #: runtimes and ``{mcp_config}`` read.
