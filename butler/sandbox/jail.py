@@ -167,7 +167,11 @@ async def start_jail(
     and the jail, which sees the folder rather than the socket, reaches it again.
     """
     if folder is None:
-        folder = Path(tempfile.mkdtemp(prefix="butler-jail-"))
+        # A Unix socket's path holds at most 107 bytes: a deep TMPDIR gives way to /tmp.
+        root = tempfile.gettempdir()
+        folder = Path(
+            tempfile.mkdtemp(prefix="butler-jail-", dir=root if len(root) < 60 else "/tmp")
+        )
     # Only egress/ is seen from the jail; the launch scripts and their args stay outside.
     (folder / "egress").mkdir(mode=0o700, parents=True, exist_ok=True)
     forwards = loopback_ports(allowed)
