@@ -1,7 +1,8 @@
 """The jail around every runtime process, and the egress proxy that is its only way out.
 
 ``policy`` says what a jail sees of the file system and builds the bubblewrap
-argv; ``egress`` is the daemon-side proxy; ``bridge`` runs inside the jail;
+argv; ``seccomp`` makes its system-call filter; ``egress`` is the daemon-side
+proxy; ``bridge`` runs inside the jail;
 ``jail`` ties them into one run; this module decides, once per daemon,
 whether runtimes are jailed, and what a butler session's jail holds.
 """

@@ -37,6 +37,7 @@ from butler.sandbox.policy import (
     bwrap_argv,
     install_root,
 )
+from butler.sandbox.seccomp import filter_program
 
 INSTALL_HINT = "apt-get install bubblewrap (Debian/Ubuntu) or dnf install bubblewrap"
 #: The port of the jail's loopback that is its HTTP(S) proxy (any free one would do).
@@ -114,13 +115,16 @@ class Jail:
         """
         folder = self.egress.socket_path.parent.parent
         name = f"{len(list(folder.glob('run-*')))}-{os.getpid()}"
-        args = folder / f"args-{name}"
-        fd = os.open(args, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as out:
-            out.write(b"".join(o.encode() + b"\0" for o in options))
+        redirects = ""
+        program = filter_program()
+        if program is not None:
+            # bubblewrap loads the filter from descriptor 4 before the jail's first process.
+            options = [*options, "--seccomp", "4"]
+            redirects = f" 4<{shlex.quote(str(_private(folder / f'seccomp-{name}', program)))}"
+        args = _private(folder / f"args-{name}", b"".join(o.encode() + b"\0" for o in options))
         script = folder / f"run-{name}"
         quoted = " ".join(shlex.quote(a) for a in [self.bwrap, "--args", "3", "--", *command])
-        line = f'exec {quoted} "$@" 3<{shlex.quote(str(args))}\n'
+        line = f'exec {quoted} "$@" 3<{shlex.quote(str(args))}{redirects}\n'
         fd = os.open(script, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write("#!/bin/sh\n" + line)
@@ -134,6 +138,14 @@ class Jail:
         """Stop the proxy: from now on the jail reaches nothing. Removes its folder."""
         await self.egress.close()
         shutil.rmtree(self.egress.socket_path.parent.parent, ignore_errors=True)
+
+
+def _private(path: Path, data: bytes) -> Path:
+    """A new file only its owner reads, holding ``data``."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+    return path
 
 
 def allowed_targets(
