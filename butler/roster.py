@@ -32,6 +32,7 @@ from butler.daemon import OpenDatabase, assemble, open_database, start_embedded
 from butler.errors import ButlerError, ConfigError
 from butler.hygiene import harden_process
 from butler.logs import current_butler
+from butler.sandbox import probe as probe_sandbox
 from butler.security.owner_token import owner_token
 from butler.server import build_app
 from butler.telemetry import setup_telemetry
@@ -198,6 +199,8 @@ async def up(configs: Sequence[ButlerConfig], *, named: bool = True) -> None:
     started = time.monotonic()
     harden_process()
     setup_telemetry(f"butler-{configs[0].name}" if len(configs) == 1 else "butler")
+    # Whether a jail starts here is asked by starting one: do it while the database opens.
+    probing = asyncio.create_task(asyncio.to_thread(probe_jail, configs))
     with bound(configs, named) as sockets:
         embedded = None
         opened: list[OpenDatabase] = []
@@ -211,6 +214,7 @@ async def up(configs: Sequence[ButlerConfig], *, named: bool = True) -> None:
                     opened.append(await open_database(config, config.butler.db.url or shared))
                 finally:
                     current_butler.reset(token)
+            await probing
             butlers = [await assemble(c, o.db) for c, o in zip(configs, opened, strict=True)]
             await serve_all(butlers, sockets, started)
         finally:
@@ -218,6 +222,12 @@ async def up(configs: Sequence[ButlerConfig], *, named: bool = True) -> None:
                 await database.close()
             if embedded is not None:
                 await embedded.stop()
+
+
+def probe_jail(configs: Sequence[ButlerConfig]) -> None:
+    """Start one jail, once, when a butler here may use it (the answer is cached)."""
+    if any(c.butler.sandbox.mode != "none" for c in configs):
+        probe_sandbox()
 
 
 #: Signals that drain and stop the roster; a terminal hanging up (SIGHUP) is a stop

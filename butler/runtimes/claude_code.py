@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -73,8 +74,15 @@ MCP_FILE = "claude-mcp.json"
 
 
 def bundled_cli() -> Path:
-    """The claude binary shipped inside the claude-agent-sdk wheel."""
-    return Path(sdk.__file__).parent / "_bundled" / "claude"
+    """The claude binary shipped inside the claude-agent-sdk wheel.
+
+    Found without importing the SDK: the daemon's start-up check asks for it,
+    and the SDK loads with the first session instead.
+    """
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    if spec is None or spec.origin is None:
+        return Path(sdk.__file__).parent / "_bundled" / "claude"  # the SDK's own error
+    return Path(spec.origin).parent / "_bundled" / "claude"
 
 
 def parse_extra_args(args: tuple[str, ...] | list[str]) -> dict[str, str | None]:
