@@ -38,6 +38,7 @@ from butler.runtimes.claude_lockdown import (
     interactive_mcp_config,
     interactive_state,
 )
+from butler.runtimes.launch_main import PID_FILE
 from butler.runtimes.launcher import read_pid, write_launcher
 from butler.runtimes.lazy import LazyModule, ready
 from butler.runtimes.mcp_config import claude_entry
@@ -268,9 +269,8 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         for path, text in session_files(invocation).items():
             write_private(path, text)
         env = runtime_env(invocation)
-        argv = [cli] if invocation.sandbox is None else invocation.sandbox.wrap([cli])
         try:
-            launcher = write_launcher(invocation.workdir, argv, passthrough=[*env, *SDK_ENV])
+            launcher = cli_launcher(invocation, cli, env)
             options = build_options(invocation, launcher)
         except ValueError as exc:
             raise RuntimeFailure(str(exc)) from None
@@ -344,6 +344,18 @@ class CliGroup:
         pgid = read_pid(self.workdir)
         if pgid is not None:
             kill_group(pgid, signal.SIGTERM)
+
+
+def cli_launcher(invocation: Invocation, cli: str, env: dict[str, str]) -> Path:
+    """What the SDK starts: a launcher that gives the CLI exactly ``env`` (and the SDK's own).
+
+    In a jail, the jail's launch script does that itself (one process start
+    fewer per session); without one, the Python launcher does.
+    """
+    if invocation.sandbox is None:
+        return write_launcher(invocation.workdir, [cli], passthrough=[*env, *SDK_ENV])
+    pid_file = invocation.workdir / PID_FILE
+    return Path(invocation.sandbox.wrap_exact([cli], env, SDK_ENV, pid_file)[0])
 
 
 def write_private(path: Path, text: str) -> None:
