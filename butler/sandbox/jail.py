@@ -9,6 +9,7 @@ the block ends; what it refused is in :meth:`Jail.summary`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import os
@@ -16,13 +17,13 @@ import re
 import shlex
 import shutil
 import subprocess
-import tempfile
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
 from butler.sandbox.egress import Egress, Target
+from butler.sandbox.folders import new_jail_folder
 from butler.sandbox.hosts import (
     allow_entry,
     loopback_ports,
@@ -195,9 +196,17 @@ class Jail:
         return {"mode": "bwrap", **self.egress.summary()}
 
     async def close(self) -> None:
-        """Stop the proxy: from now on the jail reaches nothing. Removes its folder."""
-        await self.egress.close()
-        shutil.rmtree(self.egress.socket_path.parent.parent, ignore_errors=True)
+        """Stop the proxy: from now on the jail reaches nothing. Removes its folder.
+
+        The removal runs in a thread: removing a folder the jail's mount namespace
+        held takes milliseconds while the kernel tears that namespace down, time
+        the event loop (every other session and tool call) should not wait.
+        """
+        try:
+            await self.egress.close()
+        finally:
+            folder = self.egress.socket_path.parent.parent
+            await asyncio.to_thread(shutil.rmtree, folder, ignore_errors=True)
 
 
 def _private(path: Path, data: bytes) -> Path:
@@ -239,11 +248,7 @@ async def start_jail(
     and the jail, which sees the folder rather than the socket, reaches it again.
     """
     if folder is None:
-        # A Unix socket's path holds at most 107 bytes: a deep TMPDIR gives way to /tmp.
-        root = tempfile.gettempdir()
-        folder = Path(
-            tempfile.mkdtemp(prefix="butler-jail-", dir=root if len(root) < 60 else "/tmp")
-        )
+        folder = new_jail_folder()
     # Only egress/ is seen from the jail; the launch scripts and their args stay outside.
     (folder / "egress").mkdir(mode=0o700, parents=True, exist_ok=True)
     forwards = loopback_ports(allowed)
