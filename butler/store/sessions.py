@@ -86,7 +86,8 @@ def position(row: dict[str, Any]) -> str:
     return f"{row['created_at']},{row['id']}"
 
 
-def _row(record: Any) -> dict[str, Any]:
+def row_dict(record: Any) -> dict[str, Any]:
+    """A row as JSON-ready values: ids, decimals and times as strings or floats."""
     data = dict(record)
     for key, value in data.items():
         if isinstance(value, uuid.UUID):
@@ -201,7 +202,7 @@ class SessionStore:
         except ValueError:
             return None
         record = await self.db.fetchrow("SELECT * FROM sessions WHERE id = $1", key)
-        return _row(record) if record else None
+        return row_dict(record) if record else None
 
     async def list(
         self,
@@ -233,7 +234,7 @@ class SessionStore:
             f"SELECT * FROM sessions {clause}ORDER BY created_at DESC, id DESC LIMIT ${len(args)}",
             *args,
         )
-        return [_row(r) for r in records]
+        return [row_dict(r) for r in records]
 
     async def of_types(self, types: Sequence[str]) -> list[dict[str, Any]]:
         """Every session of these types (builders), newest first, from the type index."""
@@ -241,7 +242,7 @@ class SessionStore:
             "SELECT * FROM sessions WHERE type = ANY($1::text[]) ORDER BY created_at DESC, id DESC",
             list(types),
         )
-        return [_row(r) for r in records]
+        return [row_dict(r) for r in records]
 
     async def cursor(self) -> datetime:
         """The database's clock now: what a reader passes to :meth:`changed_since` next."""
@@ -255,7 +256,7 @@ class SessionStore:
             since,
             limit,
         )
-        return [_row(r) for r in records]
+        return [row_dict(r) for r in records]
 
     async def find_active(self, dedupe_key: str) -> str | None:
         """The id of a pending or running session started with ``dedupe_key``, if any."""
