@@ -6,6 +6,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from butler.dashboard.charts import chart_routes
 from butler.dashboard.listing import listing_routes
 from butler.dashboard.render import ASSETS, SECURITY_HEADERS, asset_text
 from butler.dashboard.view import View
@@ -18,6 +19,7 @@ def dashboard_routes(butler: ButlerContext) -> list[Route]:
     view = View(butler, owner_token(butler.config.name))
     return [
         *listing_routes(view),
+        *chart_routes(view),
         Route("/assets/{name}", asset, methods=["GET"]),
     ]
 
