@@ -9,6 +9,8 @@ from starlette.routing import Route
 from butler.dashboard.charts import chart_routes
 from butler.dashboard.listing import listing_routes
 from butler.dashboard.render import ASSETS, SECURITY_HEADERS, asset_text
+from butler.dashboard.schedules import schedule_routes
+from butler.dashboard.state import state_routes
 from butler.dashboard.view import View
 from butler.security.owner_token import owner_token
 from butler.tools.context import ButlerContext
@@ -20,6 +22,8 @@ def dashboard_routes(butler: ButlerContext) -> list[Route]:
     return [
         *listing_routes(view),
         *chart_routes(view),
+        *schedule_routes(view),
+        *state_routes(view),
         Route("/assets/{name}", asset, methods=["GET"]),
     ]
 
