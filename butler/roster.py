@@ -32,6 +32,7 @@ from butler.daemon import OpenDatabase, assemble, open_database, start_embedded
 from butler.errors import ButlerError, ConfigError
 from butler.hygiene import harden_process
 from butler.logs import current_butler
+from butler.paths import note_serving
 from butler.security.owner_token import owner_token
 from butler.server import build_app
 from butler.telemetry import setup_telemetry
@@ -229,6 +230,8 @@ async def serve_all(
     butlers: Sequence[ButlerContext], sockets: Sequence[socket.socket], started: float
 ) -> None:
     """Serve every butler on its socket until all have stopped."""
+    for butler in butlers:
+        butler.peers = list(butlers)  # the roster page shows them all
     servers = [ButlerServer(b) for b in butlers]
     loop = asyncio.get_running_loop()
 
@@ -322,6 +325,7 @@ async def _announce(servers: Sequence[ButlerServer], started: float) -> None:
             },
         )
         _login_link(config)
+        note_serving(config.name, config.butler.host, config.butler.port)
 
 
 def _login_link(config: ButlerConfig) -> None:

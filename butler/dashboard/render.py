@@ -100,10 +100,10 @@ def table(head: list[str], rows: list[str], label: str = "") -> str:
     )
 
 
-def nav(current: str) -> str:
+def nav(current: str, views: tuple[tuple[str, str], ...] = NAV) -> str:
     mark = ' aria-current="page"'
     links = [
-        f'<a href="{path}"{mark if path == current else ""}>{e(label)}</a>' for path, label in NAV
+        f'<a href="{path}"{mark if path == current else ""}>{e(label)}</a>' for path, label in views
     ]
     return f'<nav aria-label="views">{"".join(links)}</nav>'
 
@@ -111,12 +111,14 @@ def nav(current: str) -> str:
 def page(
     name: str, runtime: str, *, title: str, subtitle: str, source: str, body: str,
     final: bool = False, current: str = "", controls: str = "",
+    views: tuple[tuple[str, str], ...] = NAV, meta: str | None = None,
 ) -> HTMLResponse:  # fmt: skip
     """The page frame around a view; ``source`` is the JSON twin its script polls."""
     text = Template(asset_text("page.html")).substitute(
         title=e(title), butler=e(name), subtitle=e(subtitle), source=e(source),
-        runtime=e(runtime), final="true" if final else "false", body=body,
-        nav=nav(current), controls=controls,
+        meta=e(meta) if meta is not None else f"runtime <b>{e(runtime)}</b>",
+        final="true" if final else "false", body=body,
+        nav=nav(current, views), controls=controls,
         updated=e("rendered " + datetime.now(UTC).strftime("%H:%M:%S UTC")),
     )  # fmt: skip
     return HTMLResponse(text, headers=SECURITY_HEADERS)

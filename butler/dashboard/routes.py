@@ -9,6 +9,7 @@ from starlette.routing import Route
 from butler.dashboard.charts import chart_routes
 from butler.dashboard.listing import listing_routes
 from butler.dashboard.render import ASSETS, SECURITY_HEADERS, asset_text
+from butler.dashboard.roster import roster_routes
 from butler.dashboard.schedules import schedule_routes
 from butler.dashboard.state import state_routes
 from butler.dashboard.view import View
@@ -24,6 +25,7 @@ def dashboard_routes(butler: ButlerContext) -> list[Route]:
         *chart_routes(view),
         *schedule_routes(view),
         *state_routes(view),
+        *roster_routes(view),
         Route("/assets/{name}", asset, methods=["GET"]),
     ]
 

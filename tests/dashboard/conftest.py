@@ -188,17 +188,25 @@ class Seeded:
 
     def sql(self, query: str, *args: Any) -> list[Any]:
         """Run one statement in the butler's schema; return its rows."""
+        return run_sql(self.schema, query, *args)
 
-        async def go() -> list[Any]:
-            conn = await asyncpg.connect(TEST_DSN, server_settings={"search_path": self.schema})
-            try:
-                return await conn.fetch(query, *args)
-            finally:
-                await conn.close()
 
-        # Playwright's sync API runs an event loop in this thread: use another one.
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            return pool.submit(asyncio.run, go()).result()
+def run_sql(schema: str, query: str, *args: Any) -> list[Any]:
+    """One statement in ``schema``, from a thread of its own.
+
+    Playwright's sync API runs an event loop in the test's thread, so
+    ``asyncio.run`` cannot run there.
+    """
+
+    async def go() -> list[Any]:
+        conn = await asyncpg.connect(TEST_DSN, server_settings={"search_path": schema})
+        try:
+            return await conn.fetch(query, *args)
+        finally:
+            await conn.close()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, go()).result()
 
 
 @pytest.fixture
