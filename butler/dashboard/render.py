@@ -112,6 +112,7 @@ def page(
     name: str, runtime: str, *, title: str, subtitle: str, source: str, body: str,
     final: bool = False, current: str = "", controls: str = "",
     views: tuple[tuple[str, str], ...] = NAV, meta: str | None = None,
+    headers: dict[str, str] = SECURITY_HEADERS,
 ) -> HTMLResponse:  # fmt: skip
     """The page frame around a view; ``source`` is the JSON twin its script polls."""
     text = Template(asset_text("page.html")).substitute(
@@ -121,7 +122,7 @@ def page(
         nav=nav(current, views), controls=controls,
         updated=e("rendered " + datetime.now(UTC).strftime("%H:%M:%S UTC")),
     )  # fmt: skip
-    return HTMLResponse(text, headers=SECURITY_HEADERS)
+    return HTMLResponse(text, headers=headers)
 
 
 def refused(line: str, status: int = 400, *, json: bool = False) -> Response:
