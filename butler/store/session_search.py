@@ -63,21 +63,54 @@ def _conditions(query: SessionQuery) -> tuple[list[str], list[Any]]:
     return where, args
 
 
+#: A search matching at most this many rows is sorted from its index hits; a more
+#: common one walks the newest-first index instead, where matches come quickly.
+SEARCH_CAP = 20_000
+_COLUMNS = (
+    "id, status, type, trigger_source, runtime, model, trace_id, metadata,"
+    " left(prompt, 2000) AS prompt, duration_ms, input_tokens, output_tokens, cost_usd,"
+    " created_at, started_at, completed_at"
+)  # outputs can be a megabyte each: a list shows a prompt's first line only
+
+
 async def find_sessions(db: Database, query: SessionQuery, limit: int) -> list[dict[str, Any]]:
     """One page of sessions matching ``query``, newest first (``limit`` rows at most)."""
     where, args = _conditions(query)
+    if query.text:
+        found = await _rare_search(db, where, args, limit)
+        if found is not None:
+            return found
     clause = f"WHERE {' AND '.join(where)} " if where else ""
     args.append(limit)
-    # Outputs can be a megabyte each: a list shows their first line, so it reads
-    # only a prefix of them.
     records = await db.fetch(
-        "SELECT id, status, type, trigger_source, runtime, model, trace_id, metadata,"
-        " left(prompt, 2000) AS prompt, duration_ms, input_tokens, output_tokens, cost_usd,"
-        " created_at, started_at, completed_at"
-        f" FROM sessions {clause}ORDER BY created_at DESC, id DESC LIMIT ${len(args)}",
+        f"SELECT {_COLUMNS} FROM sessions {clause}"
+        f"ORDER BY created_at DESC, id DESC LIMIT ${len(args)}",
         *args,
     )
     return [row_dict(r) for r in records]
+
+
+async def _rare_search(
+    db: Database, where: list[str], args: list[Any], limit: int
+) -> list[dict[str, Any]] | None:
+    """The page of a search with few matches, or None when it has many.
+
+    Ordered by time, PostgreSQL walks the newest-first index and tests each row,
+    which for a rare word means every row (seconds at a million). Without an
+    order it reads the search index; the matches, when few, are sorted here.
+    """
+    hits = await db.fetch(
+        f"SELECT id, created_at FROM sessions WHERE {' AND '.join(where)} LIMIT {SEARCH_CAP + 1}",
+        *args,
+    )
+    if len(hits) > SEARCH_CAP:
+        return None
+    top = sorted(hits, key=lambda r: (r["created_at"], r["id"]), reverse=True)[:limit]
+    records = await db.fetch(
+        f"SELECT {_COLUMNS} FROM sessions WHERE id = ANY($1::uuid[])", [r["id"] for r in top]
+    )
+    place = {r["id"]: i for i, r in enumerate(top)}
+    return [row_dict(r) for r in sorted(records, key=lambda r: place[r["id"]])]
 
 
 async def distinct_values(db: Database, column: str) -> list[str]:

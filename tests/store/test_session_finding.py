@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -92,3 +93,20 @@ def test_every_list_parameter_is_checked_in_one_line(query, line):
     with pytest.raises(BadParam) as caught:
         session_query(query)
     assert str(caught.value).startswith(line) and "\n" not in str(caught.value)
+
+
+async def test_rare_and_common_words_page_newest_first_alike(db, monkeypatch):
+    """Few matches are sorted from the search index, many walk the time index: same pages."""
+    import butler.store.session_search as search
+
+    monkeypatch.setattr(search, "SEARCH_CAP", 3)
+    start = datetime.now(UTC)
+    for i in range(6):
+        word = "rare" if i == 4 else "common"
+        await db.execute(INSERT, f"{word} {i}", "o", "succeeded", start - timedelta(hours=i), 1, 0)
+    for word, expected in [("common", ["common 0", "common 1", "common 2", "common 3",
+                                       "common 5"]), ("rare", ["rare 4"])]:  # fmt: skip
+        first = await find_sessions(db, SessionQuery(text=word), 2)
+        key = (datetime.fromisoformat(first[-1]["created_at"]), uuid.UUID(first[-1]["id"]))
+        rest = await find_sessions(db, SessionQuery(text=word, before=key), 10)
+        assert [r["prompt"] for r in first + rest] == expected
