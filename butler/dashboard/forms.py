@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Sequence
 from urllib.parse import parse_qs
 
 from starlette.requests import Request
@@ -43,11 +44,17 @@ def button(action: str, label: str, owner_token: str, name: str) -> str:
     )
 
 
-async def check_post(request: Request, owner_token: str) -> None:
-    """Raise :class:`Refused` unless this POST comes from one of this dashboard's forms."""
+async def check_post(
+    request: Request, owner_token: str, allowed_origins: Sequence[str] = ()
+) -> None:
+    """Raise :class:`Refused` unless this POST comes from one of this dashboard's forms.
+
+    ``allowed_origins`` (``[butler] allowed_origins``) are the dashboard's too,
+    e.g. its address behind a TLS proxy.
+    """
     own = f"{request.url.scheme}://{request.headers.get('host', '')}"
     origin = request.headers.get("origin")
-    if origin != own:
+    if origin != own and origin not in allowed_origins:
         shown = "none" if origin is None else repr(origin[:100])
         raise Refused(
             f"origin: {shown} is not this dashboard; expected {own} "

@@ -32,7 +32,8 @@ class View:
     async def posted(self, request: Request) -> Response | None:
         """None when this POST came from one of the dashboard's forms, else the refusal."""
         try:
-            await check_post(request, self.owner_token)
+            allowed = self.butler.config.butler.allowed_origins
+            await check_post(request, self.owner_token, allowed)
         except Refused as exc:
             return refused(str(exc), 403)
         return None

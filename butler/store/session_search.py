@@ -15,10 +15,8 @@ from typing import Any
 from butler.store.db import Database
 from butler.store.sessions import row_dict
 
-#: Word for word the expression of ``sessions_search_idx`` (migration 008).
-SEARCH_VECTOR = (
-    "to_tsvector('english', left(prompt, 100000) || ' ' || left(coalesce(output, ''), 100000))"
-)
+#: The words of prompt and output, a stored column with its own index (migration 008).
+SEARCH_VECTOR = "search"
 
 
 @dataclass(frozen=True)
@@ -65,7 +63,7 @@ def _conditions(query: SessionQuery) -> tuple[list[str], list[Any]]:
 
 #: A search matching at most this many rows is sorted from its index hits; a more
 #: common one walks the newest-first index instead, where matches come quickly.
-SEARCH_CAP = 20_000
+SEARCH_CAP = 5_000
 _COLUMNS = (
     "id, status, type, trigger_source, runtime, model, trace_id, metadata,"
     " left(prompt, 2000) AS prompt, duration_ms, input_tokens, output_tokens, cost_usd,"

@@ -87,8 +87,13 @@ def position(row: dict[str, Any]) -> str:
 
 
 def row_dict(record: Any) -> dict[str, Any]:
-    """A row as JSON-ready values: ids, decimals and times as strings or floats."""
+    """A row as JSON-ready values: ids, decimals and times as strings or floats.
+
+    The ``search`` column (the words of prompt and output, for full-text search)
+    is an index's material, not part of the record.
+    """
     data = dict(record)
+    data.pop("search", None)
     for key, value in data.items():
         if isinstance(value, uuid.UUID):
             data[key] = str(value)

@@ -32,7 +32,7 @@ async def test_search_finds_words_of_prompt_and_output_stemmed(db):
 
 
 async def test_search_reads_the_expression_index(db):
-    """The query's expression must be the index's, word for word, or every search scans."""
+    """Searches read the index of the stored words, not every row's text."""
     async with db.pool.acquire() as conn, conn.transaction():
         await conn.execute("SET LOCAL enable_seqscan = off")
         plan = await conn.fetch(
