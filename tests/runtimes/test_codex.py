@@ -7,13 +7,14 @@ from pathlib import Path
 
 from butler.config import RuntimeConfig
 from butler.runtimes.base import Invocation, McpEndpoint
-from butler.runtimes.codex import CodexAdapter, CodexStream, build_argv, embed_system_prompt
+from butler.runtimes.codex import CodexAdapter, build_argv, embed_system_prompt, parse_event
+from butler.runtimes.fold import Fold
 
 CAPTURES = Path(__file__).resolve().parent / "captures"
 
 
-def parse(lines: list[str], server: str = "hub") -> CodexStream:
-    stream = CodexStream(server)
+def parse(lines: list[str], server: str = "hub") -> Fold:
+    stream = Fold(parse_event, server)
     for line in lines:
         stream.feed(line)
     return stream
