@@ -122,7 +122,7 @@ class Fold:
         elif isinstance(event, SessionId):
             self.session_id = event.value
         elif isinstance(event, Model):
-            self.model = event.name
+            self.model = event.name[:200]  # a name, not whatever a hostile runtime sends
         elif isinstance(event, StepStarted):
             self.step_output = False
         elif isinstance(event, UnreadableStep):
