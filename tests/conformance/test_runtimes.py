@@ -98,6 +98,8 @@ async def test_success_records_output_usage_and_the_runtime_session(
     if model:
         sent = json.dumps([(r.path, r.body) for r in fake_model.requests])
         assert model.rsplit("/", 1)[-1] in sent
+    else:  # none configured: the row says the model the CLI reports it used
+        assert row["model"] and row["model"] in json.dumps(model_requests(fake_model)), row
 
 
 async def test_the_butlers_own_tool_is_called_and_recorded(
