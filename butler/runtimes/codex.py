@@ -10,6 +10,7 @@ lives in ``CODEX_HOME`` inside the session's private home, so resume works
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,37 @@ def mcp_overrides(invocation: Invocation) -> list[str]:
     return args
 
 
+#: Retries of one model request and of a broken stream. Codex's defaults (4 and 5,
+#: multiplied) make 30 requests of a failing model API before it gives up.
+MAX_RETRIES = 2
+RETRY_KEYS = ("request_max_retries", "stream_max_retries")
+
+
+def configured_provider(args: tuple[str, ...] | list[str]) -> str | None:
+    """The ``model_provider`` the owner's ``-c`` overrides choose, if any."""
+    found = None
+    for flag, value in itertools.pairwise(args):
+        if flag in ("-c", "--config") and value.startswith("model_provider="):
+            found = value.partition("=")[2].strip().strip("\"'")
+    return found
+
+
+def retry_caps(args: tuple[str, ...] | list[str]) -> list[str]:
+    """``-c`` overrides capping the retries of the owner's own model provider.
+
+    They follow the owner's args so they merge into the provider table defined
+    there. Codex refuses any override of its built-in providers (``openai``),
+    so those keep Codex's own retries; an owner who sets the retry keys wins.
+    """
+    provider = configured_provider(args)
+    if not provider or any(key in arg for arg in args for key in RETRY_KEYS):
+        return []
+    if not any(arg.startswith(f"model_providers.{provider}") for arg in args):
+        return []
+    table = f"model_providers.{provider}"
+    return [item for key in RETRY_KEYS for item in ("-c", f"{table}.{key}={MAX_RETRIES}")]
+
+
 def build_argv(invocation: Invocation, binary: str) -> list[str]:
     """The whole argv of one run; the prompt itself goes on stdin (``-``)."""
     argv = [binary, "exec"]
@@ -90,6 +122,7 @@ def build_argv(invocation: Invocation, binary: str) -> list[str]:
     if invocation.model:
         argv += ["-m", invocation.model]
     argv += mcp_overrides(invocation) + HARDENING_ARGS + list(invocation.args)
+    argv += retry_caps(invocation.args)
     if invocation.resume:
         argv.append(invocation.resume)
     argv.append("-")
@@ -128,10 +161,25 @@ def parse_event(event: dict[str, Any], server: str | None = None) -> list[Event]
     if kind == "turn.failed":
         error = event.get("error") or {}
         message = error.get("message") if isinstance(error, dict) else None
-        return [Failure(f"runtime error: {message or error}", replaces=True)]
+        return [Failure(f"runtime error: {explain(str(message or error))}", replaces=True)]
     if kind == "error":
         return [Failure(f"runtime error: {event.get('message')}")]
     return []
+
+
+#: What Codex says, instead of the server's text, when the model API answers HTTP 500
+#: (for other statuses it shows the server's text).
+CANNED_500 = "We’re currently experiencing high demand, which may cause temporary errors."
+
+
+def explain(message: str) -> str:
+    """Codex's failure text, with what its canned HTTP 500 text really means."""
+    if message.strip() == CANNED_500:
+        return (
+            f"{message} (Codex's text for an HTTP 500 from the model API; "
+            "it does not show the server's own)"
+        )
+    return message
 
 
 def _item(item: dict[str, Any], server: str | None) -> list[Event]:

@@ -49,6 +49,9 @@ from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
 #: Spec 000: a Gemini runtime never sees the Anthropic key.
 DROPPED_ENV = ("ANTHROPIC_API_KEY",)
+#: Tries of one model request (Gemini's default is 10, 5 s to 30 s apart: minutes past
+#: most session time limits, so the user would see "timeout" instead of the model's error).
+MAX_ATTEMPTS = 3
 #: Gemini CLI's own exit codes (``FatalError`` subclasses), as readable reasons.
 EXIT_REASONS = {
     41: "authentication failed (expected GEMINI_API_KEY, or Vertex AI variables, "
@@ -109,6 +112,7 @@ def build_settings(existing: dict[str, Any], invocation: Invocation) -> dict[str
     general = _section(settings, "general")
     general["enableAutoUpdate"] = False
     general["enableAutoUpdateNotification"] = False
+    general["maxAttempts"] = min(as_int(general.get("maxAttempts")) or MAX_ATTEMPTS, MAX_ATTEMPTS)
     _section(settings, "model")["maxSessionTurns"] = invocation.max_turns
     settings["mcpServers"] = servers(invocation.mcp, gemini_entry)
     return settings

@@ -7,8 +7,16 @@ from pathlib import Path
 
 from butler.config import RuntimeConfig
 from butler.runtimes.base import Invocation, McpEndpoint
-from butler.runtimes.codex import CodexAdapter, build_argv, embed_system_prompt, parse_event
+from butler.runtimes.codex import (
+    CANNED_500,
+    CodexAdapter,
+    build_argv,
+    embed_system_prompt,
+    parse_event,
+    retry_caps,
+)
 from butler.runtimes.fold import Fold
+from tests.fakes.runtime import sample_invocation
 
 CAPTURES = Path(__file__).resolve().parent / "captures"
 
@@ -106,3 +114,23 @@ def test_argv_locks_mcp_to_the_butler_and_hardens(tmp_path):
         "-",
     ]
     assert embed_system_prompt("Be brief.", "Hi").startswith("<system>\nBe brief.\n</system>")
+
+
+def test_the_owners_model_provider_gets_capped_retries_after_its_definition():
+    table = 'model_providers.fake={name="fake", base_url="http://127.0.0.1:1/v1"}'
+    args = ("-c", 'model_provider="fake"', "-c", table)
+    caps = ["-c", "model_providers.fake.request_max_retries=2"]
+    caps += ["-c", "model_providers.fake.stream_max_retries=2"]
+    assert retry_caps(args) == caps
+    argv = build_argv(sample_invocation(Path("/tmp/x"), args=args), "codex")
+    # After the table, or the table's assignment would replace them.
+    assert argv.index(caps[1]) > argv.index(table)
+    # The owner's own retry setting wins; Codex refuses overrides of its built-in "openai".
+    assert retry_caps((*args, "-c", "model_providers.fake.request_max_retries=9")) == []
+    assert retry_caps(("-c", "model_provider=openai")) == [] and retry_caps(()) == []
+
+
+def test_codex_words_for_an_http_500_are_explained():
+    failed = {"type": "turn.failed", "error": {"message": CANNED_500}}
+    error = parse([json.dumps(failed)]).result().error or ""
+    assert error.startswith("runtime error: We’re currently") and "HTTP 500" in error

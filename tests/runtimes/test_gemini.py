@@ -169,3 +169,12 @@ def test_the_system_prompt_file_is_claude_md_first(tmp_path: Path) -> None:
     assert adapter.parse_system_prompt_file(tmp_path).name == "GEMINI.md"
     (tmp_path / "CLAUDE.md").write_text("system prompt")
     assert adapter.parse_system_prompt_file(tmp_path).name == "CLAUDE.md"
+
+
+def test_model_retries_are_capped_unless_the_owner_asked_for_fewer(tmp_path: Path) -> None:
+    # Gemini's default is 10 tries, 5 s to 30 s apart: minutes past a session's time limit.
+    assert build_settings({}, invocation(tmp_path))["general"]["maxAttempts"] == 3
+    many = build_settings({"general": {"maxAttempts": 10}}, invocation(tmp_path))
+    assert many["general"]["maxAttempts"] == 3
+    one = build_settings({"general": {"maxAttempts": 1}}, invocation(tmp_path))
+    assert one["general"]["maxAttempts"] == 1
