@@ -30,6 +30,7 @@ import uvicorn
 from butler.config import ButlerConfig, load_config
 from butler.daemon import OpenDatabase, assemble, open_database, start_embedded
 from butler.errors import ButlerError, ConfigError
+from butler.http_quiet import Traffic
 from butler.hygiene import harden_process
 from butler.logs import current_butler
 from butler.security.owner_token import owner_token
@@ -146,9 +147,10 @@ class ButlerServer(uvicorn.Server):
 
     def __init__(self, butler: ButlerContext) -> None:
         config = butler.config
+        self.traffic = Traffic(build_app(butler))
         super().__init__(
             uvicorn.Config(
-                build_app(butler),
+                self.traffic,
                 host=config.butler.host,
                 port=config.butler.port,
                 log_config=None,
@@ -186,6 +188,7 @@ class ButlerServer(uvicorn.Server):
                 "cancelled running sessions at shutdown",
                 extra={"butler": self.butler.config.name, "count": cancelled},
             )
+        await self.traffic.quiet()  # the callers' follow-ups to their replies
         self.should_exit = True
 
 
