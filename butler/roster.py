@@ -36,6 +36,7 @@ from butler.security.owner_token import owner_token
 from butler.server import build_app
 from butler.telemetry import setup_telemetry
 from butler.tools.context import ButlerContext
+from butler.webterm.endpoint import MAX_MESSAGE
 
 log = logging.getLogger("butler.roster")
 
@@ -153,7 +154,9 @@ class ButlerServer(uvicorn.Server):
                 port=config.butler.port,
                 log_config=None,
                 lifespan="on",
-                ws="none",  # no websocket route: skip importing a websocket stack at start
+                # The builders' terminals; a frame larger than the endpoint takes is refused here.
+                ws="websockets-sansio",
+                ws_max_size=MAX_MESSAGE * 4,
                 timeout_graceful_shutdown=5,
             )
         )
