@@ -196,8 +196,9 @@ def test_no_terminal_without_the_token_or_from_a_foreign_origin(dashboard, raw):
     assert status == 401 and "Authorization: Bearer" in body
     status, _ = refusal(url, additional_headers={"Authorization": "Bearer wrong"})
     assert status == 401
-    status, body = refusal(url, additional_headers=OWNER, origin="http://evil.example")
-    assert status == 403 and "Origin" in body
+    for foreign in ("http://evil.example", "http://localhost:3000", "null"):
+        status, body = refusal(url, additional_headers=OWNER, origin=foreign)
+        assert status == 403 and "Origin" in body, foreign
     # A page of the butler's own origin, holding the token, is let in.
     raw(url, origin=builders.daemon.url).recv(timeout=10)
     # No terminal for what is not a running interactive builder, each saying why.
@@ -258,3 +259,16 @@ def _alive(pid: str) -> bool:
             return stat.read().split(") ")[-1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_killed_daemon_leaves_no_tmux_client(dashboard, raw):
+    builders, _ = dashboard
+    builder = shell_builder(builders)
+    raw(ws_url(builders, builder["session_id"])).recv(timeout=10)
+    pids = clients(builders, builder)
+    builders.daemon.proc.kill()
+    builders.daemon.proc.wait(timeout=30)
+    # Its end of each pty closed with it; the tmux client on the other end hangs up.
+    wait_until(lambda: not clients(builders, builder), timeout=20)
+    wait_until(lambda: not _alive(pids[0]), timeout=20)
+    assert "agent> " in builders.screen(builder)
