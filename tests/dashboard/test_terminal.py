@@ -181,7 +181,7 @@ def test_resizing_the_page_resizes_the_pane(dashboard, chromium):
     # tmux keeps one row for its status line.
     wait_until(lambda: pane_size(builders, builder) == (before[0], before[1] - 1), timeout=20)
     page.set_viewport_size({"width": 800, "height": 600})
-    page.wait_for_function(f"window.terminal.cols < {before[0]}", timeout=SHOWN_MS)
+    page.wait_for_function("cols => window.terminal.cols < cols", arg=before[0], timeout=SHOWN_MS)
     after = page.evaluate("[window.terminal.cols, window.terminal.rows]")
     wait_until(lambda: pane_size(builders, builder) == (after[0], after[1] - 1), timeout=20)
     assert after[0] < before[0] and after[1] < before[1]

@@ -1,0 +1,18 @@
+"""uvicorn's WebSocket protocol, imported at the first handshake rather than at start.
+
+The websockets stack is a third of a second's worth of imports on a slow
+disk (about 70 ms here) and only a builder's terminal uses it, so a daemon
+answers ``/health`` without it. uvicorn takes any callable as its protocol
+class and calls it once per upgraded connection.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def websocket_protocol(**options: Any) -> Any:
+    """A websockets (sans-I/O) protocol for one upgraded connection."""
+    from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+
+    return WebSocketsSansIOProtocol(**options)
