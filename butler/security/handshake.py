@@ -62,8 +62,8 @@ class GuardEveryScope:
         if not as_get.get(_PASSED):
             return
         headers = Headers(scope=scope)
-        origin = headers.get("origin")
-        if origin is not None and not self._own(origin, f"{as_get['scheme']}://{headers['host']}"):
+        origin, own = headers.get("origin"), f"{as_get['scheme']}://{headers.get('host', '')}"
+        if origin is not None and not self._own(origin, own):
             await PlainTextResponse("Forbidden Origin", 403)(scope, receive, send)
             return
         await self.app(scope, receive, send)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,8 @@ from butler.builders.records import is_builder, is_live
 from butler.builders.tmux import Tmux, tmux_env
 from butler.tools.context import ButlerContext
 from butler.webterm.pty import PtyProcess
+
+log = logging.getLogger(__name__)
 
 #: Largest frame a browser may send: keystrokes or a paste (uvicorn enforces it too).
 MAX_MESSAGE = 64 * 1024
@@ -108,12 +111,15 @@ class Terminals:
     ) -> None:
         child = await PtyProcess.start(argv, {**tmux_env(), "TERM": TERM}, cols, rows)
         self.children.add(child)
+        about = {"session_id": websocket.path_params["session_id"], "read_only": view}
+        log.info("terminal opened", extra=about)
         try:
             await websocket.accept()
             await pump(websocket, child, view)
         finally:
             self.children.discard(child)
             await child.close()
+            log.info("terminal closed", extra=about)
         with contextlib.suppress(RuntimeError, WebSocketDisconnect, OSError):
             await websocket.close(1000, "the terminal ended")  # unless already closed
 
