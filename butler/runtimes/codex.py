@@ -19,6 +19,7 @@ from butler.runtimes.base import Command, Invocation, Usage
 from butler.runtimes.events import (
     Event,
     Failure,
+    Notice,
     SessionId,
     Started,
     Text,
@@ -163,7 +164,12 @@ def parse_event(event: dict[str, Any], server: str | None = None) -> list[Event]
         message = error.get("message") if isinstance(error, dict) else None
         return [Failure(f"runtime error: {explain(str(message or error))}", replaces=True)]
     if kind == "error":
-        return [Failure(f"runtime error: {event.get('message')}")]
+        message = str(event.get("message"))
+        # A retry it announces is not the end: a turn that then completes succeeded, and
+        # one that does not ends in turn.failed, which carries the real reason.
+        if message.startswith("Reconnecting"):
+            return [Notice(message)]
+        return [Failure(f"runtime error: {message}")]
     return []
 
 

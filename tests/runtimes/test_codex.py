@@ -74,6 +74,19 @@ def test_turn_failed_and_garbage_are_failures():
     assert "not JSON" in parse(["Segmentation fault"]).result().error
 
 
+def test_a_retry_codex_announces_is_not_a_failure_when_the_turn_then_completes():
+    retry = {"type": "error", "message": "Reconnecting... 1/2 (stream disconnected)"}
+    answer = {"type": "item.completed", "item": {"type": "agent_message", "text": "done"}}
+    done = {"type": "turn.completed", "usage": {"input_tokens": 5, "output_tokens": 1}}
+    result = parse([json.dumps(retry), json.dumps(answer), json.dumps(done)]).result()
+    assert (result.error, result.output) == (None, "done")
+    failed = {"type": "turn.failed", "error": {"message": "unexpected status 502: upstream"}}
+    result = parse([json.dumps(retry), json.dumps(failed)]).result()
+    assert result.error == "runtime error: unexpected status 502: upstream"
+    fatal = {"type": "error", "message": "model not supported"}
+    assert parse([json.dumps(fatal)]).result().error == "runtime error: model not supported"
+
+
 def test_argv_locks_mcp_to_the_butler_and_hardens(tmp_path):
     invocation = Invocation(
         prompt="p",
