@@ -30,6 +30,7 @@ import uvicorn
 from butler.config import ButlerConfig, load_config
 from butler.daemon import OpenDatabase, assemble, open_database, start_embedded
 from butler.errors import ButlerError, ConfigError
+from butler.http_quiet import Traffic
 from butler.hygiene import harden_process
 from butler.logs import current_butler
 from butler.paths import note_serving
@@ -37,6 +38,8 @@ from butler.security.owner_token import owner_token
 from butler.server import build_app
 from butler.telemetry import setup_telemetry
 from butler.tools.context import ButlerContext
+from butler.webterm.endpoint import MAX_MESSAGE
+from butler.webterm.protocol import websocket_protocol
 
 log = logging.getLogger("butler.roster")
 
@@ -147,14 +150,18 @@ class ButlerServer(uvicorn.Server):
 
     def __init__(self, butler: ButlerContext) -> None:
         config = butler.config
+        self.traffic = Traffic(build_app(butler))
         super().__init__(
             uvicorn.Config(
-                build_app(butler),
+                self.traffic,
                 host=config.butler.host,
                 port=config.butler.port,
                 log_config=None,
                 lifespan="on",
-                ws="none",  # no websocket route: skip importing a websocket stack at start
+                # The builders' terminals; imported at the first, and a frame larger
+                # than the endpoint takes is refused before it is buffered whole.
+                ws=websocket_protocol,  # type: ignore[arg-type]
+                ws_max_size=MAX_MESSAGE * 4,
                 timeout_graceful_shutdown=5,
             )
         )
@@ -187,6 +194,7 @@ class ButlerServer(uvicorn.Server):
                 "cancelled running sessions at shutdown",
                 extra={"butler": self.butler.config.name, "count": cancelled},
             )
+        await self.traffic.quiet()  # the callers' follow-ups to their replies
         self.should_exit = True
 
 

@@ -20,6 +20,7 @@ from butler.errors import ButlerError
 from butler.spawner.spawner import TriggerRequest
 from butler.store.session_search import distinct_values, find_sessions
 from butler.store.sessions import parse_timestamp
+from butler.webterm.panel import terminal_panel
 
 #: A change stamped before a reader's cursor but committed after it still reaches it.
 CURSOR_OVERLAP = timedelta(seconds=1)
@@ -92,9 +93,11 @@ class Listing:
         row, body = await self.detail(session_id)
         if row is None:
             return refused(f"session: {session_id[:40]!r} is not a session of this butler", 404)
+        panel = terminal_panel(row)  # a live builder's terminal (butler.webterm)
         return self.view.page(
             title=f"session {row['id'][:8]}", subtitle=f"session {row['id']}",
-            source=f"/api/sessions/{row['id']}", body=body, final=row["status"] in FINAL,
+            source=f"/api/sessions/{row['id']}", body=body + panel.html,
+            final=row["status"] in FINAL, headers=panel.headers(SECURITY_HEADERS),
         )  # fmt: skip
 
     async def session_json(self, request: Request) -> Response:

@@ -54,6 +54,8 @@ class SessionOutcome:
     cache_write_tokens: int | None = None
     cost_usd: float | None = None
     runtime_session_id: str | None = None
+    #: The model the runtime reported; recorded only where the butler configured none.
+    model: str | None = None
 
 
 def parse_timestamp(name: str, raw: str) -> datetime:
@@ -171,6 +173,7 @@ class SessionStore:
             error=row.text("error", outcome.error),
             tool_calls=row.json("tool_calls", outcome.tool_calls),
             runtime_session_id=row.text("runtime_session_id", outcome.runtime_session_id),
+            model=row.text("model", outcome.model),
         )
         return stored, row.flags()
 
@@ -182,6 +185,7 @@ class SessionStore:
             " tool_calls = $6, duration_ms = $7, input_tokens = $8, output_tokens = $9,"
             " cache_read_tokens = $10, cache_write_tokens = $11, cost_usd = $12,"
             " runtime_session_id = COALESCE($13, runtime_session_id),"
+            " model = COALESCE(model, $15),"
             " completed_at = now(), started_at = COALESCE(started_at, now()),"
             " metadata = " + _MERGE_FLAGS.format(param="$14") + " WHERE id = $1",
             session_id,
@@ -198,6 +202,7 @@ class SessionStore:
             outcome.cost_usd,
             outcome.runtime_session_id,
             flags,
+            outcome.model,
         )
         return outcome
 
