@@ -8,7 +8,7 @@ over HTTP with its owner token.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from starlette.requests import Request
@@ -27,7 +27,8 @@ async def summary(butler: ButlerContext) -> dict[str, Any]:
     """What the roster shows of one butler; ``/api/summary`` answers it."""
     config = butler.config
     today = datetime.now(UTC).date()
-    figures = (await daily(butler.db, today))["counts"]
+    week = (await daily(butler.db, today - timedelta(days=6)))["counts"]
+    figures = [r for r in week if r["day"] == today]
     upcoming = await butler.scheduler.listing() if butler.scheduler else []
     upcoming.sort(key=lambda s: s["next_due"])
     return {
@@ -39,6 +40,8 @@ async def summary(butler: ButlerContext) -> dict[str, Any]:
         "sessions_today": sum(r["sessions"] for r in figures),
         "failures_today": sum(r["sessions"] for r in figures if r["status"] == "failed"),
         "spend_today": round(sum(r["cost_usd"] for r in figures), 6),
+        "sessions_week": sum(r["sessions"] for r in week),
+        "spend_week": round(sum(r["cost_usd"] for r in week), 6),
         "next_schedule": {k: upcoming[0][k] for k in ("name", "next_due", "timezone")}
         if upcoming
         else None,
@@ -53,7 +56,9 @@ def _next(entry: dict[str, Any] | None) -> str:
 
 def _row(s: dict[str, Any]) -> str:
     status = e(s["status"])
-    spend = f"${s['spend_today']:.2f}" if s.get("spend_today") is not None else "—"
+    spend, spend_week = (
+        f"${s[k]:.2f}" if s.get(k) is not None else "—" for k in ("spend_today", "spend_week")
+    )
     cells = [
         ("Status", f'class="status status-{status}" data-status="{status}"', status),
         ("Runtime", "", e(s.get("runtime") or "—")),
@@ -61,6 +66,8 @@ def _row(s: dict[str, Any]) -> str:
         ("Sessions today", 'class="num"', e(s.get("sessions_today", "—"))),
         ("Failures today", 'class="num"', e(s.get("failures_today", "—"))),
         ("Spend today", 'class="num"', e(spend)),
+        ("Sessions 7 days", 'class="num"', e(s.get("sessions_week", "—"))),
+        ("Spend 7 days", 'class="num"', e(spend_week)),
         ("Next schedule", "", e(_next(s.get("next_schedule")))),
     ]
     # data-label: on a phone each row becomes a card whose cells say what they are.
@@ -72,12 +79,14 @@ def _row(s: dict[str, Any]) -> str:
 
 
 def render_roster(summaries: list[dict[str, Any]]) -> str:
-    """One row per butler and a total of today's sessions, failures and spend."""
+    """One row per butler and a total of today's and the week's sessions, failures and spend."""
     known = [s for s in summaries if s.get("sessions_today") is not None]
     sums = {
         "Sessions today": sum(s["sessions_today"] for s in known),
         "Failures today": sum(s["failures_today"] for s in known),
         "Spend today": f"${sum(s['spend_today'] for s in known):.2f}",
+        "Sessions 7 days": sum(s.get("sessions_week", 0) for s in known),
+        "Spend 7 days": f"${sum(s.get('spend_week', 0) for s in known):.2f}",
     }
     cells = "".join(f'<td class="num" data-label="{k}">{v}</td>' for k, v in sums.items())
     total = (
@@ -85,9 +94,10 @@ def render_roster(summaries: list[dict[str, Any]]) -> str:
         f"{cells}<td></td></tr>"
     )
     head = ["Butler", "Status", "Runtime", "Sandbox", "Sessions today", "Failures today",
-            "Spend today", "Next schedule"]  # fmt: skip
+            "Spend today", "Sessions 7 days", "Spend 7 days", "Next schedule"]  # fmt: skip
     rows = [_row(s) for s in summaries] + [total]
-    return f'<section id="roster">{table(head, rows, "Today (UTC)")}</section>'
+    caption = "Today and the last 7 days (UTC)"
+    return f'<section id="roster">{table(head, rows, caption)}</section>'
 
 
 def roster_routes(view: View) -> list[Route]:

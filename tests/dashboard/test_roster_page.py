@@ -52,10 +52,11 @@ YESTERDAY = (
     " VALUES (gen_random_uuid(), 'old', 'failed', 'external', 'command', 9,"
     " now() - interval '1 day')"
 )
+#: status, runtime, sessions, failures and spend today; sessions and spend over 7 days.
 EXPECTED = {
-    "alpha": ["up", "command", "3", "2", "$1.00"],
-    "beta": ["up", "command", "1", "0", "$1.00"],
-    "gamma": ["up", "command", "0", "0", "$0.00"],
+    "alpha": ["up", "command", "3", "2", "$1.00", "4", "$10.00"],
+    "beta": ["up", "command", "1", "0", "$1.00", "2", "$10.00"],
+    "gamma": ["up", "command", "0", "0", "$0.00", "1", "$9.00"],
 }
 
 
@@ -94,12 +95,12 @@ def check_page(page) -> None:
     rows = roster_rows(page)
     assert list(rows) == list(NAMES)
     for name, expected in EXPECTED.items():
-        status, runtime, _sandbox, sessions, failures, spend, _ = rows[name]
-        assert [status, runtime, sessions, failures, spend] == expected, name
-    assert rows["alpha"][6].startswith("digest: ") and "07:30 Europe/Paris" in rows["alpha"][6]
-    assert rows["beta"][6] == "—"
+        status, runtime, _sandbox, *figures, _ = rows[name]
+        assert [status, runtime, *figures] == expected, name
+    assert rows["alpha"][8].startswith("digest: ") and "07:30 Europe/Paris" in rows["alpha"][8]
+    assert rows["beta"][8] == "—"
     total = page.locator("#roster tr.total td").all_inner_texts()
-    assert total[3:6] == ["4", "2", "$2.00"]
+    assert total[3:8] == ["4", "2", "$2.00", "7", "$29.00"]
 
 
 @contextlib.contextmanager
