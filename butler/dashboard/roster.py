@@ -118,7 +118,11 @@ def roster_routes(view: View) -> list[Route]:
             source="/api/roster", body=await body(), current="/roster",
         )  # fmt: skip
 
-    async def roster_json(_: Request) -> Response:
+    async def roster_json(request: Request) -> Response:
+        try:
+            only(request.query_params, ("since",))  # the page's script may send its cursor
+        except BadParam as exc:
+            return bad(exc, json=True)
         return live(await body())
 
     async def summary_json(_: Request) -> Response:

@@ -89,7 +89,11 @@ def schedule_routes(view: View) -> list[Route]:
             source="/api/schedules", body=await body(), current="/schedules",
         )  # fmt: skip
 
-    async def schedules_json(_: Request) -> Response:
+    async def schedules_json(request: Request) -> Response:
+        try:
+            only(request.query_params, ("since",))  # the page's script may send its cursor
+        except BadParam as exc:
+            return bad(exc, json=True)
         return live(await body())
 
     async def run_now(request: Request) -> Response:

@@ -59,6 +59,9 @@ def test_filters_and_search_narrow_a_seeded_table(seeded, browser):
     assert shown_prompts(page) == ["Pay the dentist invoice"]
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "dashboard-search.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(ARTIFACTS / "dashboard-search-phone.png"), full_page=True)
+    page.set_viewport_size({"width": 1300, "height": 900})
     # Source, runtime and date range, each from the form's own choices.
     page.goto(f"{seeded.url}/?runtime=codex")
     assert shown_prompts(page) == ["Book a train", "Summarise the news"]
