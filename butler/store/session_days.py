@@ -16,6 +16,8 @@ from butler.store.db import Database
 
 #: A change stamped before the last refresh but committed after it is still seen.
 OVERLAP = timedelta(seconds=2)
+#: How long the mark may stay put while nothing changes.
+STALE = timedelta(minutes=1)
 
 _DAY = (
     "s.created_at >= t.day::timestamp AT TIME ZONE 'UTC'"
@@ -55,7 +57,10 @@ async def refresh(db: Database) -> int:
             )
             await conn.execute(_COUNTS, days)
             await conn.execute(_DURATIONS, days)
-        await conn.execute("UPDATE session_days_refreshed SET through = $1", now)
+        # Nothing changed: leave the mark (no write per live poll) unless it is old
+        # enough that the window of rows to look at next time has grown.
+        if days or through is None or now - through > STALE:
+            await conn.execute("UPDATE session_days_refreshed SET through = $1", now)
     return len(days)
 
 
