@@ -172,6 +172,25 @@ class ScheduleConfig(_Section):
         return value
 
 
+class TelemetryConfig(_Section):
+    """``[butler.telemetry]``: where the owner reads traces (export itself is ``OTEL_*``)."""
+
+    #: A trace's web address with ``{trace_id}`` in it, e.g. Grafana's explore link.
+    trace_url: str | None = Field(default=None, max_length=2000)
+
+    @field_validator("trace_url")
+    @classmethod
+    def _trace_url(cls, value: str | None) -> str | None:
+        if value is not None and (
+            "{trace_id}" not in value or not value.startswith(("http://", "https://"))
+        ):
+            raise ValueError(
+                "expected an http(s) address with {trace_id} in it, e.g. "
+                f"'http://localhost:3000/explore?traceId={{trace_id}}', found {value[:80]!r}"
+            )
+        return value
+
+
 class ButlerSection(_Section):
     """The ``[butler]`` table."""
 
@@ -194,6 +213,7 @@ class ButlerSection(_Section):
     db: DbConfig = Field(default_factory=DbConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     modules: dict[str, ModuleConfig] = Field(default_factory=dict)
     schedule: list[ScheduleConfig] = Field(default_factory=list)
 

@@ -30,13 +30,17 @@ import uvicorn
 from butler.config import ButlerConfig, load_config
 from butler.daemon import OpenDatabase, assemble, open_database, start_embedded
 from butler.errors import ButlerError, ConfigError
+from butler.http_quiet import Traffic
 from butler.hygiene import harden_process
 from butler.logs import current_butler
-from butler.sandbox import probe as probe_sandbox
+from butler.paths import note_serving
+from butler.sandbox import probe_if_used
 from butler.security.owner_token import owner_token
 from butler.server import build_app
 from butler.telemetry import setup_telemetry
 from butler.tools.context import ButlerContext
+from butler.webterm.endpoint import MAX_MESSAGE
+from butler.webterm.protocol import websocket_protocol
 
 log = logging.getLogger("butler.roster")
 
@@ -147,14 +151,18 @@ class ButlerServer(uvicorn.Server):
 
     def __init__(self, butler: ButlerContext) -> None:
         config = butler.config
+        self.traffic = Traffic(build_app(butler))
         super().__init__(
             uvicorn.Config(
-                build_app(butler),
+                self.traffic,
                 host=config.butler.host,
                 port=config.butler.port,
                 log_config=None,
                 lifespan="on",
-                ws="none",  # no websocket route: skip importing a websocket stack at start
+                # The builders' terminals; imported at the first, and a frame larger
+                # than the endpoint takes is refused before it is buffered whole.
+                ws=websocket_protocol,  # type: ignore[arg-type]
+                ws_max_size=MAX_MESSAGE * 4,
                 timeout_graceful_shutdown=5,
             )
         )
@@ -187,6 +195,7 @@ class ButlerServer(uvicorn.Server):
                 "cancelled running sessions at shutdown",
                 extra={"butler": self.butler.config.name, "count": cancelled},
             )
+        await self.traffic.quiet()  # the callers' follow-ups to their replies
         self.should_exit = True
 
 
@@ -200,7 +209,7 @@ async def up(configs: Sequence[ButlerConfig], *, named: bool = True) -> None:
     harden_process()
     setup_telemetry(f"butler-{configs[0].name}" if len(configs) == 1 else "butler")
     # Whether a jail starts here is asked by starting one: do it while the database opens.
-    probing = asyncio.create_task(asyncio.to_thread(probe_jail, configs))
+    probing = asyncio.create_task(asyncio.to_thread(probe_if_used, configs))
     with bound(configs, named) as sockets:
         embedded = None
         opened: list[OpenDatabase] = []
@@ -224,12 +233,6 @@ async def up(configs: Sequence[ButlerConfig], *, named: bool = True) -> None:
                 await embedded.stop()
 
 
-def probe_jail(configs: Sequence[ButlerConfig]) -> None:
-    """Start one jail, once, when a butler here may use it (the answer is cached)."""
-    if any(c.butler.sandbox.mode != "none" for c in configs):
-        probe_sandbox()
-
-
 #: Signals that drain and stop the roster; a terminal hanging up (SIGHUP) is a stop
 #: too, and must not kill the process before its sessions and database are closed.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -239,6 +242,8 @@ async def serve_all(
     butlers: Sequence[ButlerContext], sockets: Sequence[socket.socket], started: float
 ) -> None:
     """Serve every butler on its socket until all have stopped."""
+    for butler in butlers:
+        butler.peers = list(butlers)  # the roster page shows them all
     servers = [ButlerServer(b) for b in butlers]
     loop = asyncio.get_running_loop()
 
@@ -332,6 +337,7 @@ async def _announce(servers: Sequence[ButlerServer], started: float) -> None:
             },
         )
         _login_link(config)
+        note_serving(config.name, config.butler.host, config.butler.port)
 
 
 def _login_link(config: ButlerConfig) -> None:

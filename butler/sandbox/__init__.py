@@ -10,6 +10,7 @@ whether runtimes are jailed, and what a butler session's jail holds.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 
 from butler.config import ButlerConfig, SandboxConfig
@@ -25,6 +26,7 @@ __all__ = [
     "butler_policy",
     "open_jail",
     "probe",
+    "probe_if_used",
     "resolve_mode",
 ]
 
@@ -48,6 +50,12 @@ def resolve_mode(config: SandboxConfig, where: str = "[butler.sandbox]") -> str:
         "SANDBOX OFF: runtimes run unjailed, with this user's rights and network: %s", reason
     )
     return "none"
+
+
+def probe_if_used(configs: Iterable[ButlerConfig]) -> None:
+    """Start one jail, once, when a butler of ``configs`` may use it (the answer is cached)."""
+    if any(c.butler.sandbox.mode != "none" for c in configs):
+        probe()
 
 
 def butler_policy(

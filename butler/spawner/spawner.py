@@ -39,7 +39,7 @@ from butler.sandbox import Jail, resolve_mode
 from butler.sandbox.folders import sweep_jail_folders
 from butler.security.session_tokens import SessionTokens
 from butler.spawner.admission import Admission, Reservation, validate_trigger_source
-from butler.spawner.homes import prune_homes
+from butler.spawner.homes import discard_home, prune_homes
 from butler.spawner.invocation import InvocationRequest, build_invocation
 from butler.spawner.ledger import ToolCallLedger
 from butler.spawner.lifecycle import SessionLifecycle
@@ -282,6 +282,8 @@ class Spawner:
             log.exception("session %s crashed", sid)
             error = f"internal error: {type(exc).__name__}: {exc}"
         finally:
+            if not self.adapter.supports_resume:  # nothing will read its home again
+                discard_home(self.config.name, sid)
             outcome = await self.lifecycle.complete(
                 sid, outcome_of(status, error, result, started), result.tool_calls
             )
