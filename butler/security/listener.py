@@ -33,8 +33,12 @@ def listener_uids(port: int, tables: tuple[Path, ...] = TABLES) -> set[int] | No
 
 
 def held_by_me(port: int) -> bool | None:
-    """True if only this user's processes listen on ``port``; None if nothing listens."""
+    """True if only this user's (or root's) processes listen on ``port``; None if none does.
+
+    Root may: it reads the token file anyway, and a container's published port
+    is held by root's ``docker-proxy``.
+    """
     uids = listener_uids(port)
     if not uids:
         return None if uids is not None else False
-    return uids == {os.geteuid()}
+    return uids <= {os.geteuid(), 0}
