@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import ipaddress
+import urllib.parse
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,6 +14,7 @@ from fastmcp.exceptions import ToolError
 
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, UserError
+from butler.security.listener import held_by_me
 from butler.security.owner_token import owner_token
 
 
@@ -26,6 +29,7 @@ async def daemon_client(config: ButlerConfig, timeout: float = 600) -> AsyncIter
     It presents the owner token, read the same way the daemon reads it.
     """
     url = f"{config.mcp_base_url}/mcp"
+    _refuse_a_stranger(config, url)
     token = owner_token(config.name)
     client = Client(url, timeout=timeout, auth=token)
     try:
@@ -45,6 +49,38 @@ async def daemon_client(config: ButlerConfig, timeout: float = 600) -> AsyncIter
     finally:
         with contextlib.suppress(Exception):
             await client.__aexit__(None, None, None)
+
+
+def _loopback(host: str | None) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host or "").is_loopback
+    except ValueError:
+        return False
+
+
+def _refuse_a_stranger(config: ButlerConfig, url: str) -> None:
+    """No owner token for a local port that another user's process holds.
+
+    A butler that is down leaves its port free for any local user to listen
+    on; whatever answers there would otherwise be sent the owner token.
+    """
+    parts = urllib.parse.urlsplit(url)
+    if not _loopback(parts.hostname):
+        return  # a remote or proxied address: who listens there cannot be seen from here
+    port = parts.port or 80
+    mine = held_by_me(port)
+    if mine is None:
+        raise DaemonNotRunning(
+            f"butler {config.name!r} is not running at {url}; "
+            f"start it with: butler run --config {config.config_dir}"
+        )
+    if not mine:
+        raise UserError(
+            f"port {port} is held by another user's process, not butler {config.name!r}; "
+            "its owner token was not sent"
+        )
 
 
 async def _refuses(config: ButlerConfig, token: str) -> bool:

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from butler.client import daemon_client
 from butler.config import load_config
 from butler.dashboard.standalone import ask
+from butler.errors import UserError
 from butler.paths import serving_file
 from tests.helpers import TEST_TOKEN, free_port, wait_until, write_butler
 
@@ -72,4 +74,14 @@ def test_a_serving_note_pointing_at_another_users_port_gets_no_token(roster, thi
     serving_file("beta").write_text(json.dumps({"host": "127.0.0.1", "port": port}))
     row = ask(config)
     assert row["status"] == "not ours"
+    assert TEST_TOKEN not in out.read_text()
+
+
+@pytest.mark.slow
+async def test_a_cli_command_sends_no_token_to_another_users_listener(roster, thief):
+    port, out = thief
+    config = load_config(write_butler(roster, "beta", port=port))  # beta is down
+    with pytest.raises(UserError, match=f"port {port} is held by another user's process"):
+        async with daemon_client(config, timeout=5):
+            pass
     assert TEST_TOKEN not in out.read_text()
