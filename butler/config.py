@@ -56,9 +56,12 @@ class EnvConfig(_Section):
 
 
 class BuildersConfig(_Section):
-    """``[butler.builders]``: how many interactive builders may run at once."""
+    """``[butler.builders]``: how many interactive builders may run at once, and the
+    settings (model, args, cli_path) of runtimes a builder may pick with ``--runtime``."""
 
     max_running: int = Field(default=4, ge=1, le=64)
+    #: ``[butler.builders.runtimes.<type>]``: a runtime other than the butler's own.
+    runtimes: dict[str, RuntimeConfig] = Field(default_factory=dict, max_length=32)
 
 
 class DbConfig(_Section):
@@ -352,6 +355,8 @@ def load_config(config_dir: str | Path, **overrides: Any) -> ButlerConfig:
     except ValidationError as exc:
         raise ConfigError(validation_error_line(exc, path, sources, ButlerSection)) from None
     _check_runtime_type(section.runtime, path, sources.get(("runtime", "type"), str(path)))
+    for name, table in section.builders.runtimes.items():
+        _check_runtime_type(table.model_copy(update={"type": name}), path, str(path))
     prompt = folder / "CLAUDE.md"
     if not prompt.is_file():
         raise ConfigError(f"{folder}: missing CLAUDE.md (the butler's system prompt)")

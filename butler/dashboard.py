@@ -25,7 +25,7 @@ from butler.builders.records import elapsed_ms, is_builder, summary
 from butler.store.sessions import parse_position, parse_timestamp
 from butler.tools.context import ButlerContext
 
-FINAL = ("succeeded", "failed", "cancelled")
+FINAL = ("succeeded", "failed", "cancelled", "ended")
 LIST_LIMIT = 200
 #: A change stamped before a reader's cursor but committed after it still reaches it.
 CURSOR_OVERLAP = timedelta(seconds=1)

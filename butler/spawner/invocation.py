@@ -105,4 +105,5 @@ async def build_invocation(
         resume=request.resume,
         cache_dir=data_root() / "cache",
         max_output_bytes=config.butler.max_output_bytes,
+        config_dir=config.config_dir,
     )

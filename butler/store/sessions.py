@@ -13,7 +13,7 @@ from typing import Any
 from butler.store.db import Database
 from butler.store.text import DEFAULT_MAX_TEXT_BYTES, RowText, clean_text
 
-STATUSES = ("pending", "running", "succeeded", "failed", "cancelled")
+STATUSES = ("pending", "running", "succeeded", "failed", "cancelled", "ended")
 
 #: Merge ``{"sanitised": [...], "truncated": [...]}`` into a row's metadata, appending to
 #: lists an earlier write left there (the prompt may be flagged at creation, the output later).
@@ -54,6 +54,8 @@ class SessionOutcome:
     cache_write_tokens: int | None = None
     cost_usd: float | None = None
     runtime_session_id: str | None = None
+    #: The model the runtime reported using, when it says (a builder's transcript).
+    model: str | None = None
 
 
 def parse_timestamp(name: str, raw: str) -> datetime:
@@ -176,6 +178,7 @@ class SessionStore:
             " tool_calls = $6, duration_ms = $7, input_tokens = $8, output_tokens = $9,"
             " cache_read_tokens = $10, cache_write_tokens = $11, cost_usd = $12,"
             " runtime_session_id = COALESCE($13, runtime_session_id),"
+            " model = COALESCE($15, model),"
             " completed_at = now(), started_at = COALESCE(started_at, now()),"
             " metadata = " + _MERGE_FLAGS.format(param="$14") + " WHERE id = $1",
             session_id,
@@ -192,6 +195,7 @@ class SessionStore:
             outcome.cost_usd,
             outcome.runtime_session_id,
             flags,
+            outcome.model,
         )
         return outcome
 
