@@ -1,7 +1,8 @@
 """A small interactive agent CLI for builder tests (the ``command`` runtime).
 
 Interactive (``--prompt-file``): prints what it was given, then a prompt line,
-and answers lines until ``exit`` (status 0) or ``fail`` (status 3). With
+and answers lines until ``exit`` (status 0) or ``fail`` (status 3); ``child`` starts a
+child process and prints its pid. With
 ``--once`` it answers its prompt and exits, like a headless runtime. Standard
 library only.
 """
@@ -9,6 +10,7 @@ library only.
 import json
 import os
 import pathlib
+import subprocess
 import sys
 
 
@@ -47,6 +49,11 @@ def main() -> None:
             return
         if line == "fail":
             sys.exit(3)
+        if line == "child":
+            # A process of the runtime's own, as a TUI's shell command would start.
+            child = subprocess.Popen(["sleep", "600"])
+            print(f"CHILD<<{child.pid}>>")
+            continue
         print(f"you said: {line}")
 
 
