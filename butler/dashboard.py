@@ -24,6 +24,7 @@ from butler.builders.modes import MODES
 from butler.builders.records import elapsed_ms, is_builder, summary
 from butler.store.sessions import parse_position, parse_timestamp
 from butler.tools.context import ButlerContext
+from butler.webterm.panel import terminal_panel
 
 FINAL = ("succeeded", "failed", "cancelled", "ended")
 LIST_LIMIT = 200
@@ -222,14 +223,20 @@ def listing_query(params: Any) -> tuple[datetime | None, tuple[datetime, uuid.UU
 
 
 def page(
-    butler: ButlerContext, title: str, subtitle: str, source: str, body: str, final: bool
+    butler: ButlerContext,
+    title: str,
+    subtitle: str,
+    source: str,
+    body: str,
+    final: bool,
+    headers: dict[str, str] = SECURITY_HEADERS,
 ) -> HTMLResponse:
     text = Template(_asset("page.html")).substitute(
         title=e(title), butler=e(butler.config.name), subtitle=e(subtitle), source=e(source),
         runtime=e(butler.config.runtime.type), final="true" if final else "false", body=body,
         updated=e("rendered " + datetime.now(UTC).strftime("%H:%M:%S UTC")),
     )  # fmt: skip
-    return HTMLResponse(text, headers=SECURITY_HEADERS)
+    return HTMLResponse(text, headers=headers)
 
 
 def dashboard_routes(butler: ButlerContext) -> list[Route]:
@@ -267,7 +274,10 @@ def dashboard_routes(butler: ButlerContext) -> list[Route]:
             return HTMLResponse(f"<p>No session {e(session_id)}.</p>", 404, SECURITY_HEADERS)
         source = f"/api/sessions/{row['id']}"
         final = row["status"] in FINAL
-        return page(butler, f"session {row['id'][:8]}", f"session {row['id']}", source, body, final)
+        panel = terminal_panel(row)  # a live builder's terminal (butler.webterm)
+        title, subtitle = f"session {row['id'][:8]}", f"session {row['id']}"
+        body += panel.html
+        return page(butler, title, subtitle, source, body, final, panel.headers(SECURITY_HEADERS))
 
     async def session_json(request: Request) -> Response:
         row, body = await detail(request.path_params["session_id"])

@@ -36,6 +36,8 @@ from butler.security.owner_token import owner_token
 from butler.server import build_app
 from butler.telemetry import setup_telemetry
 from butler.tools.context import ButlerContext
+from butler.webterm.endpoint import MAX_MESSAGE
+from butler.webterm.protocol import websocket_protocol
 
 log = logging.getLogger("butler.roster")
 
@@ -153,7 +155,10 @@ class ButlerServer(uvicorn.Server):
                 port=config.butler.port,
                 log_config=None,
                 lifespan="on",
-                ws="none",  # no websocket route: skip importing a websocket stack at start
+                # The builders' terminals; imported at the first, and a frame larger
+                # than the endpoint takes is refused before it is buffered whole.
+                ws=websocket_protocol,  # type: ignore[arg-type]
+                ws_max_size=MAX_MESSAGE * 4,
                 timeout_graceful_shutdown=5,
             )
         )

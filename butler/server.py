@@ -1,7 +1,9 @@
 """The butler's ASGI app: MCP over streamable HTTP (``/mcp``) and SSE (``/sse``),
-``GET /health`` and the dashboard at ``/``, all on one port.
+``GET /health``, the dashboard at ``/`` and a builder's terminal (a WebSocket at
+``/sessions/<id>/terminal``), all on one port.
 
-Every request first passes FastMCP's Host/Origin guard (DNS rebinding, CSRF),
+Every request and WebSocket handshake first passes FastMCP's Host/Origin guard
+(DNS rebinding, CSRF),
 then the token guard (:mod:`butler.security.http`). The two FastMCP apps are
 served whole, their own middleware included, rather than having their routes
 copied out of them.
@@ -14,7 +16,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastmcp import Client, FastMCP
-from fastmcp.server.http import HostOriginGuardMiddleware
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -24,6 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from butler import __version__
 from butler.dashboard import SECURITY_HEADERS, dashboard_routes
 from butler.http_limits import JsonRpcBodyLimit
+from butler.security.handshake import GuardEveryScope
 from butler.security.http import RequireToken, cookie_name
 from butler.security.owner_token import owner_token
 from butler.tools.builders import register_builder_tools
@@ -34,6 +36,8 @@ from butler.tools.ledger_middleware import LedgerMiddleware
 from butler.tools.limits import ArgumentErrors
 from butler.tools.schedules import register_schedule_tools
 from butler.tools.sessions import register_session_tools
+from butler.webterm.endpoint import Terminals
+from butler.webterm.panel import terminal_routes
 
 
 def build_mcp(butler: ButlerContext) -> FastMCP:
@@ -93,16 +97,22 @@ def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> ASGIApp:
         body = await status_of(butler)
         return JSONResponse(body, 200 if body["database"] else 503, SECURITY_HEADERS)
 
+    terminals = Terminals(butler)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with http_app.router.lifespan_context(app), sse_app.router.lifespan_context(app):
             await warm_up(mcp)
-            yield
+            try:
+                yield
+            finally:
+                await terminals.close_all()  # no tmux client outlives the daemon
 
     routes = [
         Route("/health", health, methods=["GET"]),
         Route("/api/status", status, methods=["GET"]),
         *dashboard_routes(butler),
+        *terminal_routes(terminals),
     ]
     site = Starlette(routes=routes, lifespan=lifespan)
     mcp_apps = {"/mcp": http_app, "/sse": sse_app, "/messages": sse_app}
@@ -112,12 +122,12 @@ def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> ASGIApp:
         sessions=butler.spawner.session_tokens,
         cookie=cookie_name(section.port),
     )
-    # The same guard as FastMCP's own, in front of the dashboard and the token check too.
-    return HostOriginGuardMiddleware(
+    # The same guard as FastMCP's own, in front of the dashboard, the terminal's
+    # WebSocket and the token check too.
+    return GuardEveryScope(
         authenticated,
         allowed_hosts=guard["allowed_hosts"],
         allowed_origins=guard["allowed_origins"],
-        mode="strict",
     )
 
 

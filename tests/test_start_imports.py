@@ -10,8 +10,9 @@ from tests.helpers import DaemonProcess, free_port, write_butler
 def test_a_start_leaves_the_runtime_library_and_websockets_for_later(
     roster: Path, schema_name: str, pg_dsn: str
 ) -> None:
-    # claude-agent-sdk is a fifth of a start and a websocket stack serves no route:
-    # neither is loaded before /health answers (the first session loads the SDK).
+    # claude-agent-sdk is a fifth of a start and the websocket stack serves only a
+    # builder's terminal: neither is loaded before /health answers (the first
+    # session loads the SDK, the first terminal the websocket stack).
     port = free_port()
     folder = write_butler(roster, "lean", port=port, schema=schema_name)
     env = {"PYTHONPROFILEIMPORTTIME": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": ""}

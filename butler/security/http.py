@@ -1,7 +1,9 @@
 """The HTTP guard in front of every route but ``/health``: a bearer token, or nothing.
 
 The owner's token opens everything; the dashboard also takes it from a
-cookie, set by the login link ``/?token=...``. A session's token opens only
+cookie, set by the login link ``/?token=...``. WebSocket handshakes (the
+builder's terminal) pass the same check: a browser sends the cookie with
+them, and a refusal is the same 401, sent as the handshake's denial. A session's token opens only
 the MCP transports, as that session. Anything else is one 401 line that says
 what to send and nothing of what exists.
 """
@@ -65,12 +67,12 @@ class RequireToken:
         self.open_paths = frozenset(open_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.open_paths:
+        if scope["type"] not in ("http", "websocket") or scope["path"] in self.open_paths:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
         mcp = is_mcp_path(scope["path"])
-        if not mcp and scope["path"] == "/" and scope["method"] == "GET":
+        if not mcp and scope["path"] == "/" and scope.get("method") == "GET":
             query = QueryParams(scope.get("query_string", b""))
             if "token" in query:
                 await self._login(query["token"][:MAX_TOKEN])(scope, receive, send)
