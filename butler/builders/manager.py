@@ -18,18 +18,18 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from butler.builders import git
+from butler.builders import git, survivors
 from butler.builders.modes import MODES, SpawnOptions, choose_mode
 from butler.builders.plan import BuilderPlan, make_plan
 from butler.builders.records import builder_view, elapsed_ms, is_builder, is_live, now_iso
-from butler.builders.runtime_choice import builder_adapter, check_runtime
+from butler.builders.runtime_choice import builder_adapter, check_runtime, transcript_of
 from butler.builders.terminal import Exit, end_of, end_runtime, type_prompt, usage_fields
 from butler.builders.tmux import Tmux, session_name
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, UserError
 from butler.paths import butler_dir
 from butler.runtimes import launcher
-from butler.runtimes.base import Command, Invocation, RuntimeAdapter, RuntimeFailure, Transcript
+from butler.runtimes.base import Command, Invocation, RuntimeAdapter, RuntimeFailure
 from butler.spawner.invocation import InvocationRequest
 from butler.spawner.sandboxing import start_jail_for
 from butler.spawner.spawner import Spawner, TriggerRequest
@@ -163,7 +163,13 @@ class BuilderManager:
                     invocation,
                     label=str(session_id),
                     writable=(plan.worktree, plan.repo / ".git"),
+                    # In the builder's folder: a daemon that adopts it starts the proxy there.
+                    folder=folder / survivors.JAIL_DIR,
+                    runtime=adapter.config,
                 )
+            survivors.remember(
+                folder, session_id, self.lifecycle.tokens, self.spawner.jails.get(session_id)
+            )
             self.spawner.interactive_command(invocation, adapter)
         except RuntimeFailure as exc:
             shutil.rmtree(folder, ignore_errors=True)
@@ -324,7 +330,13 @@ class BuilderManager:
         return butler_dir(self.config.name) / "builders" / builder_id
 
     async def _adopt(self, row: dict[str, Any]) -> None:
-        """A builder outlived a daemon restart (which failed its row): it runs again here."""
+        """A builder outlived a daemon restart (which failed its row): it runs again here,
+        its session token valid again and its jail's proxy started again."""
+        folder = self.folder(row["metadata"]["builder_id"])
+        if row["id"] not in self.spawner.jails:
+            jail = await survivors.restore(folder, row["id"], self.lifecycle.tokens, row["id"])
+            if jail is not None:
+                self.spawner.jails[row["id"]] = jail
         await self.lifecycle.running(row["id"])
         await self.lifecycle.annotate(row["id"], {"adopted_at": now_iso()})
         row["status"] = "running"
@@ -340,7 +352,10 @@ class BuilderManager:
         status, error = end_of(ended)
         if row["id"] in self._stopping or row["metadata"].get("stop_requested_at"):
             status, error = "cancelled", "stopped with butler stop"
-        used = await asyncio.to_thread(self._transcript, row)
+        folder = self.folder(row["metadata"]["builder_id"])
+        used = await asyncio.to_thread(
+            transcript_of, self.config, self.spawner.adapter, row, folder
+        )
         outcome = SessionOutcome(
             status, status == "succeeded", output, error, [], elapsed_ms(row),
             **usage_fields(used), model=used.model if used else None,
@@ -358,16 +373,6 @@ class BuilderManager:
         )
         await self.lifecycle.complete(row["id"], outcome)
         log.info("builder finished", extra={"session_id": row["id"], "status": status})
-
-    def _transcript(self, row: dict[str, Any]) -> Transcript | None:
-        """What the builder's runtime used, from its CLI's own files (None if unknown)."""
-        try:
-            adapter = builder_adapter(self.config, self.spawner.adapter, row["runtime"])
-            home = butler_dir(self.config.name) / "homes" / row["id"]
-            return adapter.transcript(home, self.folder(row["metadata"]["builder_id"]))
-        except Exception:  # usage is worth having, never worth losing the row for
-            log.exception("could not read the usage of builder session %s", row["id"])
-            return None
 
     async def stop_builder(self, builder_id: str) -> dict[str, Any]:
         """End a running builder's runtime (its whole process group) and record it cancelled."""

@@ -8,11 +8,18 @@ and args belong to the butler's own runtime and never reach another CLI.
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+from typing import Any
+
 from butler.config import ButlerConfig
 from butler.errors import UserError
-from butler.runtimes.base import RuntimeAdapter
+from butler.paths import butler_dir
+from butler.runtimes.base import RuntimeAdapter, Transcript
 from butler.runtimes.registry import available_runtimes, get_adapter
 from butler.runtimes.settings import RuntimeConfig
+
+log = logging.getLogger(__name__)
 
 #: Longest runtime type name accepted (names are short words like ``claude-code``).
 MAX_NAME = 64
@@ -46,3 +53,19 @@ def builder_adapter(config: ButlerConfig, default: RuntimeAdapter, name: str) ->
         return default
     check_runtime(config, name)
     return get_adapter(name, runtime_config(config, name), config.roster_dir)
+
+
+def transcript_of(
+    config: ButlerConfig, default: RuntimeAdapter, row: dict[str, Any], folder: Path
+) -> Transcript | None:
+    """What an ended builder's runtime used, from its CLI's own files (None if unknown).
+
+    ``folder`` is the builder's private folder; its home is its session's.
+    """
+    try:
+        adapter = builder_adapter(config, default, row["runtime"])
+        home = butler_dir(config.name) / "homes" / str(row["id"])
+        return adapter.transcript(home, folder)
+    except Exception:  # usage is worth having, never worth losing the row for
+        log.exception("could not read the usage of builder session %s", row["id"])
+        return None
