@@ -40,7 +40,8 @@ EXIT = {
     "opencode": "/exit",
     "copilot": "/exit",
 }
-RUNTIMES = list(EXIT)
+#: Every runtime's TUI, unjailed and in the runtime jail (bubblewrap, egress proxy).
+RUNTIMES = [*EXIT, *(f"{name}+jail" for name in EXIT)]
 
 
 def builders_table(runtime: str, model_url: str) -> str:
@@ -65,7 +66,7 @@ def plant_decoys(runtime: str, home: Path, repo: Path, url: str) -> None:
 def tui_builders(
     request, roster, schema_name, repo, tmux_socket, _isolated_data_dir, fake_model, mcp_probe
 ) -> Iterator[tuple[str, Builders]]:
-    runtime = request.param
+    runtime, _, jail = request.param.partition("+")
     case = CASES[runtime]
     reason = case.recipe.missing_reason()
     if reason:
@@ -85,6 +86,8 @@ def tui_builders(
         "BUTLER_TMUX_SOCKET": tmux_socket,
         "BUTLER_DATA_DIR": str(_isolated_data_dir),
         **case.env(fake_model.url),
+        # The suite runs unjailed by default; "+jail" puts the TUI in the runtime jail.
+        **({"BUTLER_SANDBOX": "bwrap"} if jail else {}),
     }
     with DaemonProcess(folder, port=port, database_url=TEST_DSN, env=env) as daemon:
         yield runtime, Builders(daemon, folder, repo, tmux_socket, schema_name, _isolated_data_dir)
