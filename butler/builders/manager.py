@@ -163,8 +163,6 @@ class BuilderManager:
                     invocation,
                     label=str(session_id),
                     writable=(plan.worktree, plan.repo / ".git"),
-                    # In the builder's folder: a daemon that adopts it starts the proxy there.
-                    folder=folder / survivors.JAIL_DIR,
                     runtime=adapter.config,
                 )
             survivors.remember(
@@ -200,10 +198,13 @@ class BuilderManager:
         )
         return [str(script)], command
 
-    async def _release_jail(self, session_id: str) -> dict[str, Any]:
-        """Stop the egress of a builder's jail; what it refused, for the row."""
+    async def _release_jail(self, session_id: str, folder: Path | None = None) -> dict[str, Any]:
+        """Stop the egress of a builder's jail; what it refused, for the row. A jail no
+        daemon held (its builder ended unadopted) only has its folder removed."""
         jail = self.spawner.jails.pop(session_id, None)
         if jail is None:
+            if folder is not None:
+                await asyncio.to_thread(survivors.forget, folder)
             return {}
         await jail.close()
         return {"sandbox": jail.summary()} if jail.egress.blocked else {}
@@ -368,7 +369,7 @@ class BuilderManager:
                 "ended_at": now_iso(),
                 "exit_status": ended.get("status"),
                 "signal": ended.get("signal"),
-                **await self._release_jail(row["id"]),
+                **await self._release_jail(row["id"], folder),
             },
         )
         await self.lifecycle.complete(row["id"], outcome)

@@ -5,9 +5,10 @@ the daemon: its session token (the server knows it by its digest only) and,
 when jailed, its egress proxy (the jail's only way out, the butler's MCP
 server included). Both are written to the builder's private folder when it
 starts: the token's digest (which opens nothing by itself) and the targets
-the proxy allows (hosts and ports, no secret). The daemon that adopts the
-builder takes the digest back and starts the proxy again on the same socket,
-in the folder the jail sees.
+the proxy allows (hosts and ports, no secret), and where the jail's folder
+is (a short temporary path: a Unix socket's path is limited to 108 bytes).
+The daemon that adopts the builder takes the digest back and starts the
+proxy again on the same socket, in the folder the jail sees.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
+import stat
 from pathlib import Path
 
 from butler.sandbox.egress import Egress, Target
@@ -24,9 +27,8 @@ from butler.security.session_tokens import SessionTokens
 
 log = logging.getLogger(__name__)
 
-#: In the builder's folder: the jail's folder (its egress socket, launch scripts).
-JAIL_DIR = "jail"
-TARGETS_FILE = "egress.json"
+#: In the builder's folder: the jail's folder, what its proxy allows, the token's digest.
+JAIL_FILE = "jail.json"
 TOKEN_FILE = "token.sha256"
 #: Most targets read back (a jail allows a handful).
 MAX_TARGETS = 1000
@@ -38,6 +40,15 @@ def _write_private(path: Path, text: str) -> None:
         out.write(text)
 
 
+def _private_dir(path: Path) -> bool:
+    """A real folder of this user's that no one else may enter (as the jail made it)."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o077
+
+
 def remember(folder: Path, session_id: str, tokens: SessionTokens, jail: Jail | None) -> None:
     """Write what an adopting daemon needs into the builder's private ``folder``."""
     digest = tokens.digest(session_id)
@@ -45,7 +56,8 @@ def remember(folder: Path, session_id: str, tokens: SessionTokens, jail: Jail | 
         _write_private(folder / TOKEN_FILE, digest)
     if jail is not None:
         targets = sorted([t.host, t.port] for t in jail.egress.allowed)
-        _write_private(folder / JAIL_DIR / TARGETS_FILE, json.dumps(targets))
+        where = str(jail.egress.socket_path.parent.parent)
+        _write_private(folder / JAIL_FILE, json.dumps({"folder": where, "allowed": targets}))
 
 
 async def restore(
@@ -59,10 +71,24 @@ async def restore(
     if digest and not tokens.adopt(session_id, digest):
         log.warning("builder session %s: its token digest is unreadable", session_id)
     try:
-        raw = json.loads((folder / JAIL_DIR / TARGETS_FILE).read_text(encoding="utf-8"))
-        allowed = frozenset(Target(str(h), int(p)) for h, p in raw[:MAX_TARGETS])
-    except (OSError, ValueError, TypeError):
-        return None  # not jailed (or its folder is gone: nothing can reach it anyway)
-    egress_dir = folder / JAIL_DIR / "egress"
+        raw = json.loads((folder / JAIL_FILE).read_text(encoding="utf-8"))
+        allowed = frozenset(Target(str(h), int(p)) for h, p in raw["allowed"][:MAX_TARGETS])
+        egress_dir = Path(raw["folder"]) / "egress"
+    except (OSError, ValueError, TypeError, KeyError):
+        return None  # not jailed
+    if not _private_dir(egress_dir):
+        log.warning("builder session %s: its jail folder %s is gone or not private; "
+                    "its runtime has no way out", session_id, egress_dir)  # fmt: skip
+        return None
     egress = await Egress(egress_dir / EGRESS_SOCKET, allowed, label).start()
     return Jail(JailPolicy(egress_dir=egress_dir), egress, proxy_port=0, forwards=())
+
+
+def forget(folder: Path) -> None:
+    """Remove the jail folder of a builder that ended while no daemon held its proxy."""
+    try:
+        where = Path(json.loads((folder / JAIL_FILE).read_text(encoding="utf-8"))["folder"])
+    except (OSError, ValueError, TypeError, KeyError):
+        return
+    if _private_dir(where) and where.name.startswith("butler-jail-"):
+        shutil.rmtree(where, ignore_errors=True)

@@ -3,7 +3,9 @@ again and, jailed, its egress proxy (the jail's only way out) is started again."
 
 from __future__ import annotations
 
+import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +50,11 @@ def test_a_builder_calls_its_butler_after_a_restart(request, fixture):
     assert state_get(daemon.daemon.url, "agent/called") == "after"
     row = daemon.row(builder["session_id"])
     assert row["status"] == "running" and row["metadata"]["adopted_at"]
+    # An adopted builder stops like any other, and takes its jail's folder with it.
+    jail = daemon.data_dir / "butlers" / "tester" / "builders" / builder["id"] / "jail.json"
+    assert jail.exists() == (fixture == "jailed_builders")
+    jail_folder = Path(json.loads(jail.read_text())["folder"]) if jail.exists() else None
+    assert daemon.cli("stop", builder["id"]).returncode == 0
+    assert daemon.row(builder["session_id"])["status"] == "cancelled"
+    if jail_folder is not None:
+        assert not jail_folder.exists()
