@@ -356,14 +356,17 @@ def load_config(config_dir: str | Path, **overrides: Any) -> ButlerConfig:
         raise ConfigError(validation_error_line(exc, path, sources, ButlerSection)) from None
     _check_runtime_type(section.runtime, path, sources.get(("runtime", "type"), str(path)))
     for name, table in section.builders.runtimes.items():
-        _check_runtime_type(table.model_copy(update={"type": name}), path, str(path))
+        table = table.model_copy(update={"type": name})
+        _check_runtime_type(table, path, str(path), f"butler.builders.runtimes.{name}")
     prompt = folder / "CLAUDE.md"
     if not prompt.is_file():
         raise ConfigError(f"{folder}: missing CLAUDE.md (the butler's system prompt)")
     return ButlerConfig(butler=section, config_dir=folder, system_prompt_path=prompt)
 
 
-def _check_runtime_type(runtime: RuntimeConfig, path: Path, where: str) -> None:
+def _check_runtime_type(
+    runtime: RuntimeConfig, path: Path, where: str, key: str = "butler.runtime"
+) -> None:
     roster = path.parent.parent
     try:
         names = available_runtimes(roster)
@@ -371,10 +374,10 @@ def _check_runtime_type(runtime: RuntimeConfig, path: Path, where: str) -> None:
         raise ConfigError(str(exc)) from None
     if runtime.type not in names:
         raise ConfigError(
-            f"{where}: butler.runtime.type: unknown runtime {runtime.type!r}; "
+            f"{where}: {key}.type: unknown runtime {runtime.type!r}; "
             f"expected one of {', '.join(names)}"
         )
     try:
         adapter_class(runtime.type, roster).validate_config(runtime)
     except ValueError as exc:
-        raise ConfigError(f"{where}: butler.runtime.{exc}") from None
+        raise ConfigError(f"{where}: {key}.{exc}") from None

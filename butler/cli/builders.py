@@ -293,7 +293,8 @@ def print_builders(found: list[dict[str, Any]]) -> None:
     # Ids and branches are copied into other commands: never cut, the summary wraps instead.
     fixed = [Column(name, no_wrap=True) for name in ("type", "id", "status", "branch")]
     table = Table(*fixed, Column("summary", ratio=1))
-    colour = {"running": "green", "succeeded": "blue", "failed": "red"}
+    colour = {"running": "green", "succeeded": "blue", "failed": "red", "cancelled": "dim",
+              "ended": "dim"}  # fmt: skip
     for mode in ("spec", "task", "protocol", "shell"):
         for b in (b for b in found if b["type"] == mode):
             flags = " [pruned]" if b["pruned"] else (" [headless]" if b["headless"] else "")
