@@ -84,7 +84,23 @@ def claude(config_dir: Path) -> Transcript | None:
     total = Usage()
     for usage in per_message.values():
         total = _add(total, usage)
-    return Transcript(total, cost, model, session)
+    return Transcript(total, _claude_cost(config_dir, session) if cost is None else cost,
+                      model, session)  # fmt: skip
+
+
+def _claude_cost(config_dir: Path, session: str | None) -> float | None:
+    """The cost Claude Code records in ``.claude.json`` when a session shuts down cleanly
+    (``projects[<cwd>].lastCost`` beside ``lastSessionId``); its JSONL has none."""
+    try:
+        state = json.loads((config_dir / ".claude.json").read_bytes()[:MAX_BYTES])
+    except (OSError, ValueError):
+        return None
+    projects = state.get("projects") if isinstance(state, dict) else None
+    for project in (projects or {}).values() if isinstance(projects, dict) else ():
+        if isinstance(project, dict) and project.get("lastSessionId") == session:
+            cost = project.get("lastCost")
+            return float(cost) if isinstance(cost, int | float) else None
+    return None
 
 
 def codex(codex_home: Path) -> Transcript | None:

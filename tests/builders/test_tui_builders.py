@@ -186,3 +186,5 @@ def test_tui_builder_calls_its_butler_and_records_its_usage(tui_builders, fake_m
     assert row["output_tokens"] == 2 * USAGE.output_tokens, row
     assert row["input_tokens"] > 0 and row["cache_read_tokens"] >= USAGE.cache_read_tokens
     assert row["model"], "the model the transcript names is on the row"
+    if runtime in ("claude-code", "opencode"):  # the others report tokens, not dollars
+        assert row["cost_usd"] is not None and (runtime == "opencode" or row["cost_usd"] > 0)

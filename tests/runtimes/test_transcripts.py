@@ -40,6 +40,11 @@ def test_claude_counts_each_message_once_though_written_per_block(tmp_path):
     assert found is not None
     assert found.usage == Usage(200, 50, 20, 10)
     assert (found.model, found.session_id, found.cost_usd) == ("claude-x", "s-1", None)
+    # The cost is where the TUI records it at a clean exit, beside the session's id.
+    projects = {"/other": {"lastSessionId": "s-0", "lastCost": 9.0},
+                "/repo/.builders/x": {"lastSessionId": "s-1", "lastCost": 0.001082}}  # fmt: skip
+    (tmp_path / ".claude" / ".claude.json").write_text(json.dumps({"projects": projects}))
+    assert transcripts.claude(tmp_path / ".claude").cost_usd == 0.001082
 
 
 def test_codex_takes_the_last_running_total_of_the_rollout(tmp_path):
