@@ -15,6 +15,7 @@ import signal
 from typing import Any
 
 from butler.builders.tmux import Tmux
+from butler.errors import ButlerError
 from butler.runtimes.base import Command, Transcript
 from butler.runtimes.process import group_alive, kill_group
 
@@ -52,10 +53,21 @@ async def _wait_ready(tmux: Tmux, name: str, ready: tuple[str, ...]) -> str | No
 
 
 async def type_prompt(tmux: Tmux, name: str, command: Command) -> bool:
-    """Type the command's first prompt into the builder's pane once its TUI is ready."""
+    """Type the command's first prompt into the builder's pane once its TUI is ready.
+
+    Runs on its own (the spawn has returned): a failure is logged, never raised.
+    """
     text = command.typed_prompt.strip()
     if not text:
         return True
+    try:
+        return await _type(tmux, name, command, text)
+    except ButlerError as exc:
+        log.warning("builder %s: its task could not be typed in: %s", name, exc)
+        return False
+
+
+async def _type(tmux: Tmux, name: str, command: Command, text: str) -> bool:
     before = await _wait_ready(tmux, name, command.ready or ("",))
     if before is None:
         log.warning("builder %s: its terminal never got ready; the task was not typed", name)
