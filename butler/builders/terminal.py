@@ -52,12 +52,23 @@ async def _wait_ready(tmux: Tmux, name: str, ready: tuple[str, ...]) -> str | No
     return None
 
 
+def typable(text: str) -> str:
+    """``text`` as it may be pasted: no control character but newline and tab.
+
+    A task may come from a session's model; an escape sequence in it could end
+    the bracketed paste early and press keys of the TUI's own (a slash command).
+    """
+    return "".join(
+        c for c in text if c in "\n\t" or not (ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0)
+    ).strip()
+
+
 async def type_prompt(tmux: Tmux, name: str, command: Command) -> bool:
     """Type the command's first prompt into the builder's pane once its TUI is ready.
 
     Runs on its own (the spawn has returned): a failure is logged, never raised.
     """
-    text = command.typed_prompt.strip()
+    text = typable(command.typed_prompt)
     if not text:
         return True
     try:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from butler.builders.manager import end_of
 from butler.builders.plan import protocol_prompt, spec_prompt, task_prompt
+from butler.builders.terminal import typable
 from butler.builders.tmux import PaneState
 from butler.dashboard import render_detail
 from butler.runtimes.base import Invocation, McpEndpoint
@@ -108,3 +109,8 @@ def test_session_page_escapes_tool_calls():
     assert "&lt;i&gt;hi&lt;/i&gt;" in html and "ok &amp; done" in html
     assert "&quot;&lt;k&gt;&quot;" in html and "<k>" not in html
     assert "1.5 s" in html and "1,200 in / 30 out" in html and "$0.0123" in html
+
+
+def test_a_typed_task_cannot_leave_its_bracketed_paste():
+    hostile = "Fix it\x1b[201~\r/exit\r\x9b201~\x07 now\n\tindented\x7f "
+    assert typable(hostile) == "Fix it[201~/exit201~ now\n\tindented"
