@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,8 +30,9 @@ from tests.helpers import DaemonProcess, free_port, wait_until
 
 pytestmark = pytest.mark.e2e
 
-#: The task text: unique, so finding it in a process's argv cannot be a coincidence.
-TASK = "Fix the login bug zq7v-4411"
+#: The task text; each test makes it unique, so finding it in a process's argv (another
+#: test's ``butler spawn`` included) cannot be a coincidence.
+TASK = "Fix the login bug"
 DONE = "Progress recorded; starting on the bug."
 #: How a person leaves each TUI.
 EXIT = {
@@ -158,15 +160,16 @@ def test_tui_builder_calls_its_butler_and_records_its_usage(tui_builders, fake_m
         ToolCall("state_set", {"key": "builders/progress", "value": runtime}),
         Text(DONE),
     ]
-    builder = builders.spawn("--runtime", runtime, TASK)
+    task = f"{TASK} {uuid.uuid4().hex[:12]}"
+    builder = builders.spawn("--runtime", runtime, task)
     assert builder["status"] == "running"
 
     shown = wait_answer(builders, builder)
-    assert TASK in shown  # typed in as the first prompt
+    assert task in shown  # typed in as the first prompt
     assert state_get(builders.daemon.url, "builders/progress") == runtime
     assert mcp_probe.calls == []  # the decoy server in every config was never called
     # The task reached the TUI by its terminal, never by a command line (`ps`).
-    assert argv_holding(TASK) == []
+    assert argv_holding(task) == []
 
     row = builders.row(builder["session_id"])
     assert row["runtime"] == runtime and row["status"] == "running"
