@@ -31,6 +31,10 @@ _SIGNALS = {int(s) for s in signal.Signals}
 READY_TIMEOUT_S = 180.0
 #: How often the pane is looked at while waiting.
 POLL_S = 0.25
+#: A ready screen counts as settled once unchanged for this long, waited for at most
+#: SETTLE_MAX_S.
+SETTLE_S = 0.5
+SETTLE_MAX_S = 5.0
 #: How long a paste may take to show before Enter is pressed anyway.
 PASTE_SHOWN_S = 5.0
 #: After the paste shows: a TUI that sees Enter within a burst of input takes it for
@@ -78,11 +82,26 @@ async def type_prompt(tmux: Tmux, name: str, command: Command) -> bool:
         return False
 
 
+async def _settled(tmux: Tmux, name: str, screen: str) -> str:
+    """The screen once it stops changing (a TUI may draw its prompt before it finishes
+    starting), or after :data:`SETTLE_MAX_S` for one that animates."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + SETTLE_MAX_S
+    while loop.time() < deadline:
+        await asyncio.sleep(SETTLE_S)
+        now = await tmux.capture(name)
+        if now == screen:
+            break
+        screen = now
+    return screen
+
+
 async def _type(tmux: Tmux, name: str, command: Command, text: str) -> bool:
-    before = await _wait_ready(tmux, name, command.ready or ("",))
-    if before is None:
+    ready = await _wait_ready(tmux, name, command.ready or ("",))
+    if ready is None:
         log.warning("builder %s: its terminal never got ready; the task was not typed", name)
         return False
+    before = await _settled(tmux, name, ready)
     await tmux.paste(name, text)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + PASTE_SHOWN_S
