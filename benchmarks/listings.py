@@ -33,10 +33,17 @@ from tests.helpers import TEST_TOKEN, DaemonProcess, butler_client, free_port, w
 Row = tuple[str, float, float, str]
 SMALL = 1_000
 
+#: One session a second back in time; every tenth failed, every fourth on codex, every
+#: hundredth "urgent", so the charts, filters and searches have something to draw and find.
 FILL = (
-    "INSERT INTO {table} (id, prompt, trigger_source, runtime, status, created_at)"
-    " SELECT gen_random_uuid(), 'p' || g, 'external', 'claude-code', 'succeeded',"
-    " now() - (g || ' seconds')::interval FROM generate_series(1, $1) g"
+    "INSERT INTO {table} (id, prompt, output, trigger_source, runtime, status, created_at,"
+    " duration_ms, input_tokens, output_tokens, cost_usd)"
+    " SELECT gen_random_uuid(), 'p' || g || ' summarise the inbox',"
+    " 'done ' || g || CASE WHEN g % 100 = 0 THEN ' urgent' ELSE '' END, 'external',"
+    " CASE WHEN g % 4 = 0 THEN 'codex' ELSE 'claude-code' END,"
+    " CASE WHEN g % 10 = 0 THEN 'failed' ELSE 'succeeded' END,"
+    " now() - (g || ' seconds')::interval, g % 60000, g % 5000, g % 700, (g % 100) / 1000.0"
+    " FROM generate_series(1, $1) g"
 )
 
 
@@ -73,8 +80,24 @@ async def listings(url: str, client: Any, requests: int) -> dict[str, float]:
             "session_list", {"limit": 20, "before": before}
         ),
         "builder_list": lambda: client.call_tool("builder_list", {}),
+        **dashboard_pages(url),
     }
     return {name: await timed(call, requests) for name, call in calls.items()}
+
+
+def dashboard_pages(url: str) -> dict[str, Callable[[], Awaitable[object]]]:
+    """The dashboard's other pages: a search, filters, a deep page, charts, schedules."""
+    pages = [
+        "/?q=inbox", "/?q=urgent", "/?q=p12345",
+        "/?status=failed", "/?runtime=codex&from=2000-01-01",
+        "/?before=2000-01-01T00:00:00%2B00:00,00000000-0000-0000-0000-000000000000",
+        "/charts?days=7", "/charts?days=90", "/schedules", "/state", "/roster",
+    ]  # fmt: skip
+    return {f"dashboard {p}": _getter(url + p) for p in pages}
+
+
+def _getter(address: str) -> Callable[[], Awaitable[object]]:
+    return lambda: asyncio.to_thread(http_get, address)
 
 
 async def measure(dsn: str, rows: int, requests: int, tmp: Path) -> list[Row]:
@@ -90,11 +113,17 @@ async def measure(dsn: str, rows: int, requests: int, tmp: Path) -> list[Row]:
                 await _fill(dsn, schema, SMALL)
                 small = await listings(daemon.url, client, requests)
                 await _fill(dsn, schema, rows - SMALL)
+                # The first chart after the fill recomputes every day's figures, once.
+                started = time.perf_counter()
+                await asyncio.to_thread(http_get, f"{daemon.url}/charts?days=90")
+                first_chart = elapsed_ms(started)
                 full = await listings(daemon.url, client, requests)
     finally:
         await drop_schema(dsn, schema)
     label = f"{rows:,} rows"
-    return [(f"{name} at {label}", full[name], small[name], f"{SMALL:,} rows") for name in full]
+    found = [(f"{name} at {label}", full[name], small[name], f"{SMALL:,} rows") for name in full]
+    rollup = f"first /charts after adding {rows - SMALL:,} rows (per-day figures recomputed)"
+    return [*found, (rollup, first_chart, small["dashboard /charts?days=90"], "a warm chart")]
 
 
 async def _fill(dsn: str, schema: str, rows: int) -> None:

@@ -56,11 +56,9 @@ class EnvConfig(_Section):
 
 
 class BuildersConfig(_Section):
-    """``[butler.builders]``: how many interactive builders may run at once, and the
-    settings (model, args, cli_path) of runtimes a builder may pick with ``--runtime``."""
+    """``[butler.builders]``: how many may run at once; runtimes to pick with ``--runtime``."""
 
     max_running: int = Field(default=4, ge=1, le=64)
-    #: ``[butler.builders.runtimes.<type>]``: a runtime other than the butler's own.
     runtimes: dict[str, RuntimeConfig] = Field(default_factory=dict, max_length=32)
 
 
@@ -175,6 +173,25 @@ class ScheduleConfig(_Section):
         return value
 
 
+class TelemetryConfig(_Section):
+    """``[butler.telemetry]``: where the owner reads traces (export itself is ``OTEL_*``)."""
+
+    #: A trace's web address with ``{trace_id}`` in it, e.g. Grafana's explore link.
+    trace_url: str | None = Field(default=None, max_length=2000)
+
+    @field_validator("trace_url")
+    @classmethod
+    def _trace_url(cls, value: str | None) -> str | None:
+        if value is not None and (
+            "{trace_id}" not in value or not value.startswith(("http://", "https://"))
+        ):
+            raise ValueError(
+                "expected an http(s) address with {trace_id} in it, e.g. "
+                f"'http://localhost:3000/explore?traceId={{trace_id}}', found {value[:80]!r}"
+            )
+        return value
+
+
 class ButlerSection(_Section):
     """The ``[butler]`` table."""
 
@@ -197,6 +214,7 @@ class ButlerSection(_Section):
     db: DbConfig = Field(default_factory=DbConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     modules: dict[str, ModuleConfig] = Field(default_factory=dict)
     schedule: list[ScheduleConfig] = Field(default_factory=list)
 
@@ -354,7 +372,8 @@ def load_config(config_dir: str | Path, **overrides: Any) -> ButlerConfig:
         section = ButlerSection.model_validate(table, strict=True)
     except ValidationError as exc:
         raise ConfigError(validation_error_line(exc, path, sources, ButlerSection)) from None
-    _check_runtime_type(section.runtime, path, sources.get(("runtime", "type"), str(path)))
+    where = sources.get(("runtime", "type"), str(path))
+    _check_runtime_type(section.runtime, path, where, "butler.runtime")
     for name, table in section.builders.runtimes.items():
         table = table.model_copy(update={"type": name})
         _check_runtime_type(table, path, str(path), f"butler.builders.runtimes.{name}")
@@ -364,9 +383,7 @@ def load_config(config_dir: str | Path, **overrides: Any) -> ButlerConfig:
     return ButlerConfig(butler=section, config_dir=folder, system_prompt_path=prompt)
 
 
-def _check_runtime_type(
-    runtime: RuntimeConfig, path: Path, where: str, key: str = "butler.runtime"
-) -> None:
+def _check_runtime_type(runtime: RuntimeConfig, path: Path, where: str, key: str) -> None:
     roster = path.parent.parent
     try:
         names = available_runtimes(roster)

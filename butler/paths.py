@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -24,6 +25,11 @@ def butler_dir(name: str) -> Path:
     return path
 
 
+def serving_file(name: str) -> Path:
+    """Where a running butler notes the address it serves on (read by the roster dashboard)."""
+    return butler_dir(name) / "serving.json"
+
+
 def pid_alive(pid: int) -> bool:
     """Whether a process with this pid exists (one of another user counts)."""
     try:
@@ -33,3 +39,13 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def note_serving(name: str, host: str, port: int) -> None:
+    """Note in the butler's data folder where it serves (replaced whole, never half-written)."""
+    path = serving_file(name)
+    spare = path.with_suffix(f".{os.getpid()}.tmp")
+    fd = os.open(spare, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        json.dump({"host": host, "port": port, "pid": os.getpid()}, file)
+    os.replace(spare, path)

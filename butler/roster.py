@@ -30,8 +30,10 @@ import uvicorn
 from butler.config import ButlerConfig, load_config
 from butler.daemon import OpenDatabase, assemble, open_database, start_embedded
 from butler.errors import ButlerError, ConfigError
+from butler.http_quiet import Traffic
 from butler.hygiene import harden_process
 from butler.logs import current_butler
+from butler.paths import note_serving
 from butler.security.owner_token import owner_token
 from butler.server import build_app
 from butler.telemetry import setup_telemetry
@@ -148,9 +150,10 @@ class ButlerServer(uvicorn.Server):
 
     def __init__(self, butler: ButlerContext) -> None:
         config = butler.config
+        self.traffic = Traffic(build_app(butler))
         super().__init__(
             uvicorn.Config(
-                build_app(butler),
+                self.traffic,
                 host=config.butler.host,
                 port=config.butler.port,
                 log_config=None,
@@ -191,6 +194,7 @@ class ButlerServer(uvicorn.Server):
                 "cancelled running sessions at shutdown",
                 extra={"butler": self.butler.config.name, "count": cancelled},
             )
+        await self.traffic.quiet()  # the callers' follow-ups to their replies
         self.should_exit = True
 
 
@@ -234,6 +238,8 @@ async def serve_all(
     butlers: Sequence[ButlerContext], sockets: Sequence[socket.socket], started: float
 ) -> None:
     """Serve every butler on its socket until all have stopped."""
+    for butler in butlers:
+        butler.peers = list(butlers)  # the roster page shows them all
     servers = [ButlerServer(b) for b in butlers]
     loop = asyncio.get_running_loop()
 
@@ -327,6 +333,7 @@ async def _announce(servers: Sequence[ButlerServer], started: float) -> None:
             },
         )
         _login_link(config)
+        note_serving(config.name, config.butler.host, config.butler.port)
 
 
 def _login_link(config: ButlerConfig) -> None:

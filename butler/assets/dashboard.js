@@ -5,6 +5,8 @@
 (function () {
   "use strict";
   const live = document.getElementById("live");
+  // A page whose JSON twin only answers the same HTML (charts, schedules, state,
+  // roster) sends no cursor; the session list does and gets only changed rows.
   const updated = document.getElementById("updated");
   if (!live || !live.dataset.src) return;
   const every = 1500;
@@ -29,7 +31,8 @@
     let final = live.dataset.final === "true";
     try {
       const src = live.dataset.src;
-      let data = await fetchJson(cursor ? src + "?since=" + encodeURIComponent(cursor) : src);
+      const join = src.includes("?") ? "&" : "?";
+      let data = await fetchJson(cursor ? src + join + "since=" + encodeURIComponent(cursor) : src);
       if (data.rows && !swapRows(data.rows)) data = await fetchJson(src);
       if (data.html !== undefined) live.innerHTML = data.html;
       if (data.cursor !== undefined) cursor = data.cursor;
@@ -45,3 +48,13 @@
 
   if (live.dataset.final !== "true") setTimeout(tick, every);
 })();
+
+// Keyboard: "/" jumps to the search box, as on most sites that have one.
+document.addEventListener("keydown", function (event) {
+  const search = document.getElementById("q");
+  const typing = /^(INPUT|SELECT|TEXTAREA)$/.test(document.activeElement.tagName);
+  if (event.key === "/" && search && !typing && !event.ctrlKey && !event.metaKey) {
+    event.preventDefault();
+    search.focus();
+  }
+});

@@ -125,6 +125,8 @@ class RuntimeResult:
     runtime_session_id: str | None = None
     error: str | None = None
     num_turns: int | None = None
+    #: The model the runtime reported using, when it says.
+    model: str | None = None
 
 
 class RuntimeFailure(RuntimeAdapterError):

@@ -1,11 +1,12 @@
 """Claude Code, through claude-agent-sdk ``query()``.
 
 Pure parts: :func:`build_options` (the SDK options for one invocation) and
-:class:`ClaudeStream` (folds the SDK's typed messages into a result), both
-tested on captured real output. The I/O part runs ``query()`` under a time
-limit and, because the SDK merges the daemon's whole environment into the
-CLI's, starts the CLI through a launcher that keeps only the built
-environment and puts the CLI in its own process group.
+:func:`butler.runtimes.claude_stream.parse_event` (one stream-json object as
+events, folded by the shared fold), both tested on captured real output.
+The I/O part runs ``query()`` under a time limit and, because the SDK merges
+the daemon's whole environment into the CLI's, starts the CLI through a
+launcher that keeps only the built environment and puts the CLI in its own
+process group.
 """
 
 from __future__ import annotations
@@ -26,9 +27,7 @@ from butler.runtimes.base import (
     RuntimeAdapter,
     RuntimeFailure,
     RuntimeResult,
-    ToolCall,
     Transcript,
-    Usage,
 )
 from butler.runtimes.claude_lockdown import (
     BUILTIN_TOOLS,
@@ -39,6 +38,7 @@ from butler.runtimes.claude_lockdown import (
     interactive_mcp_config,
     interactive_state,
 )
+from butler.runtimes.claude_stream import claude_fold, message_dict
 from butler.runtimes.launcher import read_pid, write_launcher
 from butler.runtimes.lazy import LazyModule, ready
 from butler.runtimes.mcp_config import claude_entry
@@ -148,87 +148,6 @@ def build_options(invocation: Invocation, cli_path: Path) -> sdk.ClaudeAgentOpti
     )
 
 
-def bare_tool_name(name: str, server: str | None) -> str:
-    """``mcp__<server>__state_set`` -> ``state_set`` for this butler's own tools."""
-    prefix = f"mcp__{server}__" if server else None
-    if prefix and name.startswith(prefix):
-        return name[len(prefix) :]
-    return name
-
-
-class ClaudeStream:
-    """Folds the SDK's messages of one run into a :class:`RuntimeResult`."""
-
-    def __init__(self, server: str | None) -> None:
-        self.server = server
-        self.texts: list[str] = []
-        self.calls: dict[str, ToolCall] = {}
-        self.result: sdk.ResultMessage | None = None
-        self.session_id: str | None = None
-        self.connected_servers: list[dict[str, Any]] = []
-
-    def feed(self, message: Any) -> str | None:
-        """Take one message; return a progress line worth reporting, if any."""
-        if isinstance(message, sdk.SystemMessage) and message.subtype == "init":
-            self.session_id = message.data.get("session_id") or self.session_id
-            self.connected_servers = list(message.data.get("mcp_servers") or [])
-            return "runtime started"
-        if isinstance(message, sdk.AssistantMessage):
-            for block in message.content:
-                if isinstance(block, sdk.TextBlock) and block.text.strip():
-                    self.texts.append(block.text)
-                elif isinstance(block, sdk.ToolUseBlock):
-                    name = bare_tool_name(block.name, self.server)
-                    self.calls[block.id] = ToolCall(name, dict(block.input), block.id)
-                    return f"calling {name}"
-            return None
-        if isinstance(message, sdk.UserMessage) and isinstance(message.content, list):
-            for block in message.content:
-                if isinstance(block, sdk.ToolResultBlock) and block.is_error:
-                    call = self.calls.get(block.tool_use_id)
-                    if call is not None:
-                        text = block.content if isinstance(block.content, str) else "tool error"
-                        self.calls[block.tool_use_id] = ToolCall(
-                            call.name, call.arguments, call.call_id, error=str(text)[:500]
-                        )
-            return None
-        if isinstance(message, sdk.ResultMessage):
-            self.result = message
-            self.session_id = message.session_id or self.session_id
-        return None
-
-    def error(self) -> str | None:
-        """The runtime's own failure, from its result message."""
-        result = self.result
-        if result is None:
-            return "runtime ended without a result"
-        if result.subtype == "error_max_turns":
-            return f"max turns reached ({result.num_turns} turns)"
-        if result.is_error:
-            detail = "; ".join(result.errors or []) or (result.result or result.subtype)
-            return f"runtime error: {detail}"
-        return None
-
-    def to_result(self) -> RuntimeResult:
-        result = self.result
-        usage = (result.usage if result else None) or {}
-        output = (result.result if result and result.result else None) or "\n".join(self.texts)
-        return RuntimeResult(
-            output=output,
-            tool_calls=list(self.calls.values()),
-            usage=Usage(
-                input_tokens=int(usage.get("input_tokens") or 0),
-                output_tokens=int(usage.get("output_tokens") or 0),
-                cache_read_tokens=int(usage.get("cache_read_input_tokens") or 0),
-                cache_write_tokens=int(usage.get("cache_creation_input_tokens") or 0),
-            ),
-            cost_usd=result.total_cost_usd if result else None,
-            runtime_session_id=self.session_id,
-            num_turns=result.num_turns if result else None,
-            error=self.error(),
-        )
-
-
 class ClaudeCodeAdapter(RuntimeAdapter):
     """Claude Code through the SDK, its CLI in a clean environment and process group."""
 
@@ -271,7 +190,7 @@ class ClaudeCodeAdapter(RuntimeAdapter):
             raise RuntimeFailure(str(exc)) from None
         stderr: list[str] = []
         options.stderr = lambda line: stderr.append(line) if len(stderr) < STDERR_LINES else None
-        stream = ClaudeStream(invocation.mcp.name if invocation.mcp else None)
+        stream = claude_fold(invocation.mcp.name if invocation.mcp else None)
         # At the time limit the CLI is signalled first: a cancelled SDK stream
         # would wait 5 s on a hung CLI before signalling it itself.
         group = CliGroup(invocation.workdir)
@@ -279,23 +198,23 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         try:
             async with asyncio.timeout(invocation.timeout_s + KILL_GRACE_S):
                 async for message in sdk.query(prompt=invocation.prompt, options=options):
-                    line = stream.feed(message)
+                    line = stream.add(message_dict(message))
                     if line and progress is not None:
                         await progress(line)
         except TimeoutError:
             group.expired = True
         except sdk.ClaudeSDKError as exc:
             if not group.expired:
-                detail = stream.error() if stream.result is not None else None
+                detail = stream.error() if stream.ended else None
                 message = detail or _sdk_error_line(exc, stderr)
-                raise RuntimeFailure(message, stream.to_result()) from None
+                raise RuntimeFailure(message, stream.result()) from None
         finally:
             timer.cancel()
             await group.kill()
         if group.expired:
             message = f"timeout after {invocation.timeout_s:g} s"
-            raise RuntimeFailure(message, stream.to_result())
-        result = stream.to_result()
+            raise RuntimeFailure(message, stream.result())
+        result = stream.result()
         if result.error:
             raise RuntimeFailure(result.error, result)
         return result

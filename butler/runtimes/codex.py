@@ -10,12 +10,25 @@ lives in ``CODEX_HOME`` inside the session's private home, so resume works
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
 
-from butler.runtimes.base import Command, Invocation, ToolCall, Usage
-from butler.runtimes.jsonl import JsonLinesStream, as_int
+from butler.runtimes.base import Command, Invocation, Usage
+from butler.runtimes.events import (
+    Event,
+    Failure,
+    Notice,
+    SessionId,
+    Started,
+    Text,
+    Tokens,
+    ToolStarted,
+    as_int,
+    mapping,
+)
+from butler.runtimes.fold import Fold
 from butler.runtimes.process import RuntimeProcess
 from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
@@ -68,6 +81,37 @@ def mcp_overrides(invocation: Invocation) -> list[str]:
     return args
 
 
+#: Retries of one model request and of a broken stream. Codex's defaults (4 and 5,
+#: multiplied) make 30 requests of a failing model API before it gives up.
+MAX_RETRIES = 2
+RETRY_KEYS = ("request_max_retries", "stream_max_retries")
+
+
+def configured_provider(args: tuple[str, ...] | list[str]) -> str | None:
+    """The ``model_provider`` the owner's ``-c`` overrides choose, if any."""
+    found = None
+    for flag, value in itertools.pairwise(args):
+        if flag in ("-c", "--config") and value.startswith("model_provider="):
+            found = value.partition("=")[2].strip().strip("\"'")
+    return found
+
+
+def retry_caps(args: tuple[str, ...] | list[str]) -> list[str]:
+    """``-c`` overrides capping the retries of the owner's own model provider.
+
+    They follow the owner's args so they merge into the provider table defined
+    there. Codex refuses any override of its built-in providers (``openai``),
+    so those keep Codex's own retries; an owner who sets the retry keys wins.
+    """
+    provider = configured_provider(args)
+    if not provider or any(key in arg for arg in args for key in RETRY_KEYS):
+        return []
+    if not any(arg.startswith(f"model_providers.{provider}") for arg in args):
+        return []
+    table = f"model_providers.{provider}"
+    return [item for key in RETRY_KEYS for item in ("-c", f"{table}.{key}={MAX_RETRIES}")]
+
+
 def build_argv(invocation: Invocation, binary: str) -> list[str]:
     """The whole argv of one run; the prompt itself goes on stdin (``-``)."""
     argv = [binary, "exec"]
@@ -79,6 +123,7 @@ def build_argv(invocation: Invocation, binary: str) -> list[str]:
     if invocation.model:
         argv += ["-m", invocation.model]
     argv += mcp_overrides(invocation) + HARDENING_ARGS + list(invocation.args)
+    argv += retry_caps(invocation.args)
     if invocation.resume:
         argv.append(invocation.resume)
     argv.append("-")
@@ -93,61 +138,80 @@ BUILT_IN = {
 }
 
 
-class CodexStream(JsonLinesStream):
-    """Folds ``codex exec --json`` events into a result."""
-
-    def __init__(self, server: str | None) -> None:
-        super().__init__()
-        self.server = server
-
-    def event(self, event: dict[str, Any]) -> str | None:
-        kind = event.get("type")
-        if kind == "thread.started":
-            self.session_id = event.get("thread_id")
-            return "runtime started"
-        if kind == "item.completed":
-            return self._item(event.get("item") or {})
-        if kind == "turn.completed":
-            usage = event.get("usage") or {}
-            # Codex reports the thread's running total: replace, never sum.
-            self.usage = Usage(
-                input_tokens=as_int(usage.get("input_tokens")),
-                output_tokens=as_int(usage.get("output_tokens")),
-                cache_read_tokens=as_int(usage.get("cached_input_tokens")),
-                cache_write_tokens=as_int(usage.get("cache_write_input_tokens")),
+def parse_event(event: dict[str, Any], server: str | None = None) -> list[Event]:
+    """One ``codex exec --json`` event as typed events (pure)."""
+    kind = event.get("type")
+    if kind == "thread.started":
+        thread = event.get("thread_id")
+        return [Started(), SessionId(str(thread))] if thread else [Started()]
+    if kind == "item.completed":
+        return _item(mapping(event.get("item")), server)
+    if kind == "turn.completed":
+        usage = mapping(event.get("usage"))
+        # Codex reports the thread's running total: replace, never sum.
+        return [
+            Tokens(
+                Usage(
+                    input_tokens=as_int(usage.get("input_tokens")),
+                    output_tokens=as_int(usage.get("output_tokens")),
+                    cache_read_tokens=as_int(usage.get("cached_input_tokens")),
+                    cache_write_tokens=as_int(usage.get("cache_write_input_tokens")),
+                )
             )
-        elif kind == "turn.failed":
-            error = event.get("error") or {}
-            self.failure = f"runtime error: {error.get('message') or error}"
-        elif kind == "error":
-            self.failure = self.failure or f"runtime error: {event.get('message')}"
-        return None
+        ]
+    if kind == "turn.failed":
+        error = event.get("error") or {}
+        message = error.get("message") if isinstance(error, dict) else None
+        return [Failure(f"runtime error: {explain(str(message or error))}", replaces=True)]
+    if kind == "error":
+        message = str(event.get("message"))
+        # A retry it announces is not the end: a turn that then completes succeeded, and
+        # one that does not ends in turn.failed, which carries the real reason.
+        if message.startswith("Reconnecting"):
+            return [Notice(message)]
+        return [Failure(f"runtime error: {message}")]
+    return []
 
-    def _item(self, item: dict[str, Any]) -> str | None:
-        kind = item.get("type")
-        if kind == "agent_message" and item.get("text"):
-            self.texts.append(item["text"])
-        elif kind == "mcp_tool_call":
-            error = item.get("error")
-            name = item.get("tool") or "?"
-            if item.get("server") not in (None, self.server):
-                name = f"{item.get('server')}.{name}"
-            arguments = item.get("arguments") if isinstance(item.get("arguments"), dict) else {}
-            message = error.get("message") if isinstance(error, dict) else error
-            self.calls.append(ToolCall(name, arguments, item.get("id"), error=message))
-            return f"called {name}"
-        elif kind in BUILT_IN:
-            return self._built_in(kind, item)
-        return None
 
-    def _built_in(self, kind: str, item: dict[str, Any]) -> str:
-        """A tool of Codex's own (a shell command, a file edit, a search), recorded too."""
-        arguments = {key: item[key] for key in BUILT_IN[kind] if key in item}
-        error = None
-        if item.get("status") == "failed" or item.get("exit_code") not in (None, 0):
-            error = f"{kind} failed (exit code {item.get('exit_code')})"
-        self.calls.append(ToolCall(kind, arguments, item.get("id"), error=error, source="runtime"))
-        return f"ran {kind}"
+#: What Codex says, instead of the server's text, when the model API answers HTTP 500
+#: (for other statuses it shows the server's text).
+CANNED_500 = "We’re currently experiencing high demand, which may cause temporary errors."
+
+
+def explain(message: str) -> str:
+    """Codex's failure text, with what its canned HTTP 500 text really means."""
+    if message.strip() == CANNED_500:
+        return (
+            f"{message} (Codex's text for an HTTP 500 from the model API; "
+            "it does not show the server's own)"
+        )
+    return message
+
+
+def _item(item: dict[str, Any], server: str | None) -> list[Event]:
+    kind = item.get("type")
+    if kind == "agent_message" and item.get("text"):
+        return [Text(str(item["text"]))]
+    if kind == "mcp_tool_call":
+        error = item.get("error")
+        name = str(item.get("tool") or "?")
+        if item.get("server") not in (None, server):
+            name = f"{item.get('server')}.{name}"
+        message = error.get("message") if isinstance(error, dict) else error
+        arguments = mapping(item.get("arguments"))
+        return [ToolStarted(name, arguments, item.get("id"), message, verb="called")]
+    if kind in BUILT_IN:
+        return [_built_in(str(kind), item)]
+    return []
+
+
+def _built_in(kind: str, item: dict[str, Any]) -> ToolStarted:
+    """A tool of Codex's own (a shell command, a file edit, a search), recorded too."""
+    arguments = {key: item[key] for key in BUILT_IN[kind] if key in item}
+    error = None
+    if item.get("status") == "failed" or item.get("exit_code") not in (None, 0):
+        error = f"{kind} failed (exit code {item.get('exit_code')})"
+    return ToolStarted(kind, arguments, item.get("id"), error, verb="ran")
 
 
 class CodexAdapter(SubprocessAdapter):
@@ -178,5 +242,5 @@ class CodexAdapter(SubprocessAdapter):
             files={codex_home / ".keep": ""},
         )
 
-    def parser(self, invocation: Invocation, process: RuntimeProcess) -> CodexStream:
-        return CodexStream(invocation.mcp.name if invocation.mcp else None)
+    def parser(self, invocation: Invocation, process: RuntimeProcess) -> Fold:
+        return Fold(parse_event, invocation.mcp.name if invocation.mcp else None)

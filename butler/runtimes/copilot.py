@@ -32,11 +32,24 @@ from butler.runtimes.base import (
     ProgressSink,
     RuntimeFailure,
     RuntimeResult,
-    ToolCall,
     Usage,
 )
 from butler.runtimes.codex import embed_system_prompt
-from butler.runtimes.jsonl import JsonLinesStream, as_int
+from butler.runtimes.events import (
+    Event,
+    Failure,
+    Model,
+    SessionId,
+    Started,
+    Text,
+    ToolFailed,
+    ToolStarted,
+    Turns,
+    as_int,
+    error_text,
+    mapping,
+)
+from butler.runtimes.fold import Fold
 from butler.runtimes.mcp_config import claude_entry, servers
 from butler.runtimes.process import RuntimeProcess
 from butler.runtimes.subprocess_adapter import SubprocessAdapter
@@ -103,57 +116,37 @@ def parse_usage_report(report: dict[str, Any]) -> Usage:
     return Usage(*totals)
 
 
-class CopilotStream(JsonLinesStream):
-    """Folds ``copilot --output-format json`` events into a result."""
+def parse_event(event: dict[str, Any], server: str | None = None) -> list[Event]:
+    """One ``copilot --output-format json`` event as typed events (pure)."""
+    kind = event.get("type")
+    data = mapping(event.get("data"))
+    found: list[Event] = []
+    if isinstance(data.get("model"), str) and data["model"]:
+        found.append(Model(data["model"]))
+    if kind == "assistant.turn_start":
+        found += [Started(), Turns(1)]
+    elif kind == "assistant.message":
+        found.append(Text(str(data.get("content") or "")))
+    elif kind == "tool.execution_start":
+        found.append(_tool_start(data, server))
+    elif kind == "tool.execution_complete" and not data.get("success", True):
+        found.append(ToolFailed(str(data.get("toolCallId")), error_text(data.get("error"))))
+    elif kind == "session.error":
+        status = data.get("statusCode")
+        suffix = f" (HTTP {status})" if status and str(status) not in str(data) else ""
+        message = data.get("message") or data.get("errorType") or "session error"
+        found.append(Failure(f"runtime error: {message}{suffix}"))
+    elif kind == "result" and event.get("sessionId"):
+        found.append(SessionId(str(event["sessionId"])))
+    return found
 
-    def __init__(self, server: str | None) -> None:
-        super().__init__()
-        self.server = server
-        self.pending: dict[str, int] = {}
-        self.exit_code: int | None = None
 
-    def event(self, event: dict[str, Any]) -> str | None:
-        kind = event.get("type")
-        data = event.get("data") if isinstance(event.get("data"), dict) else {}
-        if kind == "assistant.turn_start":
-            first = self.num_turns is None
-            self.num_turns = (self.num_turns or 0) + 1
-            return "runtime started" if first else None
-        if kind == "assistant.message" and str(data.get("content") or "").strip():
-            self.texts.append(str(data["content"]))
-        elif kind == "tool.execution_start":
-            return self._tool_start(data)
-        elif kind == "tool.execution_complete":
-            self._tool_complete(data)
-        elif kind == "session.error":
-            status = data.get("statusCode")
-            suffix = f" (HTTP {status})" if status and str(status) not in str(data) else ""
-            message = data.get("message") or data.get("errorType") or "session error"
-            self.failure = self.failure or f"runtime error: {message}{suffix}"
-        elif kind == "result":
-            self.session_id = event.get("sessionId") or self.session_id
-            self.exit_code = event.get("exitCode")
-        return None
-
-    def _tool_start(self, data: dict[str, Any]) -> str:
-        name = str(data.get("toolName") or "?")
-        if self.server and data.get("mcpServerName") == self.server and data.get("mcpToolName"):
-            name = str(data["mcpToolName"])
-        arguments = data.get("arguments") if isinstance(data.get("arguments"), dict) else {}
-        call_id = data.get("toolCallId")
-        if call_id:
-            self.pending[str(call_id)] = len(self.calls)
-        self.calls.append(ToolCall(name, arguments, call_id))
-        return f"calling {name}"
-
-    def _tool_complete(self, data: dict[str, Any]) -> None:
-        index = self.pending.pop(str(data.get("toolCallId")), None)
-        if index is None or data.get("success", True):
-            return
-        call = self.calls[index]
-        error = data.get("error")
-        message = (error.get("message") if isinstance(error, dict) else error) or "tool failed"
-        self.calls[index] = ToolCall(call.name, call.arguments, call.call_id, str(message)[:500])
+def _tool_start(data: dict[str, Any], server: str | None) -> ToolStarted:
+    name = str(data.get("toolName") or "?")
+    if server and data.get("mcpServerName") == server and data.get("mcpToolName"):
+        name = str(data["mcpToolName"])
+    call_id = data.get("toolCallId")
+    return ToolStarted(name, mapping(data.get("arguments")), str(call_id) if call_id else None)
 
 
 class CopilotAdapter(SubprocessAdapter):
@@ -184,8 +177,8 @@ class CopilotAdapter(SubprocessAdapter):
             },
         )
 
-    def parser(self, invocation: Invocation, process: RuntimeProcess) -> CopilotStream:
-        return CopilotStream(invocation.mcp.name if invocation.mcp else None)
+    def parser(self, invocation: Invocation, process: RuntimeProcess) -> Fold:
+        return Fold(parse_event, invocation.mcp.name if invocation.mcp else None)
 
     async def invoke(
         self, invocation: Invocation, progress: ProgressSink | None = None

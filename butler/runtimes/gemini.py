@@ -23,14 +23,35 @@ from pathlib import Path
 from typing import Any
 
 from butler.jsonfile import read_json_object
-from butler.runtimes.base import Command, Invocation, RuntimeFailure, RuntimeResult, ToolCall, Usage
-from butler.runtimes.jsonl import JsonLinesStream, as_int, bare_name, stderr_summary
+from butler.runtimes.base import Command, Invocation, RuntimeFailure, Usage
+from butler.runtimes.events import (
+    Ended,
+    Event,
+    Failure,
+    Model,
+    Notice,
+    SessionId,
+    Started,
+    Text,
+    Tokens,
+    ToolFailed,
+    ToolStarted,
+    as_int,
+    bare_name,
+    error_text,
+    mapping,
+)
+from butler.runtimes.fold import Fold
+from butler.runtimes.jsonl import stderr_summary
 from butler.runtimes.mcp_config import gemini_entry, servers
 from butler.runtimes.process import ProcessOutcome, RuntimeProcess
 from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
 #: Spec 000: a Gemini runtime never sees the Anthropic key.
 DROPPED_ENV = ("ANTHROPIC_API_KEY",)
+#: Tries of one model request (Gemini's default is 10, 5 s to 30 s apart: minutes past
+#: most session time limits, so the user would see "timeout" instead of the model's error).
+MAX_ATTEMPTS = 3
 #: Gemini CLI's own exit codes (``FatalError`` subclasses), as readable reasons.
 EXIT_REASONS = {
     41: "authentication failed (expected GEMINI_API_KEY, or Vertex AI variables, "
@@ -91,6 +112,7 @@ def build_settings(existing: dict[str, Any], invocation: Invocation) -> dict[str
     general = _section(settings, "general")
     general["enableAutoUpdate"] = False
     general["enableAutoUpdateNotification"] = False
+    general["maxAttempts"] = min(as_int(general.get("maxAttempts")) or MAX_ATTEMPTS, MAX_ATTEMPTS)
     _section(settings, "model")["maxSessionTurns"] = invocation.max_turns
     settings["mcpServers"] = servers(invocation.mcp, gemini_entry)
     return settings
@@ -125,76 +147,55 @@ def build_argv(invocation: Invocation, binary: str) -> list[str]:
     return argv + list(invocation.args)
 
 
-class GeminiStream(JsonLinesStream):
-    """Folds ``--output-format stream-json`` events into a result."""
+def parse_event(event: dict[str, Any], server: str | None = None) -> list[Event]:
+    """One ``--output-format stream-json`` event as typed events (pure)."""
+    kind = event.get("type")
+    if kind == "init":
+        found: list[Event] = [Started()]
+        if event.get("session_id"):
+            found.append(SessionId(str(event["session_id"])))
+        model = event.get("model")
+        if isinstance(model, str) and model and model != "auto":
+            found.append(Model(model))
+        return found
+    if kind == "message" and event.get("role") == "assistant":
+        return [Text(str(event.get("content") or ""), delta=bool(event.get("delta")))]
+    if kind == "tool_use":
+        name = bare_name(str(event.get("tool_name") or "?"), f"mcp_{server}_" if server else None)
+        call_id = event.get("tool_id")
+        return [ToolStarted(name, mapping(event.get("parameters")), call_id)]
+    if kind == "tool_result" and event.get("status") != "success":
+        return [ToolFailed(str(event.get("tool_id")), error_text(event.get("error")))]
+    if kind == "error":
+        return [Notice(str(event.get("message") or event))]
+    if kind == "result":
+        return _result(event)
+    return []
 
-    def __init__(self, server: str | None) -> None:
-        super().__init__()
-        self.prefix = f"mcp_{server}_" if server else None
-        self.pending: dict[str, int] = {}
-        self.message: list[str] = []
-        self.warning: str | None = None
 
-    def event(self, event: dict[str, Any]) -> str | None:
-        kind = event.get("type")
-        if kind == "init":
-            self.session_id = event.get("session_id") or self.session_id
-            return "runtime started"
-        if kind == "message" and event.get("role") == "assistant":
-            if not event.get("delta"):
-                self._flush()
-            self.message.append(str(event.get("content") or ""))
-        elif kind == "tool_use":
-            return self._tool_use(event)
-        elif kind == "tool_result":
-            self._tool_result(event)
-        elif kind == "error":
-            self.warning = str(event.get("message") or event)
-        elif kind == "result":
-            self._result(event)
-        return None
-
-    def _flush(self) -> None:
-        text = "".join(self.message).strip()
-        if text:
-            self.texts.append(text)
-        self.message = []
-
-    def _tool_use(self, event: dict[str, Any]) -> str:
-        self._flush()
-        name = bare_name(str(event.get("tool_name") or "?"), self.prefix)
-        params = event.get("parameters")
-        call = ToolCall(name, params if isinstance(params, dict) else {}, event.get("tool_id"))
-        if call.call_id:
-            self.pending[call.call_id] = len(self.calls)
-        self.calls.append(call)
-        return f"calling {name}"
-
-    def _tool_result(self, event: dict[str, Any]) -> None:
-        index = self.pending.pop(str(event.get("tool_id")), None)
-        if index is None or event.get("status") == "success":
-            return
-        call = self.calls[index]
+def _result(event: dict[str, Any]) -> list[Event]:
+    stats = mapping(event.get("stats"))
+    usage = Usage(
+        input_tokens=as_int(stats.get("input_tokens")),
+        output_tokens=as_int(stats.get("output_tokens")),
+        cache_read_tokens=as_int(stats.get("cached")),
+    )
+    found: list[Event] = [Tokens(usage), Ended()]
+    model = main_model(mapping(stats.get("models")))
+    if model:
+        found.append(Model(model))
+    if event.get("status") == "error":
         error = event.get("error")
-        message = (error.get("message") if isinstance(error, dict) else error) or "tool failed"
-        self.calls[index] = ToolCall(call.name, call.arguments, call.call_id, str(message)[:500])
+        message = error.get("message") if isinstance(error, dict) else error
+        found.append(Failure(f"runtime error: {message}" if message else None, replaces=True))
+    return found
 
-    def _result(self, event: dict[str, Any]) -> None:
-        self._flush()
-        stats = event.get("stats") or {}
-        self.usage = Usage(
-            input_tokens=as_int(stats.get("input_tokens")),
-            output_tokens=as_int(stats.get("output_tokens")),
-            cache_read_tokens=as_int(stats.get("cached")),
-        )
-        if event.get("status") == "error":
-            error = event.get("error") or {}
-            message = error.get("message") if isinstance(error, dict) else error
-            self.failure = f"runtime error: {message or self.warning or 'unknown error'}"
 
-    def result(self) -> RuntimeResult:
-        self._flush()
-        return super().result()
+def main_model(models: dict[str, Any]) -> str | None:
+    """The model that did most of the work (with ``auto`` a small router model runs too)."""
+    tokens = {name: as_int(mapping(stats).get("total_tokens")) for name, stats in models.items()}
+    best = max(tokens, key=tokens.__getitem__, default=None)
+    return str(best) if best else None
 
 
 class GeminiAdapter(SubprocessAdapter):
@@ -227,8 +228,8 @@ class GeminiAdapter(SubprocessAdapter):
             },
         )
 
-    def parser(self, invocation: Invocation, process: RuntimeProcess) -> GeminiStream:
-        return GeminiStream(invocation.mcp.name if invocation.mcp else None)
+    def parser(self, invocation: Invocation, process: RuntimeProcess) -> Fold:
+        return Fold(parse_event, invocation.mcp.name if invocation.mcp else None)
 
     def exit_error(self, outcome: ProcessOutcome) -> str:
         detail = stderr_summary(outcome.stderr)

@@ -22,13 +22,28 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from butler.jsonfile import read_json_object
-from butler.runtimes.base import Command, Invocation, RuntimeFailure, ToolCall, Usage
-from butler.runtimes.jsonl import JsonLinesStream, as_int, bare_name
+from butler.runtimes.base import Command, Invocation, RuntimeFailure, Usage
+from butler.runtimes.events import (
+    Cost,
+    Event,
+    Failure,
+    SessionId,
+    Started,
+    StepStarted,
+    Text,
+    Tokens,
+    ToolStarted,
+    Turns,
+    UnreadableStep,
+    as_int,
+    bare_name,
+    mapping,
+)
+from butler.runtimes.fold import Fold
 from butler.runtimes.mcp_config import opencode_entry, servers
 from butler.runtimes.process import RuntimeProcess, kill_group
 from butler.runtimes.subprocess_adapter import SubprocessAdapter
@@ -122,75 +137,55 @@ def error_message(error: Any) -> str:
     return f"{text} (HTTP {status})" if status else text
 
 
-class OpenCodeStream(JsonLinesStream):
-    """Folds ``opencode run --format json`` events into a result.
+def parse_event(event: dict[str, Any], server: str | None = None) -> list[Event]:
+    """One ``opencode run --format json`` event as typed events (pure).
 
     There is no final result event: the run ends when the process exits.
-    Usage arrives per step and is summed.
+    Usage and cost arrive per step and are summed by the fold.
     """
+    kind = event.get("type")
+    part = mapping(event.get("part"))
+    found: list[Event] = []
+    if event.get("sessionID"):
+        found.append(SessionId(str(event["sessionID"])))
+    if kind == "step_start":
+        found += [Started(), StepStarted()]
+    elif kind == "text" and part.get("text"):
+        found.append(Text(str(part["text"])))
+    elif kind == "tool_use":
+        found.append(_tool(part, server))
+    elif kind == "step_finish":
+        found += _step_finish(part)
+    elif kind == "error":
+        found.append(Failure(f"runtime error: {error_message(event.get('error'))}"))
+    return found
 
-    def __init__(self, server: str | None, on_fatal: Callable[[], None] | None = None) -> None:
-        super().__init__()
-        self.prefix = f"{server}_" if server else None
-        self.on_fatal = on_fatal
-        self.step_output = False
 
-    def event(self, event: dict[str, Any]) -> str | None:
-        kind = event.get("type")
-        part = event.get("part") if isinstance(event.get("part"), dict) else {}
-        first = self.session_id is None
-        self.session_id = event.get("sessionID") or self.session_id
-        if kind == "step_start":
-            self.step_output = False
-            return "runtime started" if first else None
-        if kind == "text" and part.get("text"):
-            self.step_output = True
-            self.texts.append(str(part["text"]))
-        elif kind == "tool_use":
-            self.step_output = True
-            return self._tool(part)
-        elif kind == "step_finish":
-            self._step_finish(part)
-        elif kind == "error":
-            self._fail(f"runtime error: {error_message(event.get('error'))}")
-        return None
+def _tool(part: dict[str, Any], server: str | None) -> ToolStarted:
+    name = bare_name(str(part.get("tool") or "?"), f"{server}_" if server else None)
+    state = mapping(part.get("state"))
+    error = state.get("error") if state.get("status") == "error" else None
+    return ToolStarted(name, mapping(state.get("input")), part.get("callID"), error, verb="called")
 
-    def _tool(self, part: dict[str, Any]) -> str:
-        name = bare_name(str(part.get("tool") or "?"), self.prefix)
-        state = part.get("state") if isinstance(part.get("state"), dict) else {}
-        arguments = state.get("input") if isinstance(state.get("input"), dict) else {}
-        error = state.get("error") if state.get("status") == "error" else None
-        self.calls.append(ToolCall(name, arguments, part.get("callID"), error=error))
-        return f"called {name}"
 
-    def _step_finish(self, part: dict[str, Any]) -> None:
-        tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
-        cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
-        step = Usage(
-            input_tokens=as_int(tokens.get("input")),
-            output_tokens=as_int(tokens.get("output")) + as_int(tokens.get("reasoning")),
-            cache_read_tokens=as_int(cache.get("read")),
-            cache_write_tokens=as_int(cache.get("write")),
-        )
-        self.usage = Usage(
-            input_tokens=self.usage.input_tokens + step.input_tokens,
-            output_tokens=self.usage.output_tokens + step.output_tokens,
-            cache_read_tokens=self.usage.cache_read_tokens + step.cache_read_tokens,
-            cache_write_tokens=self.usage.cache_write_tokens + step.cache_write_tokens,
-        )
-        if isinstance(part.get("cost"), int | float):
-            self.cost_usd = (self.cost_usd or 0.0) + float(part["cost"])
-        self.num_turns = (self.num_turns or 0) + 1
-        empty = not self.step_output and step == Usage()
-        if part.get("reason") == "unknown" and empty:
-            # An answer the provider SDK could not read: OpenCode retries it
-            # forever, so the run ends here instead of at the time limit.
-            self._fail("runtime error: the model's answer could not be parsed (empty step)")
-
-    def _fail(self, message: str) -> None:
-        self.failure = self.failure or message
-        if self.on_fatal is not None:
-            self.on_fatal()
+def _step_finish(part: dict[str, Any]) -> list[Event]:
+    tokens = mapping(part.get("tokens"))
+    cache = mapping(tokens.get("cache"))
+    step = Usage(
+        input_tokens=as_int(tokens.get("input")),
+        output_tokens=as_int(tokens.get("output")) + as_int(tokens.get("reasoning")),
+        cache_read_tokens=as_int(cache.get("read")),
+        cache_write_tokens=as_int(cache.get("write")),
+    )
+    found: list[Event] = [Tokens(step, total=False), Turns(1)]
+    if isinstance(part.get("cost"), int | float):
+        found.append(Cost(float(part["cost"]), total=False))
+    if part.get("reason") == "unknown" and step == Usage():
+        # An answer the provider SDK could not read: OpenCode retries it
+        # forever, so the run ends here (if the step said nothing) instead of
+        # at the time limit.
+        found.append(UnreadableStep())
+    return found
 
 
 class OpenCodeAdapter(SubprocessAdapter):
@@ -219,7 +214,7 @@ class OpenCodeAdapter(SubprocessAdapter):
             },
         )
 
-    def parser(self, invocation: Invocation, process: RuntimeProcess) -> OpenCodeStream:
+    def parser(self, invocation: Invocation, process: RuntimeProcess) -> Fold:
         server = invocation.mcp.name if invocation.mcp else None
 
         def stop() -> None:
@@ -227,4 +222,4 @@ class OpenCodeAdapter(SubprocessAdapter):
             if process.pgid is not None:
                 kill_group(process.pgid, signal.SIGTERM)
 
-        return OpenCodeStream(server, on_fatal=stop)
+        return Fold(parse_event, server, on_failure=stop)

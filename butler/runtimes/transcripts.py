@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from butler.runtimes.base import Transcript, Usage
-from butler.runtimes.jsonl import as_int
+from butler.runtimes.events import as_int
+from butler.runtimes.fold import add_usage as _add
 
 #: Most of one transcript file read: a long session stays far below it.
 MAX_BYTES = 64 * 1024 * 1024
@@ -42,15 +43,6 @@ def _json_lines(path: Path) -> Iterator[dict[str, Any]]:
             value = json.loads(line)
             if isinstance(value, dict):
                 yield value
-
-
-def _add(a: Usage, b: Usage) -> Usage:
-    return Usage(
-        a.input_tokens + b.input_tokens,
-        a.output_tokens + b.output_tokens,
-        a.cache_read_tokens + b.cache_read_tokens,
-        a.cache_write_tokens + b.cache_write_tokens,
-    )
 
 
 def claude(config_dir: Path) -> Transcript | None:

@@ -1,5 +1,8 @@
 """Runtime homes: a private one per session, kept a while so the session can be resumed.
 
+(A runtime that cannot resume has its session's home removed when the session
+ends: kept, it would only fill the data folder.)
+
 Every runtime writes state into its home (transcripts, sessions, logins), and
 concurrent sessions sharing one home corrupt it. So each session gets
 ``<data>/butlers/<name>/homes/<session>/``, seeded from the butler's home
@@ -28,6 +31,11 @@ def session_home(butler: str, session_id: str, parent_id: str | None = None) -> 
         shutil.copytree(seed, home, symlinks=True, dirs_exist_ok=True)
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     return home
+
+
+def discard_home(butler: str, session_id: str) -> None:
+    """Remove one session's home now: its runtime cannot resume, so nothing will read it."""
+    shutil.rmtree(butler_dir(butler) / "homes" / session_id, ignore_errors=True)
 
 
 def prune_homes(butler: str, keep_days: float = HOME_KEEP_DAYS) -> list[Path]:

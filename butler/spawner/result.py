@@ -53,6 +53,7 @@ def outcome_of(
         cache_write_tokens=usage.cache_write_tokens,
         cost_usd=result.cost_usd,
         runtime_session_id=result.runtime_session_id,
+        model=result.model,
     )
 
 

@@ -38,7 +38,7 @@ from butler.runtimes.process import PROCESS_STARTED
 from butler.sandbox import Jail, resolve_mode
 from butler.security.session_tokens import SessionTokens
 from butler.spawner.admission import Admission, Reservation, validate_trigger_source
-from butler.spawner.homes import prune_homes
+from butler.spawner.homes import discard_home, prune_homes
 from butler.spawner.invocation import InvocationRequest, build_invocation
 from butler.spawner.ledger import ToolCallLedger
 from butler.spawner.lifecycle import SessionLifecycle
@@ -280,6 +280,8 @@ class Spawner:
             log.exception("session %s crashed", sid)
             error = f"internal error: {type(exc).__name__}: {exc}"
         finally:
+            if not self.adapter.supports_resume:  # nothing will read its home again
+                discard_home(self.config.name, sid)
             outcome = await self.lifecycle.complete(
                 sid, outcome_of(status, error, result, started), result.tool_calls
             )
@@ -339,21 +341,15 @@ class Spawner:
     async def invocation(
         self, request: InvocationRequest, adapter: RuntimeAdapter | None = None
     ) -> Invocation:
-        """The invocation of a runtime (this butler's by default) for a session started
-        elsewhere (a builder); another runtime runs with its own model and args."""
-        invocation = await build_invocation(
+        """A runtime's invocation (this butler's by default) for a builder's session."""
+        return await build_invocation(
             self.config, adapter or self.adapter, self.credentials, request, self.session_tokens
         )
-        if adapter is None or adapter is self.adapter:
-            return invocation
-        own = adapter.config
-        return replace(invocation, model=own.model, args=tuple(own.args))
 
     def interactive_command(
         self, invocation: Invocation, adapter: RuntimeAdapter | None = None
     ) -> Command:
-        """A runtime (this butler's by default) as a terminal session; RuntimeFailure when
-        it has none."""
+        """A runtime (this butler's by default) as a terminal session; RuntimeFailure if none."""
         adapter = adapter or self.adapter
         command = adapter.interactive_command(invocation)
         files = {**adapter.mcp_config_files(invocation), **command.files}

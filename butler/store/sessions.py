@@ -54,7 +54,7 @@ class SessionOutcome:
     cache_write_tokens: int | None = None
     cost_usd: float | None = None
     runtime_session_id: str | None = None
-    #: The model the runtime reported using, when it says (a builder's transcript).
+    #: The model the runtime reported; recorded only where the butler configured none.
     model: str | None = None
 
 
@@ -88,8 +88,14 @@ def position(row: dict[str, Any]) -> str:
     return f"{row['created_at']},{row['id']}"
 
 
-def _row(record: Any) -> dict[str, Any]:
+def row_dict(record: Any) -> dict[str, Any]:
+    """A row as JSON-ready values: ids, decimals and times as strings or floats.
+
+    The ``search`` column (the words of prompt and output, for full-text search)
+    is an index's material, not part of the record.
+    """
     data = dict(record)
+    data.pop("search", None)
     for key, value in data.items():
         if isinstance(value, uuid.UUID):
             data[key] = str(value)
@@ -167,6 +173,7 @@ class SessionStore:
             error=row.text("error", outcome.error),
             tool_calls=row.json("tool_calls", outcome.tool_calls),
             runtime_session_id=row.text("runtime_session_id", outcome.runtime_session_id),
+            model=row.text("model", outcome.model),
         )
         return stored, row.flags()
 
@@ -178,7 +185,7 @@ class SessionStore:
             " tool_calls = $6, duration_ms = $7, input_tokens = $8, output_tokens = $9,"
             " cache_read_tokens = $10, cache_write_tokens = $11, cost_usd = $12,"
             " runtime_session_id = COALESCE($13, runtime_session_id),"
-            " model = COALESCE($15, model),"
+            " model = COALESCE(model, $15),"
             " completed_at = now(), started_at = COALESCE(started_at, now()),"
             " metadata = " + _MERGE_FLAGS.format(param="$14") + " WHERE id = $1",
             session_id,
@@ -205,7 +212,7 @@ class SessionStore:
         except ValueError:
             return None
         record = await self.db.fetchrow("SELECT * FROM sessions WHERE id = $1", key)
-        return _row(record) if record else None
+        return row_dict(record) if record else None
 
     async def list(
         self,
@@ -237,7 +244,7 @@ class SessionStore:
             f"SELECT * FROM sessions {clause}ORDER BY created_at DESC, id DESC LIMIT ${len(args)}",
             *args,
         )
-        return [_row(r) for r in records]
+        return [row_dict(r) for r in records]
 
     async def of_types(self, types: Sequence[str]) -> list[dict[str, Any]]:
         """Every session of these types (builders), newest first, from the type index."""
@@ -245,7 +252,7 @@ class SessionStore:
             "SELECT * FROM sessions WHERE type = ANY($1::text[]) ORDER BY created_at DESC, id DESC",
             list(types),
         )
-        return [_row(r) for r in records]
+        return [row_dict(r) for r in records]
 
     async def cursor(self) -> datetime:
         """The database's clock now: what a reader passes to :meth:`changed_since` next."""
@@ -259,7 +266,7 @@ class SessionStore:
             since,
             limit,
         )
-        return [_row(r) for r in records]
+        return [row_dict(r) for r in records]
 
     async def find_active(self, dedupe_key: str) -> str | None:
         """The id of a pending or running session started with ``dedupe_key``, if any."""

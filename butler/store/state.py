@@ -128,6 +128,18 @@ class StateStore:
         )
         return {r["key"]: r["value"] for r in rows}
 
+    async def page(self, prefix: str, after: str, limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` entries under ``prefix`` whose key sorts after ``after``, by key."""
+        escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = await self.db.fetch(
+            "SELECT key, value, version, updated_at FROM state WHERE key LIKE $1 AND key > $2"
+            " ORDER BY key LIMIT $3",
+            escaped + "%",
+            after,
+            limit,
+        )
+        return [dict(r) for r in rows]
+
     async def delete(self, key: str) -> bool:
         if key_problem(key):
             return False

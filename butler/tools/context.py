@@ -28,6 +28,8 @@ class ButlerContext:
     spawner: Spawner
     started_at: float = field(default_factory=time.time)
     scheduler: Scheduler | None = None
+    #: Every butler served by the same process (``butler up``), this one included.
+    peers: list[ButlerContext] = field(default_factory=list)
     #: The butler's one builder manager; built from the spawner when not given.
     builders: BuilderManager = None  # type: ignore[assignment]
 

@@ -9,7 +9,7 @@ from butler.builders.manager import end_of
 from butler.builders.plan import protocol_prompt, spec_prompt, task_prompt
 from butler.builders.terminal import typable
 from butler.builders.tmux import PaneState
-from butler.dashboard import render_detail
+from butler.dashboard.detail import render_detail
 from butler.runtimes.base import Invocation, McpEndpoint
 from butler.runtimes.claude_lockdown import (
     interactive_argv,

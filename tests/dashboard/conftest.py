@@ -7,6 +7,8 @@ Python package with ``executable_path``: nothing is downloaded.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import os
 import sys
 import threading
@@ -15,12 +17,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 
 from tests.builders import conftest as builder_fixtures
 from tests.builders.conftest import COMMAND_RUNTIME, Builders, write_builder_butler
 from tests.conftest import TEST_DSN
-from tests.helpers import REPO, TEST_TOKEN, DaemonProcess, butler_client, free_port, missing_tool
+from tests.helpers import (
+    REPO,
+    TEST_TOKEN,
+    DaemonProcess,
+    butler_client,
+    free_port,
+    missing_tool,
+    write_butler,
+)
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_FLAGS = [
@@ -38,14 +49,9 @@ tmux_socket = builder_fixtures.tmux_socket
 FIFO_AGENT = Path(__file__).with_name("fifo_agent.py")
 
 
-@pytest.fixture
-def chromium(dashboard: Any) -> Iterator[Any]:
-    """A headless Chromium browser; the test fails naming the set-up script without it.
-
-    Per test, and set up after the daemon: Playwright's sync API runs an event loop
-    in this thread, which must be gone before fixtures that call ``asyncio.run``
-    tear down.
-    """
+@contextlib.contextmanager
+def launched() -> Iterator[Any]:
+    """A headless Chromium browser; the test fails naming the set-up script without it."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -58,6 +64,25 @@ def chromium(dashboard: Any) -> Iterator[Any]:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture
+def chromium(dashboard: Any) -> Iterator[Any]:
+    """Chromium for the builders' dashboard.
+
+    Per test, and set up after the daemon: Playwright's sync API runs an event loop
+    in this thread, which must be gone before fixtures that call ``asyncio.run``
+    tear down.
+    """
+    with launched() as browser:
+        yield browser
+
+
+@pytest.fixture
+def browser(seeded: Any) -> Iterator[Any]:
+    """Chromium for the seeded butler (set up after it, for the same reason)."""
+    with launched() as found:
+        yield found
 
 
 def logged_in(browser: Any, url: str, **options: Any) -> Any:
@@ -134,3 +159,64 @@ def _release_quietly(fifo: Path) -> None:
     except OSError:
         return
     os.close(fd)
+
+
+#: The seeded butler's trace links (``[butler.telemetry] trace_url``).
+TRACE_URL = "https://grafana.example/explore?trace={trace_id}&x=1"
+SEEDED_EXTRA = f"""
+[butler.telemetry]
+trace_url = "{TRACE_URL}"
+
+[[butler.schedule]]
+name = "morning"
+cron = "0 8 * * *"
+timezone = "Asia/Kolkata"
+prompt = "Good morning: what is due today?"
+"""
+
+
+@dataclass
+class Seeded:
+    """A running butler whose sessions table a test fills directly."""
+
+    daemon: DaemonProcess
+    schema: str
+
+    @property
+    def url(self) -> str:
+        return self.daemon.url
+
+    def sql(self, query: str, *args: Any) -> list[Any]:
+        """Run one statement in the butler's schema; return its rows."""
+        return run_sql(self.schema, query, *args)
+
+
+def run_sql(schema: str, query: str, *args: Any) -> list[Any]:
+    """One statement in ``schema``, from a thread of its own.
+
+    Playwright's sync API runs an event loop in the test's thread, so
+    ``asyncio.run`` cannot run there.
+    """
+
+    async def go() -> list[Any]:
+        conn = await asyncpg.connect(TEST_DSN, server_settings={"search_path": schema})
+        try:
+            return await conn.fetch(query, *args)
+        finally:
+            await conn.close()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, go()).result()
+
+
+@pytest.fixture
+def seeded(roster, schema_name, _isolated_data_dir) -> Iterator[Seeded]:
+    """A butler daemon (a runtime that echoes its prompt's last line) to seed rows into."""
+    runtime = {"type": "command", "command": [sys.executable, str(FIFO_AGENT), "{prompt_file}"]}
+    port = free_port()
+    folder = write_butler(
+        roster, "finder", port=port, schema=schema_name, runtime=runtime, extra=SEEDED_EXTRA
+    )
+    env = {"BUTLER_DATA_DIR": str(_isolated_data_dir), "ANTHROPIC_API_KEY": "sk-test"}
+    with DaemonProcess(folder, port=port, database_url=TEST_DSN, env=env) as daemon:
+        yield Seeded(daemon, schema_name)

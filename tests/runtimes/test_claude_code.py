@@ -17,11 +17,11 @@ from claude_agent_sdk._internal.message_parser import parse_message  # test-only
 from butler.config import RuntimeConfig
 from butler.runtimes.base import Invocation
 from butler.runtimes.claude_code import (
-    ClaudeStream,
     build_options,
     parse_extra_args,
     session_files,
 )
+from butler.runtimes.claude_stream import claude_fold, message_dict
 from butler.runtimes.registry import get_adapter
 from butler.spawner.spawner import TriggerRequest
 from tests.fakes.runtime import FAKE_CLAUDE, sample_invocation
@@ -39,15 +39,15 @@ def test_unknown_runtime_lists_available_adapters():
 
 @pytest.mark.skipif(not CAPTURE.exists(), reason="captures of real CLI output not present")
 def test_stream_parser_on_a_captured_real_run():
-    stream = ClaudeStream("hub")
+    stream = claude_fold("hub")
     for line in CAPTURE.read_text().splitlines():
         data = json.loads(line)
         if data["type"] == "control_response":
             continue
         message = parse_message(data)
         if message is not None:
-            stream.feed(message)
-    result = stream.to_result()
+            stream.add(message_dict(message))
+    result = stream.result()
     assert result.error is None
     assert result.output == "All done."
     assert [(c.name, c.arguments) for c in result.tool_calls] == [("ping", {"text": "hello"})]

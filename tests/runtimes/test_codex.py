@@ -7,13 +7,22 @@ from pathlib import Path
 
 from butler.config import RuntimeConfig
 from butler.runtimes.base import Invocation, McpEndpoint
-from butler.runtimes.codex import CodexAdapter, CodexStream, build_argv, embed_system_prompt
+from butler.runtimes.codex import (
+    CANNED_500,
+    CodexAdapter,
+    build_argv,
+    embed_system_prompt,
+    parse_event,
+    retry_caps,
+)
+from butler.runtimes.fold import Fold
+from tests.fakes.runtime import sample_invocation
 
 CAPTURES = Path(__file__).resolve().parent / "captures"
 
 
-def parse(lines: list[str], server: str = "hub") -> CodexStream:
-    stream = CodexStream(server)
+def parse(lines: list[str], server: str = "hub") -> Fold:
+    stream = Fold(parse_event, server)
     for line in lines:
         stream.feed(line)
     return stream
@@ -65,6 +74,19 @@ def test_turn_failed_and_garbage_are_failures():
     assert "not JSON" in parse(["Segmentation fault"]).result().error
 
 
+def test_a_retry_codex_announces_is_not_a_failure_when_the_turn_then_completes():
+    retry = {"type": "error", "message": "Reconnecting... 1/2 (stream disconnected)"}
+    answer = {"type": "item.completed", "item": {"type": "agent_message", "text": "done"}}
+    done = {"type": "turn.completed", "usage": {"input_tokens": 5, "output_tokens": 1}}
+    result = parse([json.dumps(retry), json.dumps(answer), json.dumps(done)]).result()
+    assert (result.error, result.output) == (None, "done")
+    failed = {"type": "turn.failed", "error": {"message": "unexpected status 502: upstream"}}
+    result = parse([json.dumps(retry), json.dumps(failed)]).result()
+    assert result.error == "runtime error: unexpected status 502: upstream"
+    fatal = {"type": "error", "message": "model not supported"}
+    assert parse([json.dumps(fatal)]).result().error == "runtime error: model not supported"
+
+
 def test_argv_locks_mcp_to_the_butler_and_hardens(tmp_path):
     invocation = Invocation(
         prompt="p",
@@ -105,3 +127,23 @@ def test_argv_locks_mcp_to_the_butler_and_hardens(tmp_path):
         "-",
     ]
     assert embed_system_prompt("Be brief.", "Hi").startswith("<system>\nBe brief.\n</system>")
+
+
+def test_the_owners_model_provider_gets_capped_retries_after_its_definition():
+    table = 'model_providers.fake={name="fake", base_url="http://127.0.0.1:1/v1"}'
+    args = ("-c", 'model_provider="fake"', "-c", table)
+    caps = ["-c", "model_providers.fake.request_max_retries=2"]
+    caps += ["-c", "model_providers.fake.stream_max_retries=2"]
+    assert retry_caps(args) == caps
+    argv = build_argv(sample_invocation(Path("/tmp/x"), args=args), "codex")
+    # After the table, or the table's assignment would replace them.
+    assert argv.index(caps[1]) > argv.index(table)
+    # The owner's own retry setting wins; Codex refuses overrides of its built-in "openai".
+    assert retry_caps((*args, "-c", "model_providers.fake.request_max_retries=9")) == []
+    assert retry_caps(("-c", "model_provider=openai")) == [] and retry_caps(()) == []
+
+
+def test_codex_words_for_an_http_500_are_explained():
+    failed = {"type": "turn.failed", "error": {"message": CANNED_500}}
+    error = parse([json.dumps(failed)]).result().error or ""
+    assert error.startswith("runtime error: We’re currently") and "HTTP 500" in error

@@ -9,19 +9,20 @@ from butler.config import RuntimeConfig
 from butler.runtimes.base import Invocation, Usage
 from butler.runtimes.copilot import (
     CopilotAdapter,
-    CopilotStream,
     build_argv,
     build_env,
+    parse_event,
     parse_usage_report,
 )
+from butler.runtimes.fold import Fold
 from butler.runtimes.registry import get_adapter
 from tests.fakes.runtime import sample_invocation
 
 CAPTURES = Path(__file__).parent / "captures"
 
 
-def parse(name: str) -> CopilotStream:
-    stream = CopilotStream("hub")
+def parse(name: str) -> Fold:
+    stream = Fold(parse_event, "hub")
     for line in (CAPTURES / name).read_text().splitlines():
         stream.feed(line)
     return stream
@@ -55,7 +56,7 @@ def test_a_captured_api_error_is_the_runtimes_own_message() -> None:
     stream = parse("copilot_json_error.jsonl")
     result = stream.result()
     assert result.error == "runtime error: 400 boom from fake"
-    assert stream.exit_code == 1 and result.runtime_session_id
+    assert result.runtime_session_id
 
 
 def test_a_captured_failed_tool_call_keeps_its_error() -> None:
@@ -67,7 +68,7 @@ def test_a_captured_failed_tool_call_keeps_its_error() -> None:
 
 
 def test_tools_of_other_servers_keep_copilots_name() -> None:
-    stream = CopilotStream("health")
+    stream = Fold(parse_event, "health")
     start = {"toolCallId": "1", "toolName": "bash", "arguments": {"command": "ls"}}
     stream.feed(json.dumps({"type": "tool.execution_start", "data": start}))
     assert stream.result().tool_calls[0].name == "bash"

@@ -9,13 +9,14 @@ import pytest
 
 from butler.config import RuntimeConfig
 from butler.runtimes.base import Invocation, RuntimeFailure
+from butler.runtimes.fold import Fold
 from butler.runtimes.gemini import (
     GeminiAdapter,
-    GeminiStream,
     build_argv,
     build_env,
     build_settings,
     describe_exit,
+    parse_event,
 )
 from butler.runtimes.registry import get_adapter
 from tests.fakes.runtime import sample_invocation
@@ -23,8 +24,8 @@ from tests.fakes.runtime import sample_invocation
 CAPTURES = Path(__file__).parent / "captures"
 
 
-def parse(name: str, server: str = "hub") -> GeminiStream:
-    stream = GeminiStream(server)
+def parse(name: str, server: str = "hub") -> Fold:
+    stream = Fold(parse_event, server)
     for line in (CAPTURES / name).read_text().splitlines():
         stream.feed(line)
     return stream
@@ -62,13 +63,13 @@ def test_a_captured_failed_tool_call_keeps_its_error() -> None:
 
 
 def test_tools_of_other_servers_keep_their_full_name() -> None:
-    stream = GeminiStream("health")
+    stream = Fold(parse_event, "health")
     stream.feed(json.dumps({"type": "tool_use", "tool_name": "run_shell_command", "tool_id": "1"}))
     assert stream.result().tool_calls[0].name == "run_shell_command"
 
 
 def test_output_that_is_not_json_is_a_failure() -> None:
-    stream = GeminiStream("health")
+    stream = Fold(parse_event, "health")
     stream.feed("TypeError: Cannot read properties of undefined")
     assert "not JSON" in (stream.result().error or "")
 
@@ -168,3 +169,12 @@ def test_the_system_prompt_file_is_claude_md_first(tmp_path: Path) -> None:
     assert adapter.parse_system_prompt_file(tmp_path).name == "GEMINI.md"
     (tmp_path / "CLAUDE.md").write_text("system prompt")
     assert adapter.parse_system_prompt_file(tmp_path).name == "CLAUDE.md"
+
+
+def test_model_retries_are_capped_unless_the_owner_asked_for_fewer(tmp_path: Path) -> None:
+    # Gemini's default is 10 tries, 5 s to 30 s apart: minutes past a session's time limit.
+    assert build_settings({}, invocation(tmp_path))["general"]["maxAttempts"] == 3
+    many = build_settings({"general": {"maxAttempts": 10}}, invocation(tmp_path))
+    assert many["general"]["maxAttempts"] == 3
+    one = build_settings({"general": {"maxAttempts": 1}}, invocation(tmp_path))
+    assert one["general"]["maxAttempts"] == 1

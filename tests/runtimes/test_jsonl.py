@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from butler.runtimes.jsonl import as_int, bare_name, exit_message, stderr_summary
+from butler.runtimes.events import as_int, bare_name
+from butler.runtimes.jsonl import exit_message, stderr_summary
 
 
 def test_the_error_line_wins_over_usage_hints_and_colours() -> None:

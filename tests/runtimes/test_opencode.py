@@ -9,12 +9,13 @@ import pytest
 
 from butler.config import RuntimeConfig
 from butler.runtimes.base import Invocation, RuntimeFailure
+from butler.runtimes.fold import Fold
 from butler.runtimes.opencode import (
     OpenCodeAdapter,
-    OpenCodeStream,
     build_argv,
     build_config,
     build_env,
+    parse_event,
     read_owner_config,
 )
 from butler.runtimes.registry import get_adapter
@@ -23,8 +24,8 @@ from tests.fakes.runtime import sample_invocation
 CAPTURES = Path(__file__).parent / "captures"
 
 
-def parse(name: str, on_fatal=None) -> OpenCodeStream:
-    stream = OpenCodeStream("hub", on_fatal=on_fatal)
+def parse(name: str, on_fatal=None) -> Fold:
+    stream = Fold(parse_event, "hub", on_failure=on_fatal)
     for line in (CAPTURES / name).read_text().splitlines():
         stream.feed(line)
     return stream

@@ -1,0 +1,74 @@
+"""One session at ``/sessions/<id>``: everything recorded, its trace, and "run again"."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+from butler.builders.records import is_builder
+from butler.dashboard.render import cost, duration, e, table, tokens, when
+
+
+def trace_link(trace_url: str | None, trace_id: str | None) -> str:
+    """A link to the session's trace where ``[butler.telemetry] trace_url`` says traces are."""
+    if not trace_url or not trace_id:
+        return ""
+    href = trace_url.replace("{trace_id}", quote(trace_id, safe=""))
+    return (
+        f'<p><a id="trace" href="{e(href)}" rel="noopener noreferrer" target="_blank">'
+        f"Trace {e(trace_id)}</a></p>"
+    )
+
+
+def _field(name: str, value: Any) -> str:
+    return f"<dt>{e(name)}</dt><dd>{e(value if value not in (None, '') else '—')}</dd>"
+
+
+def render_detail(
+    row: dict[str, Any], screen: str | None, config_dir: str, *,
+    trace_url: str | None = None, actions: str = "",
+) -> str:  # fmt: skip
+    """Everything recorded about one session; a live builder's terminal as its output."""
+    meta = row.get("metadata") or {}
+    fields = [
+        ("status", row["status"]), ("type", row["type"]),
+        ("trigger source", row["trigger_source"]), ("runtime", row["runtime"]),
+        ("model", row.get("model")), ("created", when(row.get("created_at"))),
+        ("duration", duration(row)), ("tokens", tokens(row)), ("cost", cost(row)),
+        ("error", row.get("error")), ("trace id", row.get("trace_id")),
+        ("run again of", meta.get("run_again_of")),
+    ]  # fmt: skip
+    if is_builder(row):
+        attach = f"butler attach {meta.get('builder_id')} --config {config_dir}"
+        fields += [
+            ("builder", meta.get("builder_id")), ("branch", meta.get("branch")),
+            ("worktree", meta.get("worktree")), ("tmux session", meta.get("tmux_session")),
+            ("attach", attach if screen is not None else None),
+        ]  # fmt: skip
+    dl = "".join(_field(name, value) for name, value in fields)
+    status = e(row["status"])
+    parts = [
+        f'<p>Status: <span class="status status-{status}" data-status="{status}">'
+        f"{status}</span></p>{actions}{trace_link(trace_url, row.get('trace_id'))}",
+        f'<dl>{dl}</dl><h2>Prompt</h2><pre id="prompt">{e(row.get("prompt") or "(none)")}</pre>',
+    ]
+    if screen is not None:
+        parts.append(f'<h2>Terminal (live)</h2><pre id="output" class="terminal">{e(screen)}</pre>')
+    else:
+        parts.append(f'<h2>Output</h2><pre id="output">{e(row.get("output") or "")}</pre>')
+    parts.append(render_tool_calls(row.get("tool_calls") or []))
+    return "".join(parts)
+
+
+def render_tool_calls(calls: list[dict[str, Any]]) -> str:
+    if not calls:
+        return '<h2>Tool calls</h2><p class="empty" id="tool-calls">None recorded.</p>'
+    rows = [
+        f'<tr><td class="num">{i}</td><td><code>{e(c.get("name"))}</code></td>'
+        f"<td><pre>{e(json.dumps(c.get('arguments'), indent=2, default=str))}</pre></td>"
+        f"<td>{e(c.get('error'))}</td><td>{e(c.get('source'))}</td></tr>"
+        for i, c in enumerate(calls, 1)
+    ]
+    head = ["#", "Tool", "Arguments", "Error", "Seen by"]
+    return f'<h2>Tool calls ({len(calls)})</h2><div id="tool-calls">{table(head, rows)}</div>'

@@ -1,0 +1,135 @@
+"""The roster at ``/roster``: every butler on one line, what it did and cost today, what is next.
+
+Each butler answers ``/api/summary`` about itself. Under ``butler up`` the
+page reads its peers in-process; ``butler dashboard --roster DIR``
+(:mod:`butler.dashboard.standalone`) asks each separately started butler
+over HTTP with its owner token.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from butler.dashboard.params import BadParam, only
+from butler.dashboard.render import SECURITY_HEADERS, e, live, table
+from butler.dashboard.schedules import moment
+from butler.dashboard.view import View, bad
+from butler.store.session_days import daily
+from butler.tools.context import ButlerContext
+
+
+async def summary(butler: ButlerContext) -> dict[str, Any]:
+    """What the roster shows of one butler; ``/api/summary`` answers it."""
+    config = butler.config
+    today = datetime.now(UTC).date()
+    week = (await daily(butler.db, today - timedelta(days=6)))["counts"]
+    figures = [r for r in week if r["day"] == today]
+    upcoming = await butler.scheduler.listing() if butler.scheduler else []
+    upcoming.sort(key=lambda s: s["next_due"])
+    return {
+        "name": config.name,
+        "url": config.mcp_base_url,
+        "status": "up" if await butler.db.ping() else "degraded",
+        "runtime": config.runtime.type,
+        "sandbox": butler.spawner.sandbox,
+        "sessions_today": sum(r["sessions"] for r in figures),
+        "failures_today": sum(r["sessions"] for r in figures if r["status"] == "failed"),
+        "spend_today": round(sum(r["cost_usd"] for r in figures), 6),
+        "sessions_week": sum(r["sessions"] for r in week),
+        "spend_week": round(sum(r["cost_usd"] for r in week), 6),
+        "next_schedule": {k: upcoming[0][k] for k in ("name", "next_due", "timezone")}
+        if upcoming
+        else None,
+    }
+
+
+def _next(entry: dict[str, Any] | None) -> str:
+    if not entry:
+        return "—"
+    return f"{entry['name']}: {moment(entry['next_due'], entry['timezone'])}"
+
+
+def _row(s: dict[str, Any]) -> str:
+    status = e(s["status"])
+    spend, spend_week = (
+        f"${s[k]:.2f}" if s.get(k) is not None else "—" for k in ("spend_today", "spend_week")
+    )
+    cells = [
+        ("Status", f'class="status status-{status}" data-status="{status}"', status),
+        ("Runtime", "", e(s.get("runtime") or "—")),
+        ("Sandbox", "", e(s.get("sandbox") or "—")),
+        ("Sessions today", 'class="num"', e(s.get("sessions_today", "—"))),
+        ("Failures today", 'class="num"', e(s.get("failures_today", "—"))),
+        ("Spend today", 'class="num"', e(spend)),
+        ("Sessions 7 days", 'class="num"', e(s.get("sessions_week", "—"))),
+        ("Spend 7 days", 'class="num"', e(spend_week)),
+        ("Next schedule", "", e(_next(s.get("next_schedule")))),
+    ]
+    # data-label: on a phone each row becomes a card whose cells say what they are.
+    tds = "".join(f'<td {attrs} data-label="{label}">{text}</td>' for label, attrs, text in cells)
+    return (
+        f'<tr data-butler="{e(s["name"])}"><th scope="row"><a href="{e(s["url"])}/">'
+        f"{e(s['name'])}</a></th>{tds}</tr>"
+    )
+
+
+def render_roster(summaries: list[dict[str, Any]]) -> str:
+    """One row per butler and a total of today's and the week's sessions, failures and spend."""
+    known = [s for s in summaries if s.get("sessions_today") is not None]
+    sums = {
+        "Sessions today": sum(s["sessions_today"] for s in known),
+        "Failures today": sum(s["failures_today"] for s in known),
+        "Spend today": f"${sum(s['spend_today'] for s in known):.2f}",
+        "Sessions 7 days": sum(s.get("sessions_week", 0) for s in known),
+        "Spend 7 days": f"${sum(s.get('spend_week', 0) for s in known):.2f}",
+    }
+    cells = "".join(f'<td class="num" data-label="{k}">{v}</td>' for k, v in sums.items())
+    total = (
+        f'<tr class="total"><th scope="row">all {len(summaries)}</th><td></td><td></td><td></td>'
+        f"{cells}<td></td></tr>"
+    )
+    head = ["Butler", "Status", "Runtime", "Sandbox", "Sessions today", "Failures today",
+            "Spend today", "Sessions 7 days", "Spend 7 days", "Next schedule"]  # fmt: skip
+    rows = [_row(s) for s in summaries] + [total]
+    caption = "Today and the last 7 days (UTC)"
+    return f'<section id="roster">{table(head, rows, caption)}</section>'
+
+
+def roster_routes(view: View) -> list[Route]:
+    """``/roster`` (this process's butlers), its live twin, and ``/api/summary``."""
+    butler = view.butler
+
+    async def body() -> str:
+        peers = butler.peers or [butler]
+        return render_roster([await summary(p) for p in peers])
+
+    async def roster(request: Request) -> Response:
+        try:
+            only(request.query_params, ())
+        except BadParam as exc:
+            return bad(exc, json=False)
+        return view.page(
+            title=f"{butler.config.name} · roster", subtitle="every butler of this process",
+            source="/api/roster", body=await body(), current="/roster",
+        )  # fmt: skip
+
+    async def roster_json(request: Request) -> Response:
+        try:
+            only(request.query_params, ("since",))  # the page's script may send its cursor
+        except BadParam as exc:
+            return bad(exc, json=True)
+        return live(await body())
+
+    async def summary_json(_: Request) -> Response:
+        return JSONResponse(await summary(butler), headers=SECURITY_HEADERS)
+
+    return [
+        Route("/roster", roster, methods=["GET"]),
+        Route("/api/roster", roster_json, methods=["GET"]),
+        Route("/api/summary", summary_json, methods=["GET"]),
+    ]

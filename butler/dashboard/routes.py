@@ -1,0 +1,38 @@
+"""Every route of one butler's dashboard, assembled from the view modules."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from butler.dashboard.charts import chart_routes
+from butler.dashboard.listing import listing_routes
+from butler.dashboard.render import ASSETS, SECURITY_HEADERS, asset_text
+from butler.dashboard.roster import roster_routes
+from butler.dashboard.schedules import schedule_routes
+from butler.dashboard.state import state_routes
+from butler.dashboard.view import View
+from butler.security.owner_token import owner_token
+from butler.tools.context import ButlerContext
+
+
+def dashboard_routes(butler: ButlerContext) -> list[Route]:
+    """The dashboard's pages, their JSON twins, its two buttons and its two assets."""
+    view = View(butler, owner_token(butler.config.name))
+    return [
+        *listing_routes(view),
+        *chart_routes(view),
+        *schedule_routes(view),
+        *state_routes(view),
+        *roster_routes(view),
+        Route("/assets/{name}", asset, methods=["GET"]),
+    ]
+
+
+async def asset(request: Request) -> Response:
+    """One of the dashboard's own static files; nothing else is served from here."""
+    name = request.path_params["name"]
+    if name not in ASSETS:
+        return Response("not found", 404)
+    return Response(asset_text(name), media_type=ASSETS[name], headers=SECURITY_HEADERS)

@@ -1,0 +1,111 @@
+"""``butler dashboard --roster DIR``: one roster page for butlers started separately.
+
+It reads each butler's address from its data folder (``serving.json``, written
+when it starts serving; its ``butler.toml`` otherwise) and its owner token
+from the same place, asks each ``/api/summary``, and serves the page on its
+own port behind its own owner token (``BUTLER_TOKEN`` overrides, as for a butler).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from typing import Any
+
+from fastmcp.server.http import HostOriginGuardMiddleware
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp
+
+from butler.config import ButlerConfig
+from butler.dashboard.params import BadParam, only
+from butler.dashboard.render import ASSETS, SECURITY_HEADERS, asset_text, live, page, refused
+from butler.dashboard.roster import render_roster
+from butler.errors import UserError
+from butler.jsonfile import read_json_object
+from butler.paths import serving_file
+from butler.security.http import RequireToken, cookie_name
+from butler.security.owner_token import owner_token
+from butler.security.session_tokens import SessionTokens
+
+#: The name its own token is kept under (not a butler name: those start with a letter).
+TOKEN_NAME = "_roster-dashboard"
+TIMEOUT_S = 2.0
+
+
+def address(config: ButlerConfig) -> str:
+    """Where ``config``'s butler serves, as it noted when it started, else its config."""
+    try:
+        noted = read_json_object(serving_file(config.name), "a serving address", UserError)
+    except UserError:
+        noted = {}
+    host, port = noted.get("host", config.butler.host), noted.get("port", config.butler.port)
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    return f"http://{host}:{int(port)}"
+
+
+def ask(config: ButlerConfig) -> dict[str, Any]:
+    """One butler's summary, or a row that says why there is none."""
+    url = address(config)
+    row: dict[str, Any] = {"name": config.name, "url": url, "runtime": config.runtime.type}
+    try:
+        token = owner_token(config.name)
+        request = urllib.request.Request(
+            f"{url}/api/summary", headers={"Authorization": f"Bearer {token}"}
+        )
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            found = json.loads(response.read(1_000_000))
+    except urllib.error.HTTPError as exc:
+        return {**row, "status": "refused" if exc.code == 401 else f"error {exc.code}"}
+    except (OSError, ValueError, UserError):
+        return {**row, "status": "down"}
+    if not isinstance(found, dict) or found.get("name") != config.name:
+        return {**row, "status": "other"}  # another program holds its port
+    return {**found, "url": url}
+
+
+async def summaries(configs: Sequence[ButlerConfig]) -> list[dict[str, Any]]:
+    return list(await asyncio.gather(*(asyncio.to_thread(ask, c) for c in configs)))
+
+
+def build_roster_app(configs: Sequence[ButlerConfig], port: int) -> ASGIApp:
+    """The roster page, its live twin and the assets, behind the token and Host/Origin guards."""
+
+    async def roster(request: Request) -> Response:
+        try:
+            only(request.query_params, ())
+        except BadParam as exc:
+            return refused(str(exc))
+        body = render_roster(await summaries(configs))
+        return page(
+            "roster", "", meta=f"{len(configs)} butlers", title="roster · butler",
+            subtitle="every butler of the roster", source="/api/roster", body=body,
+            current="/roster", views=(("/", "Roster"),),
+        )  # fmt: skip
+
+    async def roster_json(_: Request) -> Response:
+        return live(render_roster(await summaries(configs)))
+
+    async def asset(request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in ASSETS:
+            return Response("not found", 404)
+        return Response(asset_text(name), media_type=ASSETS[name], headers=SECURITY_HEADERS)
+
+    site = Starlette(
+        routes=[
+            Route("/", roster, methods=["GET"]),
+            Route("/api/roster", roster_json, methods=["GET"]),
+            Route("/assets/{name}", asset, methods=["GET"]),
+        ]
+    )
+    token = owner_token(TOKEN_NAME)
+    sessions = SessionTokens()  # no session of a runtime ever calls this page
+    guarded = RequireToken(site, owner_token=token, sessions=sessions, cookie=cookie_name(port))
+    return HostOriginGuardMiddleware(guarded, allowed_hosts=[], allowed_origins=[], mode="strict")

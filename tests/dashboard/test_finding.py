@@ -1,0 +1,178 @@
+"""Finding sessions in a real Chromium: filters, full-text search, pages, trace links, run again."""
+
+from __future__ import annotations
+
+import re
+import urllib.error
+import urllib.request
+
+import pytest
+
+from tests.dashboard.conftest import ARTIFACTS, TRACE_URL, logged_in
+from tests.helpers import TEST_TOKEN
+
+pytestmark = pytest.mark.slow
+
+LIVE_MS = 20_000
+#: (prompt, output, status, trigger source, runtime, days ago)
+ROWS = [
+    ("Pay the plumber invoice", "Paid the kangaroo invoice", "succeeded", "external", "command", 0),
+    ("Pay the dentist invoice", "Card declined", "failed", "external", "command", 1),
+    ("Water the plants", "Watered every plant", "succeeded", "schedule:morning", "command", 2),
+    ("Summarise the news", "Kangaroos escaped the zoo", "succeeded", "external", "codex", 3),
+    ("Book a train", "No train today", "failed", "tick", "codex", 20),
+    ("Renew the passport", None, "cancelled", "external", "command", 40),
+]
+SEED = (
+    "INSERT INTO sessions (id, prompt, output, status, trigger_source, runtime, created_at,"
+    " duration_ms) SELECT gen_random_uuid(), r.p, r.o, r.s, r.t, r.rt,"
+    " now() - make_interval(days => r.d), 1000"
+    " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[])"
+    " AS r(p, o, s, t, rt, d)"
+)
+
+
+def seed_rows(seeded) -> None:
+    columns = [list(c) for c in zip(*ROWS, strict=True)]
+    seeded.sql(SEED, *columns)
+
+
+def shown_prompts(page) -> list[str]:
+    return sorted(page.locator("#sessions td.what").all_inner_texts())
+
+
+def test_filters_and_search_narrow_a_seeded_table(seeded, browser):
+    seed_rows(seeded)
+    page = logged_in(browser, seeded.url, viewport={"width": 1300, "height": 900})
+    assert len(shown_prompts(page)) == len(ROWS)
+    # Full-text search finds words in the output as well as the prompt, stemmed;
+    # from the keyboard: "/" jumps to the search box, Enter submits.
+    page.keyboard.press("/")
+    page.keyboard.type("kangaroo")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"q=kangaroo"))
+    assert shown_prompts(page) == ["Pay the plumber invoice", "Summarise the news"]
+    page.fill("#q", "invoice")
+    page.select_option("select[name=status]", "failed")
+    page.click("#filters button[type=submit]")
+    page.wait_for_url(re.compile(r"status=failed"))
+    assert shown_prompts(page) == ["Pay the dentist invoice"]
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "dashboard-search.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(ARTIFACTS / "dashboard-search-phone.png"), full_page=True)
+    page.set_viewport_size({"width": 1300, "height": 900})
+    # Source, runtime and date range, each from the form's own choices.
+    page.goto(f"{seeded.url}/?runtime=codex")
+    assert shown_prompts(page) == ["Book a train", "Summarise the news"]
+    page.goto(f"{seeded.url}/?source=schedule:morning")
+    assert shown_prompts(page) == ["Water the plants"]
+    assert "schedule:morning" in page.locator("select[name=source]").inner_text()
+    page.goto(f"{seeded.url}/?from=2000-01-01&to=2000-12-31")
+    assert shown_prompts(page) == []
+    page.close()
+
+
+def test_a_bad_parameter_is_one_line_naming_it(seeded):
+    for query, words in [
+        ("status=bogus", "status: 'bogus' is not allowed; expected one of pending, running"),
+        ("limit=100000", "limit: '100000' is not allowed; expected a number 1 to 500"),
+        ("from=yesterday", "from: 'yesterday' is not allowed; expected a date YYYY-MM-DD"),
+        ("colour=red", "'colour': not a parameter of this page; expected q, status"),
+        ("q=" + "x" * 300, "q: 'xxxx"),
+    ]:
+        status, body = fetch(f"{seeded.url}/?{query}")
+        assert status == 400 and body.count("\n") == 1 and body.startswith(words), body
+
+
+def test_paging_through_ten_thousand_rows(seeded, browser):
+    seeded.sql(
+        "INSERT INTO sessions (id, prompt, status, trigger_source, runtime, created_at)"
+        " SELECT gen_random_uuid(), 'row ' || g, 'succeeded', 'external', 'command',"
+        " now() - make_interval(secs => g) FROM generate_series(1, 10000) g"
+    )
+    page = logged_in(browser, seeded.url)
+    page.goto(f"{seeded.url}/?limit=500")
+    seen: list[str] = []
+    while True:
+        seen += page.locator("#sessions td.what").all_inner_texts()
+        older = page.locator("#older")
+        if older.count() == 0:
+            break
+        older.click()
+        page.wait_for_url(re.compile(r"before="))
+    # Every row exactly once, newest first, across 20 pages.
+    assert seen == [f"row {g}" for g in range(1, 10_001)]
+    page.close()
+
+
+def test_a_session_links_to_its_trace_and_runs_again(seeded, browser):
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    found = seeded.sql(
+        "INSERT INTO sessions (id, prompt, output, status, trigger_source, runtime, trace_id)"
+        " VALUES (gen_random_uuid(), 'Say hello', 'done: Say hello', 'succeeded', 'external',"
+        " 'command', $1) RETURNING id",
+        trace,
+    )
+    session_id = str(found[0]["id"])
+    page = logged_in(browser, seeded.url)
+    page.goto(f"{seeded.url}/sessions/{session_id}")
+    assert page.get_attribute("#trace", "href") == TRACE_URL.replace("{trace_id}", trace)
+    page.click("button[value=run-again]")
+    page.wait_for_url(re.compile(r"/sessions/(?!" + session_id + ")"))
+    page.locator('span.status[data-status="succeeded"]').wait_for(timeout=LIVE_MS)
+    assert page.inner_text("#output") == "done: Say hello"
+    assert session_id in page.inner_text("dl")  # "run again of"
+    page.close()
+
+
+def test_run_again_is_refused_without_the_token_or_from_another_origin(seeded):
+    found = seeded.sql(
+        "INSERT INTO sessions (id, prompt, status, trigger_source, runtime) VALUES"
+        " (gen_random_uuid(), 'Say hello', 'succeeded', 'external', 'command') RETURNING id"
+    )
+    url = f"{seeded.url}/sessions/{found[0]['id']}/run-again"
+    form = form_token_of(seeded.url, str(found[0]["id"]))
+    cookie = {"Cookie": f"butler_token_{seeded.daemon.port}={TEST_TOKEN}"}
+    own = {"Origin": seeded.url}
+    refusals = [
+        ({**own}, form, 401),  # no owner token
+        ({**cookie, "Origin": "https://evil.example"}, form, 403),  # a foreign page
+        ({**cookie}, form, 403),  # no Origin at all
+        ({**cookie, **own}, "csrf=wrong", 403),  # no form token
+    ]
+    for headers, body, expected in refusals:
+        status, text = fetch(url, headers=headers, data=body)
+        assert status == expected, (headers, text)
+    assert seeded.sql("SELECT count(*) AS n FROM sessions")[0]["n"] == 1
+    status, _ = fetch(url, headers={**cookie, **own}, data=form)
+    assert status == 303  # the same request with everything is accepted
+
+
+def form_token_of(url: str, session_id: str) -> str:
+    _, page = fetch(
+        f"{url}/sessions/{session_id}", headers={"Authorization": f"Bearer {TEST_TOKEN}"}
+    )
+    return "csrf=" + re.search(r'name="csrf" value="([0-9a-f]+)"', page).group(1)
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+def fetch(url: str, headers: dict[str, str] | None = None, data: str | None = None):
+    """GET (or POST ``data``) without following redirects; (status, body)."""
+    if data is None:
+        headers = {"Authorization": f"Bearer {TEST_TOKEN}", **(headers or {})}
+    request = urllib.request.Request(
+        url, headers=headers or {}, data=data.encode() if data is not None else None
+    )
+    if data is not None:
+        request.add_header("Content-Type", "application/x-www-form-urlencoded")
+    opener = urllib.request.build_opener(_NoRedirect)
+    try:
+        with opener.open(request, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()

@@ -1,0 +1,196 @@
+"""The roster page in a real Chromium: three butlers on one page, from ``butler up``
+and from ``butler dashboard --roster`` for butlers started one by one."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from asyncpg.utils import _quote_ident as quote_ident
+
+from tests.dashboard.conftest import ARTIFACTS, FIFO_AGENT, launched, run_sql
+from tests.helpers import (
+    REPO,
+    TEST_TOKEN,
+    DaemonProcess,
+    free_port,
+    get_json,
+    wait_until,
+    write_butler,
+)
+
+pytestmark = pytest.mark.slow
+
+NAMES = ("alpha", "beta", "gamma")
+RUNTIME = {"type": "command", "command": [sys.executable, str(FIFO_AGENT), "{prompt_file}"]}
+SCHEDULE = """
+[[butler.schedule]]
+name = "digest"
+cron = "30 7 * * *"
+timezone = "Europe/Paris"
+prompt = "Send the digest"
+"""
+#: Today's sessions of each butler: (status, cost); and one of yesterday's, not counted.
+TODAY = {
+    "alpha": [("succeeded", 0.25), ("failed", 0.5), ("failed", 0.25)],
+    "beta": [("succeeded", 1.0)],
+    "gamma": [],
+}
+SEED = (
+    "INSERT INTO sessions (id, prompt, status, trigger_source, runtime, cost_usd, created_at)"
+    " SELECT gen_random_uuid(), 'p', s, 'external', 'command', c, now()"
+    " FROM unnest($1::text[], $2::numeric[]) AS t(s, c)"
+)
+YESTERDAY = (
+    "INSERT INTO sessions (id, prompt, status, trigger_source, runtime, cost_usd, created_at)"
+    " VALUES (gen_random_uuid(), 'old', 'failed', 'external', 'command', 9,"
+    " now() - interval '1 day')"
+)
+#: status, runtime, sessions, failures and spend today; sessions and spend over 7 days.
+EXPECTED = {
+    "alpha": ["up", "command", "3", "2", "$1.00", "4", "$10.00"],
+    "beta": ["up", "command", "1", "0", "$1.00", "2", "$10.00"],
+    "gamma": ["up", "command", "0", "0", "$0.00", "1", "$9.00"],
+}
+
+
+@pytest.fixture
+def three(roster: Path) -> Iterator[dict[str, str]]:
+    """Three butlers in a roster, each in its own schema (dropped after); schema by name."""
+    prefix = f"t_{uuid.uuid4().hex[:8]}"
+    schemas = {name: f"{prefix}_{name}" for name in NAMES}
+    for name in NAMES:
+        extra = SCHEDULE if name == "alpha" else ""
+        write_butler(roster, name, port=free_port(), schema=schemas[name], runtime=RUNTIME,
+                     extra=extra)  # fmt: skip
+    yield schemas
+    for schema in schemas.values():
+        run_sql("public", f"DROP SCHEMA IF EXISTS {quote_ident(schema)} CASCADE")
+
+
+def seed(schemas: dict[str, str]) -> None:
+    for name, rows in TODAY.items():
+        statuses, costs = [s for s, _ in rows], [c for _, c in rows]
+        run_sql(schemas[name], SEED, statuses, costs)
+        run_sql(schemas[name], YESTERDAY)
+
+
+def roster_rows(page) -> dict[str, list[str]]:
+    rows = page.locator("#roster tr[data-butler]")
+    rows.first.wait_for(timeout=20_000)
+    found = {}
+    for i in range(rows.count()):
+        cells = rows.nth(i).locator("th, td").all_inner_texts()
+        found[cells[0]] = cells[1:]
+    return found
+
+
+def check_page(page) -> None:
+    rows = roster_rows(page)
+    assert list(rows) == list(NAMES)
+    for name, expected in EXPECTED.items():
+        status, runtime, _sandbox, *figures, _ = rows[name]
+        assert [status, runtime, *figures] == expected, name
+    assert rows["alpha"][8].startswith("digest: ") and "07:30 Europe/Paris" in rows["alpha"][8]
+    assert rows["beta"][8] == "—"
+    total = page.locator("#roster tr.total td").all_inner_texts()
+    assert total[3:8] == ["4", "2", "$2.00", "7", "$29.00"]
+
+
+@contextlib.contextmanager
+def process(argv: list[str], log: Path) -> Iterator[subprocess.Popen]:
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+    try:
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def answering(url: str, proc: subprocess.Popen, log: Path) -> None:
+    def up() -> bool:
+        assert proc.poll() is None, log.read_text()
+        try:
+            return get_json(f"{url}/health")[0] == 200
+        except OSError:
+            return False
+
+    wait_until(up, timeout=90)
+
+
+def test_butler_up_serves_one_roster_page_for_three_butlers(roster, three, tmp_path):
+    from tests.conftest import TEST_DSN
+
+    argv = [sys.executable, "-m", "butler.cli", "up", "--roster", str(roster),
+            "--database-url", TEST_DSN]  # fmt: skip
+    log = tmp_path / "up.log"
+    with process(argv, log) as proc:
+        port = _configured_port(roster / "alpha")
+        answering(f"http://127.0.0.1:{port}", proc, log)
+        seed(three)
+        with launched() as browser:
+            page = browser.new_page(viewport={"width": 1300, "height": 600})
+            page.goto(f"http://127.0.0.1:{port}/?token={TEST_TOKEN}")
+            page.goto(f"http://127.0.0.1:{port}/roster")
+            check_page(page)
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "dashboard-roster.png"), full_page=True)
+            # Live: a session of beta failing now shows without a reload.
+            run_sql(three["beta"], SEED, ["failed"], [0.5])
+            cell = page.locator('#roster tr[data-butler="beta"] td').nth(4)
+            wait_until(lambda: cell.inner_text() == "1", timeout=20)
+            page.set_viewport_size({"width": 390, "height": 844})
+            page.screenshot(path=str(ARTIFACTS / "dashboard-roster-phone.png"), full_page=True)
+            page.close()
+
+
+def test_butler_dashboard_roster_for_butlers_started_separately(roster, three, tmp_path):
+    from tests.conftest import TEST_DSN
+
+    with contextlib.ExitStack() as stack:
+        for name in NAMES:
+            # Started on another port than butler.toml says: the roster page finds it
+            # where the butler noted it, in its data folder.
+            daemon = DaemonProcess(roster / name, port=free_port(), database_url=TEST_DSN)
+            stack.enter_context(daemon)
+        seed(three)
+        port = free_port()
+        argv = [sys.executable, "-m", "butler.cli", "dashboard", "--roster", str(roster),
+                "--port", str(port)]  # fmt: skip
+        log = tmp_path / "dashboard.log"
+        proc = stack.enter_context(process(argv, log))
+        url = f"http://127.0.0.1:{port}"
+        wait_until(lambda: proc.poll() is not None or _serving(url), timeout=60)
+        assert proc.poll() is None, log.read_text()
+        assert get_json(f"{url}/api/roster", token=None)[0] == 401
+        with launched() as browser:
+            page = browser.new_page(viewport={"width": 1300, "height": 600})
+            page.goto(f"{url}/?token={TEST_TOKEN}")
+            check_page(page)
+            href = page.get_attribute('#roster tr[data-butler="beta"] a', "href")
+            assert href != f"http://127.0.0.1:{_configured_port(roster / 'beta')}/"
+            page.screenshot(path=str(ARTIFACTS / "dashboard-roster-standalone.png"), full_page=True)
+            page.close()
+
+
+def _serving(url: str) -> bool:
+    try:
+        return get_json(f"{url}/api/roster", token=None)[0] == 401
+    except OSError:
+        return False
+
+
+def _configured_port(folder: Path) -> int:
+    lines = (folder / "butler.toml").read_text().splitlines()
+    return int(next(ln for ln in lines if ln.startswith("port")).split("=")[1])
