@@ -29,12 +29,13 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
-# git and tmux for builders (`butler spawn`); bubblewrap for the runtime jail. Inside
-# a container the jail needs user namespaces, which Docker's default seccomp profile
-# refuses; without them the butler starts with one warning and the container is the
-# boundary (see docker-compose.yml and docs/deployment.md).
+# git and tmux for builders (`butler spawn`); bubblewrap and libseccomp2 (its system-call
+# filter) for the runtime jail. Inside a container the jail needs user namespaces,
+# which Docker's default seccomp profile refuses; without them the butler starts
+# with one warning and the container is the boundary (see docker-compose.yml and
+# docs/deployment.md).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git tmux bubblewrap \
+ && apt-get install -y --no-install-recommends git tmux bubblewrap libseccomp2 \
  && rm -rf /var/lib/apt/lists/*
 
 COPY --from=clis /usr/local/bin/node /usr/local/bin/node

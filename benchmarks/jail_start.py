@@ -8,6 +8,11 @@ its argument file written, bubblewrap building the namespaces and mounts,
 the bridge (a Python process) listening on the jail's loopback, and the
 proxy closed again. The goal is under 30 ms.
 
+Then the launch of a runtime the way claude-agent-sdk starts one (handed the
+daemon's whole environment), both ways side by side: a Python launcher that
+filters the environment and then starts the jail (before), and the jail's
+own launch script doing it (now).
+
     .venv/bin/python benchmarks/jail_start.py [--runs 30]
 
 The machine's load matters a great deal (process starts are most of it):
@@ -18,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -27,6 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from butler.runtimes.launcher import write_launcher  # noqa: E402
 from butler.runtimes.process import RuntimeProcess  # noqa: E402
 from butler.sandbox import JailPolicy, probe  # noqa: E402
 from butler.sandbox.egress import Target  # noqa: E402
@@ -71,6 +79,59 @@ async def measure(runs: int) -> None:
     report("jailed runtime", boxed)
     added = [b - p for b, p in zip(sorted(boxed), sorted(plain), strict=True)]
     report("added by the jail", added)
+    await sdk_launches(runs)
+
+
+async def sdk_launch(folder: Path, exact: bool) -> float:
+    """Milliseconds to run ``/bin/true`` jailed as claude-agent-sdk starts its CLI.
+
+    The SDK hands the CLI the daemon's whole environment. ``exact``: the jail's
+    launch script and bubblewrap keep only the built one (what sessions do);
+    otherwise a Python launcher filters it first and then starts the jail
+    (what they did before), one interpreter start more.
+    """
+    work = Path(tempfile.mkdtemp(dir=folder))
+    policy = JailPolicy(writable=(work,), cwd=work)
+    jail = await start_jail(policy, frozenset({Target("127.0.0.1", 9)}))
+    try:
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(work), **jail.env()}
+        sdk_vars = ["CLAUDE_CODE_ENTRYPOINT"]
+        if exact:
+            argv = jail.wrap_exact(["/bin/true"], env, sdk_vars, work / "runtime.pid")
+        else:
+            wrapped = jail.wrap(["/bin/true"])
+            argv = [str(write_launcher(work, wrapped, passthrough=[*env, *sdk_vars]))]
+        merged = {**os.environ, **env, "CLAUDE_CODE_ENTRYPOINT": "sdk-py"}
+        started = time.perf_counter()
+        proc = await asyncio.create_subprocess_exec(*argv, cwd=work, env=merged)
+        if await proc.wait() != 0:
+            raise SystemExit(f"the jailed launch failed with status {proc.returncode}")
+        return (time.perf_counter() - started) * 1000
+    finally:
+        await jail.close()
+
+
+async def sdk_launches(runs: int) -> None:
+    """The SDK's launch path both ways, alternating, with each one's CPU (children)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        times: dict[bool, list[float]] = {False: [], True: []}
+        cpu: dict[bool, float] = {False: 0.0, True: 0.0}
+        for i in range(runs + 3):
+            for exact in (False, True):
+                before = children_cpu_ms()
+                elapsed = await sdk_launch(folder, exact)
+                if i >= 3:  # the first rounds warm the page cache
+                    times[exact].append(elapsed)
+                    cpu[exact] += children_cpu_ms() - before
+    for exact, label in ((False, "launcher + jail"), (True, "jail script only")):
+        report(label, times[exact])
+        print(f"{'':>20}  CPU of its processes: {cpu[exact] / runs:5.1f} ms per launch")
+
+
+def children_cpu_ms() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (usage.ru_utime + usage.ru_stime) * 1000
 
 
 async def timed_jail(folder: Path) -> float:

@@ -5,8 +5,11 @@ Serving is :func:`butler.roster.up`'s: ``butler run`` is a roster of one.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from butler import preflight
 from butler.builders.manager import BuilderManager
@@ -42,16 +45,25 @@ class OpenDatabase:
             await self.embedded.stop()
 
 
+def initdb_notice(pgdata: Path) -> contextlib.AbstractContextManager[object]:
+    """initdb takes seconds: a spinner while it runs on a terminal, else one log line."""
+    message = "initialising the embedded database (first start, a few seconds)"
+    if sys.stderr.isatty():
+        from rich.console import Console  # only a person at a terminal sees it
+
+        return Console(stderr=True).status(f"{message}…")
+    log.info(message, extra={"pgdata": str(pgdata)})
+    return contextlib.nullcontext()
+
+
 async def start_embedded() -> tuple[EmbeddedPostgres, str]:
     """Start the embedded PostgreSQL (initialising it the first time); it and its DSN."""
     embedded = EmbeddedPostgres()
+    notice: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
     if not (embedded.pgdata / "PG_VERSION").exists():
-        # initdb takes seconds: say so before a person wonders why nothing happens.
-        log.info(
-            "initialising the embedded database (first start, a few seconds)",
-            extra={"pgdata": str(embedded.pgdata)},
-        )
-    dsn = await embedded.start()
+        notice = initdb_notice(embedded.pgdata)
+    with notice:
+        dsn = await embedded.start()
     log.info("embedded database started", extra={"pgdata": str(embedded.pgdata)})
     return embedded, dsn
 

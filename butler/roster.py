@@ -34,6 +34,7 @@ from butler.http_quiet import Traffic
 from butler.hygiene import harden_process
 from butler.logs import current_butler
 from butler.paths import note_serving
+from butler.sandbox import probe_if_used
 from butler.security.owner_token import owner_token
 from butler.server import build_app
 from butler.telemetry import setup_telemetry
@@ -207,6 +208,8 @@ async def up(configs: Sequence[ButlerConfig], *, named: bool = True) -> None:
     started = time.monotonic()
     harden_process()
     setup_telemetry(f"butler-{configs[0].name}" if len(configs) == 1 else "butler")
+    # Whether a jail starts here is asked by starting one: do it while the database opens.
+    probing = asyncio.create_task(asyncio.to_thread(probe_if_used, configs))
     with bound(configs, named) as sockets:
         embedded = None
         opened: list[OpenDatabase] = []
@@ -220,6 +223,7 @@ async def up(configs: Sequence[ButlerConfig], *, named: bool = True) -> None:
                     opened.append(await open_database(config, config.butler.db.url or shared))
                 finally:
                     current_butler.reset(token)
+            await probing
             butlers = [await assemble(c, o.db) for c, o in zip(configs, opened, strict=True)]
             await serve_all(butlers, sockets, started)
         finally:

@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastmcp import Client, FastMCP
+from fastmcp import FastMCP
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -136,8 +136,9 @@ async def warm_up(mcp: FastMCP) -> None:
 
     FastMCP imports and builds its session-state store and dereferences tool
     schemas on first use, which made the first tool call after ``/health``
-    several times slower than later ones. One in-memory exchange pays for it.
+    several times slower than later ones. One list and one call through the
+    server's own API (middleware included) pay for it, without importing
+    FastMCP's client stack, which start-up does not otherwise need.
     """
-    async with Client(mcp) as client:
-        await client.list_tools()
-        await client.call_tool("status", {})
+    await mcp.list_tools()
+    await mcp.call_tool("status", {})

@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import pty
+import select
 import shutil
 import signal
 import socket
+import subprocess
 import tempfile
 import time
 import tomllib
@@ -23,6 +26,7 @@ import pytest
 from butler import __version__
 from butler.store.embedded import default_pgdata, private_parents
 from tests.helpers import (
+    REPO,
     DaemonProcess,
     butler_client,
     free_port,
@@ -208,6 +212,8 @@ def test_with_no_database_configured_an_embedded_postgresql_serves_and_goes_away
     first = embedded_daemon(folder, data_dir).start(timeout=120)
     try:
         assert "embedded database started" in first.logs()
+        # Not a terminal: initdb's wait is one log line, not a spinner.
+        assert "initialising the embedded database" in first.logs()
         assert postgres_serving(pgdata)
         tool(f"{first.url}/mcp", "state_set", key="first-run", value={"ok": True})
         assert tool(f"{first.url}/sse", "state_get", key="first-run") == {"ok": True}
@@ -246,3 +252,37 @@ def test_root_keeps_the_embedded_database_out_of_its_private_home(monkeypatch):
     pgdata = default_pgdata()
     assert not pgdata.is_relative_to(Path.home())
     assert private_parents(pgdata) == []
+
+
+@pytest.mark.slow
+def test_a_first_start_on_a_terminal_shows_a_spinner_while_initdb_runs(roster, data_dir):
+    folder = write_butler(roster, "tester", port=free_port())
+    daemon = embedded_daemon(folder, data_dir)
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen(
+        daemon.argv(),
+        env=daemon.env,
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        stdout=secondary,
+        stderr=secondary,
+    )
+    os.close(secondary)
+    seen = bytearray()
+
+    def started() -> bool:
+        assert proc.poll() is None, seen.decode(errors="replace")
+        if select.select([primary], [], [], 0.2)[0]:
+            with contextlib.suppress(OSError):
+                seen.extend(os.read(primary, 65536))
+        return b"embedded database started" in seen
+
+    try:
+        wait_until(started, timeout=120)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(60)
+        os.close(primary)
+    text = seen.decode(errors="replace")
+    # The spinner's text (the log line has no ellipsis), drawn while initdb ran.
+    assert "initialising the embedded database (first start, a few seconds)…" in text

@@ -52,30 +52,23 @@ def test_the_wheel_ships_every_file_the_program_reads():
     assert not (REPO / "migrations").exists(), "migrations belong in butler/migrations"
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(1200)  # installs every dependency into a fresh venv
-def test_a_wheel_in_a_fresh_venv_runs_the_quick_start(tmp_path, schema_name):
-    wheel = build_wheel(tmp_path)
-    names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {f"butler/migrations/{m.path.name}" for m in discover()}
-    expected |= {"butler/assets/page.html", "butler/subagent/default_prompt_template.md"}
-    assert expected <= names, expected - names
-    venv = tmp_path / "venv"
-    run([sys.executable, "-m", "venv", venv])
-    run([venv / "bin" / "pip", "install", "-q", wheel])
+def quick_start(bin_dir: Path, tmp_path: Path, schema: str) -> None:
+    """``butler --version``, then the quick start's ``butler run`` to a healthy /health."""
     port = free_port()
     # Away from the checkout: nothing may come from the source tree but the roster folder.
     home = tmp_path / "home"
-    home.mkdir()
+    home.mkdir(exist_ok=True)
     env = {
-        "PATH": f"{venv / 'bin'}:/usr/bin:/bin",
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
         "HOME": str(home),
         "DATABASE_URL": TEST_DSN,
-        "BUTLER_DB_SCHEMA": schema_name,
+        "BUTLER_DB_SCHEMA": schema,
         "BUTLER_DATA_DIR": str(tmp_path / "data"),
     }
+    version = run([bin_dir / "butler", "--version"], cwd=home, env=env)
+    assert version.stdout.strip(), "butler --version printed nothing"
     log = tmp_path / "butler.log"
-    argv = [venv / "bin" / "butler", "run", "--config", REPO / "roster" / "health"]
+    argv = [bin_dir / "butler", "run", "--config", REPO / "roster" / "health"]
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [*argv, "--port", str(port)],
@@ -101,7 +94,42 @@ def test_a_wheel_in_a_fresh_venv_runs_the_quick_start(tmp_path, schema_name):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)  # installs every dependency into a fresh venv
+def test_a_wheel_in_a_fresh_venv_runs_the_quick_start(tmp_path, schema_name):
+    wheel = build_wheel(tmp_path)
+    names = set(zipfile.ZipFile(wheel).namelist())
+    expected = {f"butler/migrations/{m.path.name}" for m in discover()}
+    expected |= {"butler/assets/page.html", "butler/subagent/default_prompt_template.md"}
+    assert expected <= names, expected - names
+    venv = tmp_path / "venv"
+    run([sys.executable, "-m", "venv", venv])
+    run([venv / "bin" / "pip", "install", "-q", wheel])
+    quick_start(venv / "bin", tmp_path, schema_name)
     where = [venv / "bin" / "python", "-c", "import butler; print(butler.__file__)"]
-    installed = run(where, cwd=home, env=env)
+    installed = run(where, cwd=tmp_path / "home")
     assert str(venv) in installed.stdout, "butler was imported from the checkout, not the wheel"
     assert os.path.exists(venv / "bin" / "butler")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_the_wheel_installed_with_pipx_runs_the_quick_start(tmp_path, schema_name):
+    # pipx is how a person installs a Python command; it is taken from PyPI into a
+    # venv of its own, and its home and bin folder are the test's.
+    wheel = build_wheel(tmp_path)
+    tools = tmp_path / "pipx-venv"
+    run([sys.executable, "-m", "venv", tools])
+    run([tools / "bin" / "pip", "install", "-q", "pipx"])
+    bin_dir = tmp_path / "bin"
+    env = {
+        **os.environ,
+        "PIPX_HOME": str(tmp_path / "pipx"),
+        "PIPX_BIN_DIR": str(bin_dir),
+        "PIPX_MAN_DIR": str(tmp_path / "man"),
+    }
+    run([tools / "bin" / "pipx", "install", "--python", sys.executable, wheel], env=env)
+    assert (bin_dir / "butler").exists()
+    quick_start(bin_dir, tmp_path, schema_name)

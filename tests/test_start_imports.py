@@ -10,9 +10,9 @@ from tests.helpers import DaemonProcess, free_port, write_butler
 def test_a_start_leaves_the_runtime_library_and_websockets_for_later(
     roster: Path, schema_name: str, pg_dsn: str
 ) -> None:
-    # claude-agent-sdk is a fifth of a start and the websocket stack serves only a
-    # builder's terminal: neither is loaded before /health answers (the first
-    # session loads the SDK, the first terminal the websocket stack).
+    # claude-agent-sdk is a fifth of a start, FastMCP's client stack another, and the
+    # websocket stack serves only a builder's terminal: none is loaded before /health
+    # answers (the first session loads the SDK, the first terminal the websockets).
     port = free_port()
     folder = write_butler(roster, "lean", port=port, schema=schema_name)
     env = {"PYTHONPROFILEIMPORTTIME": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": ""}
@@ -24,6 +24,8 @@ def test_a_start_leaves_the_runtime_library_and_websockets_for_later(
         }
     assert "uvicorn" in imported and "fastmcp" in imported  # the log is what we think
     assert "claude_agent_sdk" not in imported
+    # FastMCP is warmed through the server's own API, not an in-memory client.
+    assert not any(name.startswith("fastmcp.client") for name in imported)
     assert not any(name.startswith("websockets") for name in imported)
     # No metric exporter configured: the API's no-op meter, not the metrics SDK.
     assert "opentelemetry.sdk.metrics" not in imported

@@ -70,7 +70,7 @@ def _runner() -> SubagentRunner:
         config = load_user_config()
     except UserError as exc:
         fail(str(exc))
-    return SubagentRunner(config.agents, config.sources)
+    return SubagentRunner(config.agents, config.sources, config.sandbox)
 
 
 @app.command("ask", epilog=ASK_EPILOG)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
@@ -69,6 +69,21 @@ class Sandbox(Protocol):
         With ``linger`` the sandbox outlives the process (what it started in the
         background keeps running) and reports the process's end on stdout as a
         last line ``"\\0butler-jail-exit <wait status>"``.
+        """
+        ...
+
+    def wrap_exact(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        passthrough: Iterable[str],
+        pid_file: Path,
+    ) -> list[str]:
+        """``argv`` inside the sandbox with exactly ``env`` plus the ``passthrough`` names.
+
+        For a runtime started by a library that merges the daemon's environment
+        into its child's; the start records its pid (the leader of a new
+        session, which ends the whole run) in ``pid_file``.
         """
         ...
 

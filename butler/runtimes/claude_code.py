@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import signal
@@ -39,6 +40,7 @@ from butler.runtimes.claude_lockdown import (
     interactive_state,
 )
 from butler.runtimes.claude_stream import claude_fold, message_dict
+from butler.runtimes.launch_main import PID_FILE
 from butler.runtimes.launcher import read_pid, write_launcher
 from butler.runtimes.lazy import LazyModule, ready
 from butler.runtimes.mcp_config import claude_entry
@@ -76,8 +78,15 @@ MCP_FILE = "claude-mcp.json"
 
 
 def bundled_cli() -> Path:
-    """The claude binary shipped inside the claude-agent-sdk wheel."""
-    return Path(sdk.__file__).parent / "_bundled" / "claude"
+    """The claude binary shipped inside the claude-agent-sdk wheel.
+
+    Found without importing the SDK: the daemon's start-up check asks for it,
+    and the SDK loads with the first session instead.
+    """
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    if spec is None or spec.origin is None:
+        return Path(sdk.__file__).parent / "_bundled" / "claude"  # the SDK's own error
+    return Path(spec.origin).parent / "_bundled" / "claude"
 
 
 def parse_extra_args(args: tuple[str, ...] | list[str]) -> dict[str, str | None]:
@@ -182,9 +191,8 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         for path, text in session_files(invocation).items():
             write_private(path, text)
         env = runtime_env(invocation)
-        argv = [cli] if invocation.sandbox is None else invocation.sandbox.wrap([cli])
         try:
-            launcher = write_launcher(invocation.workdir, argv, passthrough=[*env, *SDK_ENV])
+            launcher = cli_launcher(invocation, cli, env)
             options = build_options(invocation, launcher)
         except ValueError as exc:
             raise RuntimeFailure(str(exc)) from None
@@ -262,6 +270,18 @@ class CliGroup:
         pgid = read_pid(self.workdir)
         if pgid is not None:
             kill_group(pgid, signal.SIGTERM)
+
+
+def cli_launcher(invocation: Invocation, cli: str, env: dict[str, str]) -> Path:
+    """What the SDK starts: a launcher that gives the CLI exactly ``env`` (and the SDK's own).
+
+    In a jail, the jail's launch script does that itself (one process start
+    fewer per session); without one, the Python launcher does.
+    """
+    if invocation.sandbox is None:
+        return write_launcher(invocation.workdir, [cli], passthrough=[*env, *SDK_ENV])
+    pid_file = invocation.workdir / PID_FILE
+    return Path(invocation.sandbox.wrap_exact([cli], env, SDK_ENV, pid_file)[0])
 
 
 def write_private(path: Path, text: str) -> None:

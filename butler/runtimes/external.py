@@ -6,16 +6,21 @@ A roster registers them in ``agent_runtime.json`` beside its butlers:
                                  "timeout_minutes": 10}}}
 
 and a butler selects one with ``[butler.runtime] type = "file-agent"``. butler
-then calls ``<command> spawn BRIEF STATE PROMPT`` (stdout: a session id),
+then calls ``<command> spawn BRIEF STATE PROMPT_FILE`` (stdout: a session id),
 polls ``<command> check_status ID`` until ``completed`` or ``failed``, and
-``<command> resume ID STATE PROMPT`` to continue. Every call is argv, never a
-shell line; the calls run in one process group that is killed on timeout.
+``<command> resume ID STATE PROMPT_FILE`` to continue. Every call is argv, never
+a shell line; the calls run in one process group that is killed on timeout.
+
+``PROMPT_FILE`` is the path of a 0600 file holding the prompt (also in
+``BUTLER_PROMPT_FILE``), never the text itself: every local user reads every
+process's argv, and a prompt is the person's own words.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +38,8 @@ from butler.runtimes.jsonl import stderr_summary
 from butler.runtimes.process import RuntimeProcess, kill_group
 
 RUNTIMES_FILE = "agent_runtime.json"
+#: The call's prompt, in its workspace: the contract's third argument names this file.
+PROMPT_FILE = "prompt.md"
 STATUSES = ("pending", "active", "completed", "failed")
 
 
@@ -99,6 +106,7 @@ class ExternalAdapter(RuntimeAdapter):
             **invocation.env,
             "HOME": str(invocation.home),
             "BUTLER_MCP_CONFIG": str(invocation.workdir / "mcp.json"),
+            "BUTLER_PROMPT_FILE": str(invocation.workdir / PROMPT_FILE),
         }
         try:
             outcome = await process.run(
@@ -130,15 +138,15 @@ class ExternalAdapter(RuntimeAdapter):
         deadline = time.monotonic() + limit
         state = invocation.home / "state.json"
         brief = invocation.workdir / "brief.md"
-        brief.write_text(
-            f"# Task\n\n{invocation.prompt}\n\n# Instructions\n\n{invocation.system_prompt}",
-            encoding="utf-8",
+        private_file(
+            brief, f"# Task\n\n{invocation.prompt}\n\n# Instructions\n\n{invocation.system_prompt}"
         )
+        prompt = str(private_file(invocation.workdir / PROMPT_FILE, invocation.prompt))
         try:
             if invocation.resume:
                 session_id = invocation.resume
                 await self._call(
-                    ["resume", session_id, str(state), invocation.prompt],
+                    ["resume", session_id, str(state), prompt],
                     invocation,
                     limit,
                     started,
@@ -146,7 +154,7 @@ class ExternalAdapter(RuntimeAdapter):
                 )
             else:
                 session_id = await self._call(
-                    ["spawn", str(brief), str(state), invocation.prompt],
+                    ["spawn", str(brief), str(state), prompt],
                     invocation,
                     limit,
                     started,
@@ -193,6 +201,15 @@ class ExternalAdapter(RuntimeAdapter):
             if status in ("completed", "failed"):
                 return status
             await asyncio.sleep(self.spec.poll_interval_s)
+
+
+def private_file(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` readable by its owner only (0600), whatever the umask."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+    return path
 
 
 def _result_from_state(state: Path, session_id: str) -> RuntimeResult:

@@ -1,11 +1,12 @@
 """Start runtime CLIs through one launcher that gives them exactly the built environment.
 
 Two callers need it. claude-agent-sdk merges the daemon's whole environment
-into the CLI's and cannot be told otherwise, so a session's CLI path is the
-launcher, which drops what the spec does not pass through and execs the CLI
-in a new process group. A builder's tmux pane runs the launcher too, so
-neither its argv nor its credentials reach tmux; there the launcher stays to
-record how the runtime ended.
+into the CLI's and cannot be told otherwise, so an unjailed session's CLI path
+is the launcher, which drops what the spec does not pass through and execs
+the CLI in a new process group (a jailed session needs none: the jail's launch
+script and bubblewrap do the same, see ``Sandbox.wrap_exact``). A builder's
+tmux pane runs the launcher too, so neither its argv nor its credentials reach
+tmux; there the launcher stays to record how the runtime ended.
 
 The launcher is ``launch_main.py`` under ``python -I -S``. CPU per launch,
 measured side by side on a loaded 2-core machine, each exec'ing ``/bin/true``

@@ -1,7 +1,8 @@
 """The jail around every runtime process, and the egress proxy that is its only way out.
 
 ``policy`` says what a jail sees of the file system and builds the bubblewrap
-argv; ``egress`` is the daemon-side proxy; ``bridge`` runs inside the jail;
+argv; ``seccomp`` makes its system-call filter; ``egress`` is the daemon-side
+proxy; ``bridge`` runs inside the jail;
 ``jail`` ties them into one run; this module decides, once per daemon,
 whether runtimes are jailed, and what a butler session's jail holds.
 """
@@ -9,6 +10,7 @@ whether runtimes are jailed, and what a butler session's jail holds.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from pathlib import Path
 
 from butler.config import ButlerConfig, SandboxConfig
@@ -24,6 +26,7 @@ __all__ = [
     "butler_policy",
     "open_jail",
     "probe",
+    "probe_if_used",
     "resolve_mode",
 ]
 
@@ -47,6 +50,12 @@ def resolve_mode(config: SandboxConfig, where: str = "[butler.sandbox]") -> str:
         "SANDBOX OFF: runtimes run unjailed, with this user's rights and network: %s", reason
     )
     return "none"
+
+
+def probe_if_used(configs: Iterable[ButlerConfig]) -> None:
+    """Start one jail, once, when a butler of ``configs`` may use it (the answer is cached)."""
+    if any(c.butler.sandbox.mode != "none" for c in configs):
+        probe()
 
 
 def butler_policy(

@@ -9,18 +9,21 @@ the block ends; what it refused is in :meth:`Jail.summary`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import itertools
 import os
+import re
 import shlex
 import shutil
 import subprocess
-import tempfile
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
 from butler.sandbox.egress import Egress, Target
+from butler.sandbox.folders import new_jail_folder
 from butler.sandbox.hosts import (
     allow_entry,
     loopback_ports,
@@ -37,7 +40,14 @@ from butler.sandbox.policy import (
     bwrap_argv,
     install_root,
 )
+from butler.sandbox.seccomp import filter_program
 
+#: Numbers the launch scripts of this process's jails.
+_RUNS = itertools.count()
+#: A variable name the shell can unset or expand.
+SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: util-linux's setsid: the script's pid leads a new session (no fork: it leads no group yet).
+SETSID = shutil.which("setsid") or "setsid"
 INSTALL_HINT = "apt-get install bubblewrap (Debian/Ubuntu) or dnf install bubblewrap"
 #: The port of the jail's loopback that is its HTTP(S) proxy (any free one would do).
 PROXY_PORTS = (3128, 3129, 8888, 18080)
@@ -93,37 +103,92 @@ class Jail:
         line, which every local user reads; what is returned is a script that
         starts it, followed by the runtime's own arguments.
         """
+        options, command = self._bridged(argv[0], interactive=interactive, linger=linger)
+        return [str(self.launcher(options, command)), *argv[1:]]
+
+    def wrap_exact(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        passthrough: Iterable[str],
+        pid_file: Path,
+    ) -> list[str]:
+        """``argv`` in the jail with exactly ``env``, plus ``passthrough`` names the caller sets.
+
+        For a runtime started by a library that merges the daemon's whole
+        environment into its child's (claude-agent-sdk): the script unsets the
+        daemon's variables, bubblewrap starts the jail with a cleared
+        environment and ``env`` (from the private options file), and the
+        ``passthrough`` variables the library set are appended to that file by
+        the shell, never put on a command line. The script records its pid in
+        ``pid_file`` and leads a new session, so that pid ends the whole run.
+        This does in the jail's launch script what the launcher would do in a
+        Python process of its own, which every session would pay for.
+        """
+        options, command = self._bridged(argv[0])
+        pairs = [part for name, value in env.items() for part in ("--setenv", name, value)]
+        options = ["--clearenv", *pairs, *options]
+        kept = {*env, *passthrough}
+        drop = sorted(
+            n for n in os.environ if n not in kept and n != "args" and SHELL_NAME.match(n)
+        )
+        lines = [f"unset {' '.join(drop)}"] if drop else []
+        # $args is the options file (see launcher): the shell's builtin printf appends.
+        appends = [
+            f'[ -n "${{{n}+x}}" ] && printf \'%s\\0%s\\0%s\\0\' --setenv {n} "${n}" >> "$args"'
+            for n in sorted(set(passthrough) - set(env))
+            if SHELL_NAME.match(n)
+        ]
+        lines += [*appends, f"echo $$ > {shlex.quote(str(pid_file))}"]
+        return [str(self.launcher(options, command, lines, setsid=True)), *argv[1:]]
+
+    def _bridged(
+        self, program: str, *, interactive: bool = False, linger: bool = False
+    ) -> tuple[list[str], list[str]]:
+        """bubblewrap's options for ``program``, and its command: the bridge, then it."""
         python, prefix = bridge_interpreter()
         # By its real path: a symlinked folder on the way (a checkout's node_modules
         # link) does not exist in the jail, only what it points to.
-        exe = os.path.realpath(shutil.which(argv[0]) or argv[0])
-        argv = [exe, *argv[1:]]
+        exe = os.path.realpath(shutil.which(program) or program)
         policy = self.policy.with_read_only(install_root(exe), prefix)
         policy = replace(policy, interactive=interactive)
         forwards = ",".join(str(p) for p in self.forwards)
         bridge = [python, "-I", "-S", str(BRIDGE_PATH), str(EGRESS_DIR / EGRESS_SOCKET)]
         command = [*bridge, str(self.proxy_port), forwards, *(["linger"] if linger else [])]
-        command += ["--", exe]
-        return [str(self.launcher(bwrap_argv(policy, self.bwrap)[1:], command)), *argv[1:]]
+        return bwrap_argv(policy, self.bwrap)[1:], [*command, "--", exe]
 
-    def launcher(self, options: list[str], command: list[str]) -> Path:
+    def launcher(
+        self,
+        options: list[str],
+        command: list[str],
+        lines: Sequence[str] = (),
+        *,
+        setsid: bool = False,
+    ) -> Path:
         """A script running bubblewrap, ``options`` read from a private file, then ``command``.
 
         ``command`` (the bridge and the runtime's program: paths and ports) and the
-        script's own arguments follow on bubblewrap's command line.
+        script's own arguments follow on bubblewrap's command line; ``lines`` run
+        before it, with the options file's path in ``$args``.
         """
         folder = self.egress.socket_path.parent.parent
-        name = f"{len(list(folder.glob('run-*')))}-{os.getpid()}"
-        args = folder / f"args-{name}"
-        fd = os.open(args, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as out:
-            out.write(b"".join(o.encode() + b"\0" for o in options))
-        script = folder / f"run-{name}"
-        quoted = " ".join(shlex.quote(a) for a in [self.bwrap, "--args", "3", "--", *command])
-        line = f'exec {quoted} "$@" 3<{shlex.quote(str(args))}\n'
+        script = folder / f"run-{next(_RUNS)}-{os.getpid()}"
+        redirects = ""
+        program = filter_program()
+        if program is not None:
+            # bubblewrap loads the filter from descriptor 4 before the jail's first process.
+            options = [*options, "--seccomp", "4"]
+            seccomp = _private(script.with_name(script.name + ".bpf"), program)
+            redirects = f" 4<{shlex.quote(str(seccomp))}"
+        args = script.with_name(script.name + ".args")
+        _private(args, b"".join(o.encode() + b"\0" for o in options))
+        start = [*([SETSID] if setsid else []), self.bwrap, "--args", "3", "--", *command]
+        quoted = " ".join(shlex.quote(a) for a in start)
+        body = "".join(line + "\n" for line in [f"args={shlex.quote(str(args))}", *lines])
+        body += f'exec {quoted} "$@" 3<"$args"{redirects}\n'
         fd = os.open(script, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write("#!/bin/sh\n" + line)
+            out.write("#!/bin/sh\n" + body)
         return script
 
     def summary(self) -> dict[str, object]:
@@ -131,9 +196,25 @@ class Jail:
         return {"mode": "bwrap", **self.egress.summary()}
 
     async def close(self) -> None:
-        """Stop the proxy: from now on the jail reaches nothing. Removes its folder."""
-        await self.egress.close()
-        shutil.rmtree(self.egress.socket_path.parent.parent, ignore_errors=True)
+        """Stop the proxy: from now on the jail reaches nothing. Removes its folder.
+
+        The removal runs in a thread: removing a folder the jail's mount namespace
+        held takes milliseconds while the kernel tears that namespace down, time
+        the event loop (every other session and tool call) should not wait.
+        """
+        try:
+            await self.egress.close()
+        finally:
+            folder = self.egress.socket_path.parent.parent
+            await asyncio.to_thread(shutil.rmtree, folder, ignore_errors=True)
+
+
+def _private(path: Path, data: bytes) -> Path:
+    """A new file only its owner reads, holding ``data``."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+    return path
 
 
 def allowed_targets(
@@ -167,7 +248,7 @@ async def start_jail(
     and the jail, which sees the folder rather than the socket, reaches it again.
     """
     if folder is None:
-        folder = Path(tempfile.mkdtemp(prefix="butler-jail-"))
+        folder = new_jail_folder()
     # Only egress/ is seen from the jail; the launch scripts and their args stay outside.
     (folder / "egress").mkdir(mode=0o700, parents=True, exist_ok=True)
     forwards = loopback_ports(allowed)

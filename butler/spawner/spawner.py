@@ -36,6 +36,7 @@ from butler.runtimes.base import (
 )
 from butler.runtimes.process import PROCESS_STARTED
 from butler.sandbox import Jail, resolve_mode
+from butler.sandbox.folders import sweep_jail_folders
 from butler.security.session_tokens import SessionTokens
 from butler.spawner.admission import Admission, Reservation, validate_trigger_source
 from butler.spawner.homes import discard_home, prune_homes
@@ -123,8 +124,9 @@ class Spawner:
         return f"butler_{self.config.name}_"
 
     def sweep(self) -> list[Path]:
-        """Remove workspaces left by a crashed daemon, and session homes past keeping."""
-        return sweep_leftovers(self.workspace_prefix) + prune_homes(self.config.name)
+        """Remove workspaces and jail folders left by a crashed daemon, and old session homes."""
+        swept = sweep_leftovers(self.workspace_prefix) + prune_homes(self.config.name)
+        return swept + sweep_jail_folders()
 
     @property
     def in_flight(self) -> int:

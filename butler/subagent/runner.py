@@ -11,21 +11,26 @@ Each call gets a private temp folder ``<system temp>/butler-ask-<uuid>/``:
 
 The default agent's command runs there: an argv whose ``{placeholders}`` are
 filled element by element exactly as the command runtime fills its own,
-never through a shell. The folder is removed however the call ends;
-removing it unlinks the symlinks, never the sources they point to.
+never through a shell, inside the runtime jail (:mod:`butler.subagent.jail`)
+unless ``[sandbox] mode = "none"``. The folder is removed however the call
+ends; removing it unlinks the symlinks, never the sources they point to.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
+from butler.config import SandboxConfig
 from butler.errors import ProcessTimeout, RuntimeAdapterError, UserError
 from butler.runtimes.command import render  # the command runtime's argv templating
 from butler.runtimes.mcp_config import empty_files
 from butler.runtimes.process import Completed, run_captured, run_interactive
 from butler.spawner.workspace import Workspace, sweep_leftovers
+from butler.subagent.jail import AgentRun, agent_mode, agent_run
 from butler.subagent.sources import AgentCommand, AgentSettings, Source, Sources
 from butler.subagent.template import load_template, render_prompt
 
@@ -85,17 +90,21 @@ def agent_env() -> dict[str, str]:
 
 
 class SubagentRunner:
-    """Runs the default agent over symlinked sources in an isolated temp folder."""
+    """Runs the default agent over symlinked sources in an isolated temp folder, jailed."""
 
-    def __init__(self, config: AgentSettings, sources: Sources) -> None:
+    def __init__(
+        self, config: AgentSettings, sources: Sources, sandbox: SandboxConfig | None = None
+    ) -> None:
         self.config = config
         self.sources = sources
+        self.sandbox = sandbox or SandboxConfig()
 
     async def ask(
         self, sources: Sequence[str], question: str, *, timeout_s: float | None = None
     ) -> str:
         """Ask ``question`` about ``sources`` headless; return the agent's stdout."""
         agent = self.config.agent()
+        mode = self._mode()
         workspace = self._prepare(sources, question)
         try:
             prompt_file = workspace.path / PROMPT_FILE
@@ -106,7 +115,10 @@ class SubagentRunner:
             named = any(p in arg for arg in agent.ask for p in ("{prompt}", "{prompt_file}"))
             stdin = None if named else values["prompt"].encode()
             limit = timeout_s or self.config.ask_timeout_s
-            completed = await self._run_headless(agent, argv, workspace.path, limit, stdin)
+            async with self._run(agent, argv, workspace, sources, mode) as run:
+                completed = await self._run_headless(
+                    agent, run.wrap(argv), workspace.path, limit, stdin, run.env
+                )
             if completed.returncode != 0:
                 raise AgentFailed(
                     agent.name, completed.returncode, completed.stderr, stdout=completed.stdout
@@ -118,15 +130,44 @@ class SubagentRunner:
     async def chat(self, sources: Sequence[str]) -> int:
         """Open the agent interactively over ``sources``; return its exit status."""
         agent = self.config.agent()
+        mode = self._mode()
         workspace = self._prepare(sources, None)
         try:
             argv = render(list(agent.chat), self._values(workspace))
-            try:
-                return await run_interactive(argv, cwd=workspace.path, env=agent_env())
-            except OSError as exc:
-                raise self._cannot_start(agent, argv, exc) from None
+            async with self._run(agent, argv, workspace, sources, mode) as run:
+                try:
+                    wrapped = run.wrap(argv, interactive=True)
+                    return await run_interactive(wrapped, cwd=workspace.path, env=run.env)
+                except OSError as exc:
+                    raise self._cannot_start(agent, argv, exc) from None
         finally:
             workspace.remove()
+
+    def _mode(self) -> str:
+        """``bwrap`` or ``none``; ``mode = "bwrap"`` without bubblewrap is a ConfigError."""
+        return agent_mode(self.sandbox, f"{self.config.config_file}: [sandbox]")
+
+    def _run(
+        self,
+        agent: AgentCommand,
+        argv: list[str],
+        workspace: Workspace,
+        names: Sequence[str],
+        mode: str,
+    ) -> contextlib.AbstractAsyncContextManager[AgentRun]:
+        """The agent's run in its jail; a program that does not exist fails before it."""
+        if mode == "bwrap" and shutil.which(argv[0]) is None:
+            raise self._cannot_start(agent, argv, FileNotFoundError(argv[0]))
+        paths = [self.sources.get(name).path for name in dict.fromkeys(names)]
+        return agent_run(
+            self.sandbox,
+            mode,
+            agent=agent.name,
+            argv=argv,
+            workspace=workspace.path,
+            sources=paths,
+            env=agent_env(),
+        )
 
     def _prepare(self, names: Sequence[str], question: str | None) -> Workspace:
         """Make the temp folder: MCP configs, symlinks, and prompt.md when asking."""
@@ -159,12 +200,11 @@ class SubagentRunner:
         argv: list[str],
         cwd: Path,
         timeout_s: float,
-        stdin: bytes | None = None,
+        stdin: bytes | None,
+        env: dict[str, str],
     ) -> Completed:
         try:
-            return await run_captured(
-                argv, cwd=cwd, env=agent_env(), timeout_s=timeout_s, stdin=stdin
-            )
+            return await run_captured(argv, cwd=cwd, env=env, timeout_s=timeout_s, stdin=stdin)
         except ProcessTimeout as exc:
             raise AgentTimedOut(agent.name, exc.timeout_s, exc.stderr) from None
         except OSError as exc:

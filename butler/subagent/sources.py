@@ -16,6 +16,10 @@ One TOML file, ``config.toml`` in the user config folder
     ask = ["claude", "-p", "--strict-mcp-config", "--", "{prompt}"]
     chat = ["claude", "--strict-mcp-config"]
 
+    [sandbox]                             # the jail the agent runs in
+    mode = "auto"
+    allow_hosts = []
+
 Commands are argv lists, never shell strings: each element may hold the
 placeholders in :data:`ASK_PLACEHOLDERS` / :data:`CHAT_PLACEHOLDERS`, which are
 replaced inside that element only. Built-in agents (``claude-code``) apply
@@ -35,7 +39,10 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
+from pydantic import ValidationError
 
+from butler.config import SandboxConfig
+from butler.config_errors import describe
 from butler.errors import ConfigError, UserError
 from butler.runtimes.command import PLACEHOLDER
 from butler.tomlfile import read_toml
@@ -201,18 +208,32 @@ class UserConfig:
     path: Path
     agents: AgentSettings
     sources: Sources
+    #: ``[sandbox]``: the jail ask and chat run the agent in (see :mod:`butler.subagent.jail`).
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
 
 def load_user_config(path: Path | None = None) -> UserConfig:
     """Read and validate the user config; a missing file means built-in defaults."""
     path = path or config_path()
     data = read_toml(path) if path.exists() else {}
-    unknown = sorted(set(data) - {"sources", "agents"})
+    unknown = sorted(set(data) - {"sources", "agents", "sandbox"})
     if unknown:
-        raise ConfigError(f"{path}: unknown table {unknown[0]!r}; expected [sources] and [agents]")
+        raise ConfigError(
+            f"{path}: unknown table {unknown[0]!r}; expected [sources], [agents] and [sandbox]"
+        )
     sources = _parse_sources(_table(data, "sources", path), path)
     agents = _parse_agents(_table(data, "agents", path), path)
-    return UserConfig(path=path, agents=agents, sources=Sources(sources, path))
+    sandbox = _parse_sandbox(_table(data, "sandbox", path), path)
+    return UserConfig(path=path, agents=agents, sources=Sources(sources, path), sandbox=sandbox)
+
+
+def _parse_sandbox(table: Mapping[str, Any], path: Path) -> SandboxConfig:
+    try:
+        return SandboxConfig(**table)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(f"{path}: sandbox.{key}: {describe(first, SandboxConfig)}") from None
 
 
 def _table(data: Mapping[str, Any], key: str, path: Path) -> dict[str, Any]:

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # An example external runtime implementing butler's adapter contract (spec 002):
-#   file_agent.sh spawn BRIEF_FILE STATE_FILE PROMPT   -> prints a session id
-#   file_agent.sh resume SESSION_ID STATE_FILE PROMPT  -> prints a message
+#   file_agent.sh spawn BRIEF_FILE STATE_FILE PROMPT_FILE   -> prints a session id
+#   file_agent.sh resume SESSION_ID STATE_FILE PROMPT_FILE  -> prints a message
 #   file_agent.sh check_status SESSION_ID              -> pending|active|completed|failed
 # Its "agent" reads the brief and reports a word count in the state file. Text
 # from the brief or the prompt is only ever written to files, never evaluated.
+# butler passes the prompt as a file (0600), never as text in argv.
 set -euo pipefail
 
 root="${FILE_AGENT_HOME:-${HOME:-/tmp}/.file-agent}"
@@ -41,19 +42,19 @@ start_work() {
 
 case "${1:-}" in
   spawn)
-    brief="$2" state="$3" prompt="$4"
+    brief="$2" state="$3" prompt_file="$4"
     id="session_$(date +%s)_$$_${RANDOM}"
     dir="$sessions/$id"
     mkdir -p "$dir"
     cp -- "$brief" "$dir/brief.md"
-    printf '%s\n' "$prompt" >> "$dir/prompts"
+    { cat -- "$prompt_file"; echo; } >> "$dir/prompts"
     start_work "$dir" "$state"
     echo "$id"
     ;;
   resume)
     dir=$(session_dir "$2")
     [ -d "$dir" ] || { echo "file_agent: no such session: $2" >&2; exit 1; }
-    printf '%s\n' "$4" >> "$dir/prompts"
+    { cat -- "$4"; echo; } >> "$dir/prompts"
     start_work "$dir" "$3"
     echo "resumed $2"
     ;;

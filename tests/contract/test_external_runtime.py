@@ -97,3 +97,35 @@ def test_state_output_is_reported(tmp_path):
     assert _result_from_state(state, "s").output == "done"
     state.write_text("{broken")
     assert _result_from_state(state, "s").output == "{}"
+
+
+#: An adapter that looks, while butler's spawn call runs, for the prompt in every argv.
+ARGV_SPY = r"""#!/usr/bin/env bash
+set -euo pipefail
+case "$1" in
+  spawn)
+    # -f: the pattern comes from the file, so grep's own argv does not hold it either.
+    hits=$(grep -lsaF -f "$4" /proc/[0-9]*/cmdline | wc -l || true)
+    same=no; [ "${BUTLER_PROMPT_FILE:-}" = "$4" ] && same=yes
+    printf '{"output": "hits=%s mode=%s env=%s text=%s"}' \
+      "$hits" "$(stat -c %a -- "$4")" "$same" "$(head -c 40 -- "$4")" > "$3"
+    echo spy_1 ;;
+  check_status) echo completed ;;
+esac
+"""
+
+
+async def test_the_prompt_is_in_a_private_file_and_in_no_argv(make_spawner, roster):
+    spy = roster / "adapters" / "spy.sh"
+    spy.parent.mkdir(parents=True, exist_ok=True)
+    spy.write_text(ARGV_SPY)
+    spy.chmod(0o755)
+    (roster / "agent_runtime.json").write_text(
+        json.dumps({"runtimes": {"spy": {"command": "adapters/spy.sh"}}})
+    )
+    spawner = make_spawner(get_adapter("spy", roster=roster), runtime={"type": "spy"})
+    prompt = "the owner's private words 5e1f9c"
+    result = await spawner.trigger(TriggerRequest(prompt))
+    assert result.success, result.error
+    # No process (butler's call included) had the prompt on its command line.
+    assert result.output == f"hits=0 mode=600 env=yes text={prompt}"

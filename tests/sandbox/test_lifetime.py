@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import tempfile
 from pathlib import Path
 
 from tests.helpers import butler_client, wait_until
@@ -51,3 +52,16 @@ async def test_kill_9_of_the_daemon_leaves_no_runtime_process(jailed: Jailed):
         )
 
     await asyncio.to_thread(wait_until, gone, 10)
+    # Its jail's folder (launch script, options file, proxy socket) outlived it...
+    killed = str(jailed.daemon.proc.pid)
+    left = [f for f in jail_folders() if (f / ".owner-pid").read_text() == killed]
+    assert len(left) == 1, left
+    # ...until the next start of a daemon, which sweeps what dead owners left.
+    await asyncio.to_thread(jailed.daemon.start)
+    assert not left[0].exists()
+
+
+def jail_folders() -> list[Path]:
+    return [
+        f for f in Path(tempfile.gettempdir()).glob("butler-jail-*") if (f / ".owner-pid").exists()
+    ]

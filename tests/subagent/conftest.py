@@ -117,7 +117,7 @@ def make_runner(source_tree: SourceTree, temp_root: Path) -> RunnerFactory:
             **kwargs,  # type: ignore[arg-type]
         )
         config = load_user_config()
-        return SubagentRunner(config.agents, config.sources)
+        return SubagentRunner(config.agents, config.sources, config.sandbox)
 
     return make
 

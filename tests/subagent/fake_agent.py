@@ -4,6 +4,7 @@
     fake_agent.py fail CODE MESSAGE    write MESSAGE to stderr, exit CODE
     fake_agent.py hang PIDFILE         start a grandchild, record both pids, wait forever
     fake_agent.py chat MARKER CODE     interactive: report, echo one stdin line, exit CODE
+    fake_agent.py probe PLAN_FILE      try what PLAN_FILE (JSON) lists: reads, writes, URLs
 
 The report says what an agent would see: its argv, cwd, the folder's entries
 (symlinks with their targets), the MCP config files' contents, prompt.md.
@@ -45,8 +46,46 @@ def report(argv: list[str]) -> dict[str, object]:
     }
 
 
+def outcome(action) -> str:
+    """What happened: the value, or the exception's class name."""
+    try:
+        return str(action())
+    except Exception as exc:
+        return type(exc).__name__
+
+
+def fetch(url: str) -> str:
+    """The status and first line of a GET through the environment's proxy settings."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            return f"{answer.status} {answer.read(200).decode(errors='replace')}"
+    except urllib.error.HTTPError as exc:
+        return f"{exc.code} {exc.read(200).decode(errors='replace')}"
+
+
+def write(path: str) -> str:
+    Path(path).write_text("JAILBREAK\n", encoding="utf-8")
+    return "written"
+
+
+def probe(plan_file: str) -> dict[str, object]:
+    plan = json.loads(Path(plan_file).read_text(encoding="utf-8"))
+    return {
+        "home": os.environ.get("HOME"),
+        "read": {p: outcome(lambda p=p: Path(p).read_text()[:40]) for p in plan["read"]},
+        "write": {p: outcome(lambda p=p: write(p)) for p in plan["write"]},
+        "fetch": {u: outcome(lambda u=u: fetch(u)) for u in plan["fetch"]},
+    }
+
+
 def main() -> int:
     mode, args = sys.argv[1], sys.argv[2:]
+    if mode == "probe":
+        print(json.dumps(probe(args[0])))
+        return 0
     if mode == "report":
         seen = report(args)
         seen["stdin"] = sys.stdin.read() if sys.stdin and not sys.stdin.isatty() else None

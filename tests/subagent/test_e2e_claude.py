@@ -18,6 +18,7 @@ from pathlib import Path
 import claude_agent_sdk
 import pytest
 
+from butler.sandbox import probe
 from tests.fakes.model_server import FakeModelServer, Text, ToolCall
 from tests.helpers import REPO
 from tests.subagent.conftest import SourceTree, cli_env, leftovers, write_config
@@ -56,9 +57,12 @@ def path_without_claude() -> str:
 
 
 @pytest.mark.e2e
+@pytest.mark.parametrize("sandbox", ["none", "bwrap"])
 def test_butler_ask_with_genuine_claude(
-    source_tree: SourceTree, temp_root: Path, tmp_path: Path
+    source_tree: SourceTree, temp_root: Path, tmp_path: Path, sandbox: str
 ) -> None:
+    if sandbox == "bwrap" and probe() is not None:
+        pytest.skip(f"no jail here: {probe()}")
     assert BUNDLED.exists(), f"claude-agent-sdk ships no CLI at {BUNDLED}"
     (source_tree.folder / "notes.txt").write_text(SECRET + "\n", encoding="utf-8")
     # No [agents] table: the built-in claude-code command is what runs.
@@ -77,6 +81,7 @@ def test_butler_ask_with_genuine_claude(
             HOME=str(home),
             CLAUDE_CONFIG_DIR=str(home / ".claude"),
             PATH=path_without_claude(),
+            BUTLER_SANDBOX=sandbox,
         )
         result = subprocess.run(
             [sys.executable, "-m", "butler.cli", "ask", "-s", "docs,langchain", "What is it?"],
