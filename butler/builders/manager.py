@@ -131,6 +131,7 @@ class BuilderManager:
         except BaseException as exc:
             await self._undo(plan, sid, str(exc))
             raise
+        survivors.hand_over(self.spawner.jails.get(sid), await self.tmux.pane_pid(name))
         await self.lifecycle.running(sid)
         task = asyncio.get_running_loop().create_task(type_prompt(self.tmux, name, command))
         self._typing.add(task)

@@ -8,7 +8,9 @@ starts: the token's digest (which opens nothing by itself) and the targets
 the proxy allows (hosts and ports, no secret), and where the jail's folder
 is (a short temporary path: a Unix socket's path is limited to 108 bytes).
 The daemon that adopts the builder takes the digest back and starts the
-proxy again on the same socket, in the folder the jail sees.
+proxy again on the same socket, in the folder the jail sees; the folder is
+owned by the builder's launcher meanwhile, so a starting daemon's sweep of
+jail folders left by dead daemons keeps it while the builder runs.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import stat
 from pathlib import Path
 
 from butler.sandbox.egress import Egress, Target
+from butler.sandbox.folders import OWNER_FILE
 from butler.sandbox.jail import Jail
 from butler.sandbox.policy import EGRESS_SOCKET, JailPolicy
 from butler.security.session_tokens import SessionTokens
@@ -58,6 +61,17 @@ def remember(folder: Path, session_id: str, tokens: SessionTokens, jail: Jail | 
         targets = sorted([t.host, t.port] for t in jail.egress.allowed)
         where = str(jail.egress.socket_path.parent.parent)
         _write_private(folder / JAIL_FILE, json.dumps({"folder": where, "allowed": targets}))
+
+
+def hand_over(jail: Jail | None, pid: int | None) -> None:
+    """Make the builder's runtime (its launcher, ``pid``) the owner of its jail's folder.
+
+    A starting daemon sweeps jail folders whose owner is gone; this one must
+    outlive the daemon that made it, for as long as the builder runs.
+    """
+    if jail is not None and pid is not None:
+        folder = jail.egress.socket_path.parent.parent
+        _write_private(folder / OWNER_FILE, str(pid))
 
 
 async def restore(
