@@ -21,7 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders.conftest import COMMAND_RUNTIME, Builders, write_builder_butler
+from tests.builders.conftest import (
+    COMMAND_RUNTIME,
+    Builders,
+    kill_tmux_server,
+    write_builder_butler,
+)
 from tests.builders.test_claude_builder import state_get
 from tests.conformance.runtimes import CASES
 from tests.conftest import TEST_DSN
@@ -191,3 +196,22 @@ def test_tui_builder_calls_its_butler_and_records_its_usage(tui_builders, fake_m
     assert row["model"], "the model the transcript names is on the row"
     if runtime in ("claude-code", "opencode"):  # the others report tokens, not dollars
         assert row["cost_usd"] is not None and (runtime == "opencode" or row["cost_usd"] > 0)
+
+
+@pytest.mark.parametrize("tui_builders", ["codex", "opencode+jail"], indirect=True)
+def test_no_process_of_a_tui_outlives_its_tmux_server(tui_builders, fake_model):
+    """These TUIs ignore the hangup a closing terminal sends; the launcher ends them."""
+    runtime, builders = tui_builders
+    fake_model.script = [Text(DONE)]
+    builder = builders.spawn("--runtime", runtime, f"{TASK} {uuid.uuid4().hex[:12]}")
+    wait_answer(builders, builder)
+    assert argv_holding(builder["worktree"])  # the TUI runs in its worktree
+    kill_tmux_server(builders.socket)
+    wait_until(lambda: not argv_holding(builder["worktree"]), timeout=15, interval=0.2)
+
+    def recorded() -> dict | None:
+        found = builders.row(builder["session_id"])
+        return found if found["status"] != "running" else None
+
+    row = wait_until(recorded, timeout=20)
+    assert row["status"] in ("cancelled", "ended"), row["error"]
