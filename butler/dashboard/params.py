@@ -68,7 +68,8 @@ def integer(params: Mapping[str, str], key: str, low: int, high: int, default: i
     raw = params.get(key, "")
     if raw == "":
         return default
-    if not raw.isdigit() or not low <= int(raw[:9]) <= high:
+    # isascii: str.isdigit() admits '²', which int() then refuses with an uncaught error.
+    if not (raw.isascii() and raw.isdigit()) or not low <= int(raw[:9]) <= high:
         raise BadParam(f"{key}: {_shown(raw)} is not allowed; expected a number {low} to {high}")
     return int(raw)
 

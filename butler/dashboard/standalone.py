@@ -2,8 +2,10 @@
 
 It reads each butler's address from its data folder (``serving.json``, written
 when it starts serving; its ``butler.toml`` otherwise) and its owner token
-from the same place, asks each ``/api/summary``, and serves the page on its
-own port behind its own owner token (``BUTLER_TOKEN`` overrides, as for a butler).
+from the same place, asks each ``/api/summary`` (only on a port this user
+alone listens on: the token never goes to another user's listener), and
+serves the page on its own port behind its own owner token (``BUTLER_TOKEN``
+overrides, as for a butler).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from typing import Any
@@ -30,6 +33,7 @@ from butler.errors import UserError
 from butler.jsonfile import read_json_object
 from butler.paths import serving_file
 from butler.security.http import RequireToken, cookie_name
+from butler.security.listener import held_by_me
 from butler.security.owner_token import owner_token
 from butler.security.session_tokens import SessionTokens
 
@@ -54,6 +58,9 @@ def ask(config: ButlerConfig) -> dict[str, Any]:
     """One butler's summary, or a row that says why there is none."""
     url = address(config)
     row: dict[str, Any] = {"name": config.name, "url": url, "runtime": config.runtime.type}
+    mine = held_by_me(urllib.parse.urlsplit(url).port or 80)
+    if not mine:  # the token goes only to the owner's own process, never to a squatter
+        return {**row, "status": "down" if mine is None else "not ours"}
     try:
         token = owner_token(config.name)
         request = urllib.request.Request(

@@ -6,9 +6,12 @@ filter allows everything but the calls below, which fail with ``EPERM``:
 debugging another process (``ptrace``, ``process_vm_readv``/``writev``),
 changing mounts (``mount``, ``umount2``, ``pivot_root``, the new mount API),
 kernel keyrings, eBPF, perf events, ``userfaultfd`` (a favourite of kernel
-exploits), loading kernels and modules, joining namespaces (``setns``), and
+exploits), loading kernels and modules, ``io_uring``, joining namespaces (``setns``), and
 creating a new user namespace (``unshare``/``clone`` with ``CLONE_NEWUSER``),
-the step that would give a process in the jail capabilities again.
+the step that would give a process in the jail capabilities again, and the
+ioctls that push characters into a terminal's input (``TIOCSTI``,
+``TIOCLINUX``): ``butler chat`` and a builder run on a terminal they share
+with the person (no ``--new-session``), whose shell would run what they typed.
 ``clone3`` gets ``ENOSYS``: its flags sit in memory a filter cannot read, and
 the C libraries fall back to ``clone``, whose flags it can (as Docker's
 default profile does).
@@ -22,6 +25,7 @@ from __future__ import annotations
 import errno
 import logging
 import tempfile
+import termios
 from functools import lru_cache
 
 log = logging.getLogger("butler.sandbox")
@@ -54,8 +58,17 @@ DENIED = (
     "delete_module",
     "setns",
     "open_by_handle_at",
+    # io_uring's operations run past this filter, and it is the kernel's busiest
+    # source of exploits of late (Docker's default profile refuses it too);
+    # libuv and the C libraries fall back to plain calls without it.
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
 )
 CLONE_NEWUSER = 0x10000000
+#: ioctls that type into a terminal (TIOCSTI, TIOCLINUX): an interactive jail shares the
+#: person's terminal, whose shell would run what was typed once the agent has gone.
+TERMINAL_INPUT = (termios.TIOCSTI, termios.TIOCLINUX)
 
 
 @lru_cache(maxsize=1)
@@ -77,6 +90,10 @@ def filter_program() -> bytes | None:
     for name in ("unshare", "clone"):
         rules.add_rule(deny, name, new_user)
     rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    # The kernel reads an ioctl's request as 32 bits: compare only those, or a request
+    # with high bits set would slip past (CVE-2019-10063 in Flatpak).
+    for request in TERMINAL_INPUT:
+        rules.add_rule(deny, "ioctl", seccomp.Arg(1, seccomp.MASKED_EQ, 0xFFFFFFFF, request))
     with tempfile.TemporaryFile() as out:
         rules.export_bpf(out)
         out.seek(0)

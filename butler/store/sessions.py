@@ -6,7 +6,7 @@ import dataclasses
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -68,6 +68,12 @@ def parse_timestamp(name: str, raw: str) -> datetime:
         ) from None
     if value.tzinfo is None:
         raise ValueError(f"{name}: {raw[:64]!r} has no time zone; expected one, e.g. +00:00")
+    try:  # the database reads it in UTC: 0001-01-01 at +01:00 has no UTC time
+        value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(
+            f"{name}: {raw[:64]!r} is out of range in UTC; expected a time from year 1 to 9999"
+        ) from None
     return value
 
 

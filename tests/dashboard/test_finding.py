@@ -85,6 +85,21 @@ def test_a_bad_parameter_is_one_line_naming_it(seeded):
         assert status == 400 and body.count("\n") == 1 and body.startswith(words), body
 
 
+def test_a_parameter_at_the_edge_of_the_calendar_or_of_unicode_is_refused_not_a_crash(seeded):
+    nil = "00000000-0000-0000-0000-000000000000"
+    for path, words in [
+        ("/?limit=%C2%B2", "limit: '²' is not allowed; expected a number 1 to 500"),
+        (f"/?before=0001-01-01T00:00:00%2B01:00,{nil}", "before: '0001-01-01T00:00:00+01:00"),
+        (f"/?before=9999-12-31T23:59:59-14:00,{nil}", "before: '9999-12-31T23:59:59-14:00"),
+        (
+            "/api/sessions?since=0001-01-01T00:00:00%2B01:00",
+            '{"error":"since: \'0001-01-01T00:00:00+01:00\' is out of range',
+        ),
+    ]:
+        status, body = fetch(f"{seeded.url}{path}")
+        assert status == 400 and body.strip().count("\n") == 0 and body.startswith(words), body
+
+
 def test_paging_through_ten_thousand_rows(seeded, browser):
     seeded.sql(
         "INSERT INTO sessions (id, prompt, status, trigger_source, runtime, created_at)"

@@ -35,6 +35,7 @@ print(json.dumps({
     "unshare_cli": run(["unshare", "-U", "true"]),
     "keyctl": call("syscall", 250, 1, 0),  # keyctl(KEYCTL_JOIN_SESSION_KEYRING, NULL)
     "bpf": call("syscall", 321, 0, None, 0),
+    "io_uring": call("syscall", 425, 1, ctypes.create_string_buffer(120)),  # io_uring_setup
     "threads": run(["/usr/bin/python3", "-I", "-c",
                     "import threading; t = threading.Thread(target=print); t.start(); t.join()"]),
     "child": run(["/bin/sh", "-c", "echo hello | cat > /dev/null"]),
@@ -63,7 +64,7 @@ async def attempts(tmp_path: Path) -> dict[str, str]:
 async def test_escapes_fail_with_eperm_and_ordinary_work_goes_on(tmp_path: Path) -> None:
     assert filter_program() is not None, "libseccomp is needed for the jail's filter"
     seen = await attempts(tmp_path)
-    for name in ("ptrace", "mount", "unshare_user", "keyctl", "bpf"):
+    for name in ("ptrace", "mount", "unshare_user", "keyctl", "bpf", "io_uring"):
         assert seen[name] == "EPERM", (name, seen)
     assert seen["unshare_cli"] == "Operation not permitted", seen
     # Threads (clone3 falls back to clone) and child processes still work.
@@ -77,3 +78,4 @@ async def test_without_the_filter_those_calls_get_through(
     monkeypatch.setattr("butler.sandbox.jail.filter_program", lambda: None)
     seen = await attempts(tmp_path)
     assert seen["ptrace"] == "ok" and seen["unshare_user"] == "ok", seen
+    assert seen["io_uring"] == "ok", seen
