@@ -56,9 +56,10 @@ class EnvConfig(_Section):
 
 
 class BuildersConfig(_Section):
-    """``[butler.builders]``: how many interactive builders may run at once."""
+    """``[butler.builders]``: how many may run at once; runtimes to pick with ``--runtime``."""
 
     max_running: int = Field(default=4, ge=1, le=64)
+    runtimes: dict[str, RuntimeConfig] = Field(default_factory=dict, max_length=32)
 
 
 class DbConfig(_Section):
@@ -371,14 +372,18 @@ def load_config(config_dir: str | Path, **overrides: Any) -> ButlerConfig:
         section = ButlerSection.model_validate(table, strict=True)
     except ValidationError as exc:
         raise ConfigError(validation_error_line(exc, path, sources, ButlerSection)) from None
-    _check_runtime_type(section.runtime, path, sources.get(("runtime", "type"), str(path)))
+    where = sources.get(("runtime", "type"), str(path))
+    _check_runtime_type(section.runtime, path, where, "butler.runtime")
+    for name, table in section.builders.runtimes.items():
+        table = table.model_copy(update={"type": name})
+        _check_runtime_type(table, path, str(path), f"butler.builders.runtimes.{name}")
     prompt = folder / "CLAUDE.md"
     if not prompt.is_file():
         raise ConfigError(f"{folder}: missing CLAUDE.md (the butler's system prompt)")
     return ButlerConfig(butler=section, config_dir=folder, system_prompt_path=prompt)
 
 
-def _check_runtime_type(runtime: RuntimeConfig, path: Path, where: str) -> None:
+def _check_runtime_type(runtime: RuntimeConfig, path: Path, where: str, key: str) -> None:
     roster = path.parent.parent
     try:
         names = available_runtimes(roster)
@@ -386,10 +391,10 @@ def _check_runtime_type(runtime: RuntimeConfig, path: Path, where: str) -> None:
         raise ConfigError(str(exc)) from None
     if runtime.type not in names:
         raise ConfigError(
-            f"{where}: butler.runtime.type: unknown runtime {runtime.type!r}; "
+            f"{where}: {key}.type: unknown runtime {runtime.type!r}; "
             f"expected one of {', '.join(names)}"
         )
     try:
         adapter_class(runtime.type, roster).validate_config(runtime)
     except ValueError as exc:
-        raise ConfigError(f"{where}: butler.runtime.{exc}") from None
+        raise ConfigError(f"{where}: {key}.{exc}") from None

@@ -234,3 +234,13 @@ timezone = "Europe/Paris"
         "0 8 * * *",
         "Europe/Paris",
     )
+
+
+def test_a_builder_runtime_table_is_checked_like_the_runtime(roster):
+    extra = '\n[butler.builders.runtimes.codex]\nmodel = "m"\nargs = ["-c", "x=1"]\n'
+    folder = write_butler(roster, "b", port=1, extra=extra)
+    table = load_config(folder).butler.builders.runtimes["codex"]
+    assert (table.model, table.args) == ("m", ["-c", "x=1"])
+    write_butler(roster, "b", port=1, extra='\n[butler.builders.runtimes.nope]\nmodel = "m"\n')
+    with pytest.raises(Exception, match=r"butler.builders.runtimes.nope.type: unknown runtime"):
+        load_config(folder)

@@ -12,22 +12,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import shutil
-import signal
 from pathlib import Path
 from typing import Any
 
-from butler.builders import git
+from butler.builders import git, survivors
 from butler.builders.modes import MODES, SpawnOptions, choose_mode
 from butler.builders.plan import BuilderPlan, make_plan
 from butler.builders.records import builder_view, elapsed_ms, is_builder, is_live, now_iso
+from butler.builders.runtime_choice import builder_adapter, check_runtime, transcript_of
+from butler.builders.terminal import Exit, end_of, end_runtime, type_prompt, usage_fields
 from butler.builders.tmux import Tmux, session_name
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, UserError
 from butler.paths import butler_dir
 from butler.runtimes import launcher
-from butler.runtimes.base import RuntimeFailure
+from butler.runtimes.base import Command, Invocation, RuntimeAdapter, RuntimeFailure
 from butler.spawner.invocation import InvocationRequest
 from butler.spawner.sandboxing import start_jail_for
 from butler.spawner.spawner import Spawner, TriggerRequest
@@ -35,11 +37,8 @@ from butler.store.sessions import SessionOutcome, SessionStore
 
 log = logging.getLogger(__name__)
 
-#: How a runtime ended: ``{"status": code, "signal": number}``, one of them None.
-Exit = dict[str, int | None]
-#: Signals that mean someone stopped the runtime, rather than that it broke.
-STOP_SIGNALS = {signal.SIGHUP, signal.SIGINT, signal.SIGTERM}
-_SIGNALS = {int(s) for s in signal.Signals}
+__all__ = ["BuilderManager", "Exit", "end_of"]
+
 #: Lines of scrollback kept as a finished builder's output.
 OUTPUT_LINES = 2000
 #: How often the watcher looks for live builders whose runtime ended.
@@ -69,6 +68,10 @@ class BuilderManager:
         #: Interactive builders not yet seen to end, by session id.
         self._live: dict[str, dict[str, Any]] = {}
         self._watcher: asyncio.Task[None] | None = None
+        #: Tasks typing builders' first prompts into their terminals.
+        self._typing: set[asyncio.Task[bool]] = set()
+        #: Builders being stopped on request: recorded cancelled however their runtime exits.
+        self._stopping: set[str] = set()
 
     async def spawn(
         self, options: SpawnOptions, repo: Path, source: str = "external", headless: bool = False
@@ -77,13 +80,22 @@ class BuilderManager:
         mode = choose_mode(options)
         if headless and mode == "shell":
             raise UserError("--headless needs a prompt; --shell is an interactive session only")
+        runtime = self.spawner.adapter.type_name
+        if options.runtime is not None:
+            runtime = check_runtime(self.config, options.runtime)
+            if headless and runtime != self.spawner.adapter.type_name:
+                raise UserError(
+                    f"--runtime {runtime} with --headless: headless builders run the butler's "
+                    f"own runtime ({self.spawner.adapter.type_name}); drop one of them"
+                )
+        adapter = builder_adapter(self.config, self.spawner.adapter, runtime)
         root = await git.repo_root(repo)
         async with self._spawn_lock:
             taken = await git.builder_names(root) | {b["id"] for b in await self.builders()}
             plan = make_plan(mode, options, self.config.config_dir, root, taken)
             if not headless:
                 await self._check_room()
-                return await self._interactive(plan, source)
+                return await self._interactive(plan, source, adapter)
             await git.add_worktree(plan.repo, plan.worktree, plan.branch)
         return await self._headless(plan, source)
 
@@ -101,27 +113,38 @@ class BuilderManager:
                 f"[butler.builders] max_running = {limit}; finish one or raise the limit"
             )
 
-    async def _interactive(self, plan: BuilderPlan, source: str) -> dict[str, Any]:
+    async def _interactive(
+        self, plan: BuilderPlan, source: str, adapter: RuntimeAdapter
+    ) -> dict[str, Any]:
         name = session_name(self.config.name, plan.id)
         meta = {**plan.metadata(), "tmux_session": name, "tmux_socket": self.tmux.socket}
         new = self.lifecycle.new(plan.prompt, source, plan.type, meta)
+        new = dataclasses.replace(new, runtime=adapter.type_name, model=adapter.config.model)
         sid = str(new.id)
-        program = await self._prepare(plan, sid)
+        invocation = await self._prepare(plan, sid, adapter)
         await self.lifecycle.create(new)
         try:
             await git.add_worktree(plan.repo, plan.worktree, plan.branch)
+            # Built again now that the worktree exists: a runtime reads its project config.
+            program, command = self._launch(invocation, adapter)
             await self.tmux.new_session(name, str(plan.worktree), program)
         except BaseException as exc:
             await self._undo(plan, sid, str(exc))
             raise
+        survivors.hand_over(self.spawner.jails.get(sid), await self.tmux.pane_pid(name))
         await self.lifecycle.running(sid)
+        task = asyncio.get_running_loop().create_task(type_prompt(self.tmux, name, command))
+        self._typing.add(task)
+        task.add_done_callback(self._typing.discard)
         row = await self.sessions.get(sid) or {}
         if row:
             self._live[sid] = row
         return builder_view(row)
 
-    async def _prepare(self, plan: BuilderPlan, session_id: str) -> list[str]:
-        """Folder, home, MCP config and launch spec of the runtime; the argv tmux runs."""
+    async def _prepare(
+        self, plan: BuilderPlan, session_id: str, adapter: RuntimeAdapter
+    ) -> Invocation:
+        """Folder, home and jail of the runtime; a runtime without a terminal mode refuses."""
         folder = self.folder(plan.id)
         shutil.rmtree(folder, ignore_errors=True)  # a pruned builder's leftovers
         folder.mkdir(mode=0o700, parents=True)
@@ -133,7 +156,7 @@ class BuilderManager:
             role=plan.role_text(),
         )
         try:
-            invocation = await self.spawner.invocation(request)
+            invocation = await self.spawner.invocation(request, adapter)
             if self.spawner.sandbox == "bwrap":
                 # Its worktree and the repository's git folder (commits land there) are writable.
                 invocation, self.spawner.jails[str(session_id)] = await start_jail_for(
@@ -141,8 +164,12 @@ class BuilderManager:
                     invocation,
                     label=str(session_id),
                     writable=(plan.worktree, plan.repo / ".git"),
+                    runtime=adapter.config,
                 )
-            command = self.spawner.interactive_command(invocation)
+            survivors.remember(
+                folder, session_id, self.lifecycle.tokens, self.spawner.jails.get(session_id)
+            )
+            self.spawner.interactive_command(invocation, adapter)
         except RuntimeFailure as exc:
             shutil.rmtree(folder, ignore_errors=True)
             await self._release_jail(str(session_id))
@@ -151,6 +178,11 @@ class BuilderManager:
             shutil.rmtree(folder, ignore_errors=True)
             await self._release_jail(str(session_id))
             raise
+        return invocation
+
+    def _launch(self, invocation: Invocation, adapter: RuntimeAdapter) -> tuple[list[str], Command]:
+        """The runtime's config files and launch spec; the argv tmux runs, and the command."""
+        command = self.spawner.interactive_command(invocation, adapter)
         for path, text in command.files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
@@ -159,14 +191,21 @@ class BuilderManager:
         if invocation.sandbox is not None:
             argv = invocation.sandbox.wrap(argv, interactive=True)
         script = launcher.write_launcher(
-            folder, argv, command.env, passthrough=launcher.TERMINAL_VARS, supervise=True
+            invocation.workdir,
+            argv,
+            command.env,
+            passthrough=launcher.TERMINAL_VARS,
+            supervise=True,
         )
-        return [str(script)]
+        return [str(script)], command
 
-    async def _release_jail(self, session_id: str) -> dict[str, Any]:
-        """Stop the egress of a builder's jail; what it refused, for the row."""
+    async def _release_jail(self, session_id: str, folder: Path | None = None) -> dict[str, Any]:
+        """Stop the egress of a builder's jail; what it refused, for the row. A jail no
+        daemon held (its builder ended unadopted) only has its folder removed."""
         jail = self.spawner.jails.pop(session_id, None)
         if jail is None:
+            if folder is not None:
+                await asyncio.to_thread(survivors.forget, folder)
             return {}
         await jail.close()
         return {"sandbox": jail.summary()} if jail.egress.blocked else {}
@@ -282,7 +321,8 @@ class BuilderManager:
         """Stop the watcher; builders keep running in tmux without their daemon."""
         if self._watcher is None:
             return
-        self._watcher.cancel()
+        for task in [self._watcher, *self._typing]:
+            task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._watcher
         self._watcher = None
@@ -292,7 +332,13 @@ class BuilderManager:
         return butler_dir(self.config.name) / "builders" / builder_id
 
     async def _adopt(self, row: dict[str, Any]) -> None:
-        """A builder outlived a daemon restart (which failed its row): it runs again here."""
+        """A builder outlived a daemon restart (which failed its row): it runs again here,
+        its session token valid again and its jail's proxy started again."""
+        folder = self.folder(row["metadata"]["builder_id"])
+        if row["id"] not in self.spawner.jails:
+            jail = await survivors.restore(folder, row["id"], self.lifecycle.tokens, row["id"])
+            if jail is not None:
+                self.spawner.jails[row["id"]] = jail
         await self.lifecycle.running(row["id"])
         await self.lifecycle.annotate(row["id"], {"adopted_at": now_iso()})
         row["status"] = "running"
@@ -306,7 +352,16 @@ class BuilderManager:
         name = row["metadata"].get("tmux_session", "")
         output = await self.tmux.capture(name, OUTPUT_LINES) if screen else ""
         status, error = end_of(ended)
-        outcome = SessionOutcome(status, status == "succeeded", output, error, [], elapsed_ms(row))
+        if row["id"] in self._stopping or row["metadata"].get("stop_requested_at"):
+            status, error = "cancelled", "stopped with butler stop"
+        folder = self.folder(row["metadata"]["builder_id"])
+        used = await asyncio.to_thread(
+            transcript_of, self.config, self.spawner.adapter, row, folder
+        )
+        outcome = SessionOutcome(
+            status, status == "succeeded", output, error, [], elapsed_ms(row),
+            **usage_fields(used), model=used.model if used else None,
+        )  # fmt: skip
         ended = ended or {}
         # How it ended is written first, so whoever sees the row completed sees why.
         await self.lifecycle.annotate(
@@ -315,27 +370,28 @@ class BuilderManager:
                 "ended_at": now_iso(),
                 "exit_status": ended.get("status"),
                 "signal": ended.get("signal"),
-                **await self._release_jail(row["id"]),
+                **await self._release_jail(row["id"], folder),
             },
         )
         await self.lifecycle.complete(row["id"], outcome)
         log.info("builder finished", extra={"session_id": row["id"], "status": status})
+
+    async def stop_builder(self, builder_id: str) -> dict[str, Any]:
+        """End a running builder's runtime (its whole process group) and record it cancelled."""
+        row = await self.find(builder_id)
+        if not is_live(row) or row["id"] in self._finishing:
+            raise UserError(
+                f"builder {builder_id} is not running (status {row['status']}); nothing to stop"
+            )
+        self._stopping.add(row["id"])
+        await self.lifecycle.annotate(row["id"], {"stop_requested_at": now_iso()})
+        await end_runtime(self.tmux, row["metadata"].get("tmux_session", ""))
+        ended = launcher.read_exit(self.folder(builder_id))
+        await self._finish(row, True, ended)
+        return builder_view(await self.sessions.get(row["id"]) or row)
 
     async def screen(self, row: dict[str, Any]) -> str | None:
         """What a running interactive builder's terminal shows now; None for others."""
         if not is_builder(row) or not is_live(row):
             return None
         return await self.tmux.capture(row["metadata"].get("tmux_session", ""), OUTPUT_LINES)
-
-
-def end_of(ended: Exit | None) -> tuple[str, str | None]:
-    """A finished builder's status and error, from how its runtime's process ended."""
-    if ended is None:
-        return "cancelled", "its tmux session was closed while the runtime ran"
-    code, sig = ended.get("status"), ended.get("signal")
-    if sig is not None:
-        name = signal.Signals(sig).name if sig in _SIGNALS else str(sig)
-        return ("cancelled" if sig in STOP_SIGNALS else "failed"), f"runtime ended by signal {name}"
-    if code == 0:
-        return "succeeded", None
-    return "failed", f"runtime exited with status {code}"

@@ -40,6 +40,8 @@ class SpawnOptions:
     project: str | None = None
     shell: bool = False
     role: str | None = None
+    #: Another runtime type than the butler's own, for this builder.
+    runtime: str | None = None
 
     @property
     def task_text(self) -> str | None:

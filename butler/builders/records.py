@@ -38,6 +38,7 @@ def builder_view(row: dict[str, Any]) -> dict[str, Any]:
         "id": meta.get("builder_id"),
         "type": row["type"],
         "status": row["status"],
+        "runtime": row.get("runtime"),
         "summary": summary(row),
         "session_id": row["id"],
         "branch": meta.get("branch"),

@@ -75,17 +75,19 @@ class Tmux:
     def argv(self, *args: str) -> list[str]:
         return ["tmux", "-L", self.socket, *args]
 
-    async def run(self, *args: str, check: bool = True) -> tuple[int, str]:
+    async def run(
+        self, *args: str, check: bool = True, stdin: bytes | None = None
+    ) -> tuple[int, str]:
         if shutil.which("tmux") is None:
             raise UserError("tmux not found on PATH; builders run in tmux (apt-get install tmux)")
         proc = await asyncio.create_subprocess_exec(
             *self.argv(*args),
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=tmux_env(),
         )
-        out, err = await proc.communicate()
+        out, err = await proc.communicate(stdin)
         if check and proc.returncode != 0:
             raise TmuxError(f"tmux {args[0]}: {err.decode(errors='replace').strip()}")
         return proc.returncode or 0, out.decode(errors="replace")
@@ -121,6 +123,28 @@ class Tmux:
             "capture-pane", "-p", "-J", *start, "-t", f"={name}:", check=False
         )
         return out.rstrip() if status == 0 else ""
+
+    async def paste(self, name: str, text: str) -> None:
+        """Paste ``text`` into the session's pane as a person's terminal would (bracketed).
+
+        The text reaches tmux on the client's stdin, never in an argument; the
+        buffer is deleted once pasted.
+        """
+        buffer = f"butler-{name}"
+        await self.run("load-buffer", "-b", buffer, "-", stdin=text.encode())
+        await self.run("paste-buffer", "-p", "-d", "-b", buffer, "-t", f"={name}:")
+
+    async def keys(self, name: str, *keys: str) -> None:
+        """Press keys (tmux key names such as ``Enter``) in the session's pane."""
+        await self.run("send-keys", "-t", f"={name}:", *keys)
+
+    async def pane_pid(self, name: str) -> int | None:
+        """The pid of the program the session's pane runs (the launcher), if it still runs."""
+        status, out = await self.run(
+            "display-message", "-p", "-t", f"={name}:", "#{pane_dead} #{pane_pid}", check=False
+        )
+        dead, _, pid = out.strip().partition(" ")
+        return int(pid) if status == 0 and dead == "0" and pid.isdigit() else None
 
     async def kill(self, name: str) -> bool:
         status, _ = await self.run("kill-session", "-t", f"={name}", check=False)

@@ -1,4 +1,4 @@
-"""``butler spawn``, ``attach``, ``builders`` and ``prune``: delegate work to builders.
+"""``butler spawn``, ``attach``, ``builders``, ``stop`` and ``prune``: delegate work to builders.
 
 The commands check what they can alone (the flag combinations, ``--args``,
 ``--files``), then ask the butler's running daemon over MCP, so every builder
@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 from contextlib import nullcontext
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,6 +37,7 @@ SPAWN_EPILOG = (
     "  spec:      butler spawn -c roster/general --project 0009   (specs/0009-*.md, "
     "plans/0009-*.md)\n\n"
     "  shell:     butler spawn -c roster/general --shell --role reviewer\n\n"
+    '  runtime:   butler spawn -c roster/general --runtime codex "Fix the bug"\n\n'
     "Each builder gets a branch builder/<id>, a worktree <repo>/.builders/<id> and a "
     "detached tmux session running the butler's runtime, locked down to the butler's own "
     "MCP server. The butler's daemon must be running (butler run --config roster/general). "
@@ -80,6 +82,10 @@ def spawn(
     headless: Annotated[
         bool, Opt("--headless", help="Run to completion through the spawner; print it.")
     ] = False,
+    runtime: Annotated[
+        str | None,
+        Opt("--runtime", help="Runtime type for this builder (default: the butler's own)."),
+    ] = None,
     as_json: Annotated[bool, Opt("--json", help="Print the builder as JSON.")] = False,
 ) -> None:
     """Delegate work to a builder: a task, a protocol, a spec, or a bare shell."""
@@ -91,6 +97,13 @@ def spawn(
     except UserError as exc:
         fail(str(exc))
     cfg = load(config)
+    if runtime is not None:
+        from butler.builders.runtime_choice import check_runtime
+
+        try:
+            options = replace(options, runtime=check_runtime(cfg, runtime))
+        except UserError as exc:
+            fail(str(exc))
     arguments = tool_arguments(options, (repo or Path.cwd()).resolve(), headless)
     timeout = cfg.runtime.timeout_s + 60 if headless else 120
     with waiting("builder running…") if headless else nullcontext():
@@ -140,6 +153,20 @@ def builders(
         typer.echo(json.dumps(found, indent=2))
         return
     print_builders(found)
+
+
+@app.command(epilog="[bold]Example[/bold]\n\n  butler stop task-a7f3-x9k2 -c roster/general")
+def stop(
+    builder_id: Annotated[str, typer.Argument(help="The builder's id.", show_default=False)],
+    config: ConfigOption,
+    as_json: JsonOption = False,
+) -> None:
+    """End a running builder's runtime; it is recorded cancelled (prune removes it later)."""
+    found = run(ask(load(config), "builder_stop", {"builder_id": builder_id}, 60))
+    if as_json:
+        typer.echo(json.dumps(found, indent=2))
+        return
+    typer.echo(f"builder {found['id']} stopped ({found['status']}); branch {found['branch']}")
 
 
 @app.command(
@@ -216,6 +243,7 @@ def tool_arguments(options: SpawnOptions, repo: Path, headless: bool) -> dict[st
         "shell": options.shell,
         "role": options.role,
         "headless": headless,
+        "runtime": options.runtime,
     }
     return {key: value for key, value in arguments.items() if value not in (None, False)}
 
@@ -265,7 +293,8 @@ def print_builders(found: list[dict[str, Any]]) -> None:
     # Ids and branches are copied into other commands: never cut, the summary wraps instead.
     fixed = [Column(name, no_wrap=True) for name in ("type", "id", "status", "branch")]
     table = Table(*fixed, Column("summary", ratio=1))
-    colour = {"running": "green", "succeeded": "blue", "failed": "red"}
+    colour = {"running": "green", "succeeded": "blue", "failed": "red", "cancelled": "dim",
+              "ended": "dim"}  # fmt: skip
     for mode in ("spec", "task", "protocol", "shell"):
         for b in (b for b in found if b["type"] == mode):
             flags = " [pruned]" if b["pruned"] else (" [headless]" if b["headless"] else "")

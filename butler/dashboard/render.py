@@ -18,7 +18,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from butler.builders.records import elapsed_ms
 
-FINAL = ("succeeded", "failed", "cancelled")
+FINAL = ("succeeded", "failed", "cancelled", "ended")
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
     "object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",

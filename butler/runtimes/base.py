@@ -110,6 +110,8 @@ class Invocation:
     cache_dir: Path | None = None
     #: Set by the session path when runtimes are jailed; every process start honours it.
     sandbox: Sandbox | None = None
+    #: The butler's folder, where owner files live (a builder's ``cwd`` is its worktree).
+    config_dir: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,11 @@ class Command:
     env: dict[str, str]
     stdin: str | None = None
     files: dict[Path, str] = field(default_factory=dict)
+    #: A terminal session's first prompt, typed into it once it shows one of ``ready``:
+    #: never on the command line, where every local user reads it (``ps``).
+    typed_prompt: str = ""
+    #: Text a terminal session shows once it accepts input.
+    ready: tuple[str, ...] = ()
 
 
 @dataclass
@@ -201,6 +208,24 @@ class RuntimeAdapter(ABC):
         """The argv and exact environment of this runtime as an interactive terminal session.
 
         Builders run it in tmux, locked down like :meth:`invoke`; ``invocation.prompt``
-        is the initial prompt ("" for none). Runtimes without one refuse.
+        is the initial prompt ("" for none), delivered as :attr:`Command.typed_prompt`.
+        Runtimes without one refuse.
         """
         raise RuntimeFailure(f"runtime {self.type_name} has no interactive mode")
+
+    def transcript(self, home: Path, workdir: Path) -> Transcript | None:
+        """What an ended terminal session used, from the CLI's own files; None if unknown.
+
+        ``home`` is the session's private home, ``workdir`` its private folder.
+        """
+        return None
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """Usage of a terminal session, read from the files its CLI wrote."""
+
+    usage: Usage
+    cost_usd: float | None = None
+    model: str | None = None
+    session_id: str | None = None

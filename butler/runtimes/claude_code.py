@@ -28,10 +28,12 @@ from butler.runtimes.base import (
     RuntimeAdapter,
     RuntimeFailure,
     RuntimeResult,
+    Transcript,
 )
 from butler.runtimes.claude_lockdown import (
     BUILTIN_TOOLS,
     INTERACTIVE_ENV,
+    READY,
     SYSTEM_PROMPT_FILE,
     interactive_argv,
     interactive_mcp_config,
@@ -43,6 +45,7 @@ from butler.runtimes.launcher import read_pid, write_launcher
 from butler.runtimes.lazy import LazyModule, ready
 from butler.runtimes.mcp_config import claude_entry
 from butler.runtimes.process import KILL_GRACE_S, kill_group, terminate_group
+from butler.runtimes.transcripts import claude as claude_transcript
 
 if TYPE_CHECKING:
     import claude_agent_sdk as sdk
@@ -241,7 +244,11 @@ class ClaudeCodeAdapter(RuntimeAdapter):
             invocation.workdir / SYSTEM_PROMPT_FILE: invocation.system_prompt,
         }
         argv = interactive_argv(invocation, cli, mcp_file)
-        return Command(argv=argv, env=env, files=files)
+        return Command(argv, env, files=files, typed_prompt=invocation.prompt, ready=READY)
+
+    def transcript(self, home: Path, workdir: Path) -> Transcript | None:
+        """The session's project JSONL under the private ``CLAUDE_CONFIG_DIR``."""
+        return claude_transcript(home / ".claude")
 
 
 @dataclass

@@ -19,6 +19,8 @@ BUILTIN_TOOLS = ("Bash", "Read", "Write", "Edit", "Glob", "Grep")
 #: where every local user would read it (and 128 KiB would not even fit).
 SYSTEM_PROMPT_FILE = "system_prompt.md"
 
+#: What the TUI shows once it takes input.
+READY = ("? for shortcuts", "shift+tab to cycle", "for agents")
 #: The TUI only: it would clone a plugin marketplace at start-up; and it would start its
 #: first turn while the butler's server is still connecting, so without its tools.
 INTERACTIVE_ENV = {
@@ -46,10 +48,8 @@ def interactive_argv(invocation: Invocation, cli: str, mcp_config: Path) -> list
     argv += ["--strict-mcp-config", "--setting-sources=", f"--allowedTools={','.join(allowed)}"]
     if invocation.model:
         argv += ["--model", invocation.model]
-    argv += list(invocation.args)
-    if invocation.prompt:
-        argv += ["--", invocation.prompt]
-    return argv
+    # The prompt is typed in once the TUI is up, never given here: argv is public (``ps``).
+    return argv + list(invocation.args)
 
 
 def interactive_state(invocation: Invocation, existing: dict[str, Any]) -> dict[str, Any]:

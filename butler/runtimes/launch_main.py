@@ -22,6 +22,10 @@ import sys
 
 PID_FILE = "runtime.pid"
 EXIT_FILE = "exit.json"
+#: Seconds a runtime has to end once its terminal is gone before its group is killed.
+HANGUP_GRACE_S = 5
+#: Set once the terminal hung up: whatever of the group is left goes with the launcher.
+_HUNG_UP: list[bool] = []
 
 
 def main(spec_path: str, args: list[str]) -> None:
@@ -53,11 +57,23 @@ def _exec(argv: list[str], env: dict[str, str]) -> None:
     os._exit(127)
 
 
+def _hung_up() -> None:
+    """The terminal is gone (its tmux session or server killed). Some TUIs outlive a
+    hangup; the whole group gets SIGTERM, then SIGKILL after HANGUP_GRACE_S."""
+    import signal  # loaded already by _supervise
+
+    _HUNG_UP.append(True)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGALRM, lambda *_: os.killpg(0, signal.SIGKILL))
+    signal.alarm(HANGUP_GRACE_S)
+    os.killpg(0, signal.SIGTERM)  # the launcher's own handler passes it to the runtime
+
+
 def _supervise(folder: str, argv: list[str], env: dict[str, str]) -> None:
     import signal
 
-    # Terminal keys and a closing terminal are the runtime's business; the launcher
-    # stays to record the end, and passes a SIGTERM on.
+    # Terminal keys are the runtime's business; the launcher stays to record the end,
+    # passes a SIGTERM on, and ends the group when the terminal hangs up.
     for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     child = os.fork()
@@ -66,6 +82,7 @@ def _supervise(folder: str, argv: list[str], env: dict[str, str]) -> None:
             signal.signal(sig, signal.SIG_DFL)
         _exec(argv, env)  # on failure the pane stays open: a person attaching reads why
     signal.signal(signal.SIGTERM, lambda *_: os.kill(child, signal.SIGTERM))
+    signal.signal(signal.SIGHUP, lambda *_: _hung_up())
     _, status = os.waitpid(child, 0)
     code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else None
     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
@@ -75,4 +92,6 @@ def _supervise(folder: str, argv: list[str], env: dict[str, str]) -> None:
     )
     with open(os.path.join(folder, EXIT_FILE), "w", encoding="utf-8") as out:
         out.write(record)
+    if _HUNG_UP:  # the runtime ended, but no process of its may outlive its terminal
+        os.killpg(0, signal.SIGKILL)
     sys.exit(code if code is not None else 128 + (sig or 0))

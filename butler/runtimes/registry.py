@@ -17,11 +17,11 @@ from butler.runtimes.settings import RuntimeConfig
 
 _ADAPTERS: dict[str, str] = {
     "claude-code": "butler.runtimes.claude_code:ClaudeCodeAdapter",
-    "codex": "butler.runtimes.codex:CodexAdapter",
+    "codex": "butler.runtimes.terminals:CodexTerminalAdapter",
     "command": "butler.runtimes.command:CommandAdapter",
-    "gemini": "butler.runtimes.gemini:GeminiAdapter",
-    "opencode": "butler.runtimes.opencode:OpenCodeAdapter",
-    "copilot": "butler.runtimes.copilot:CopilotAdapter",
+    "gemini": "butler.runtimes.terminals:GeminiTerminalAdapter",
+    "opencode": "butler.runtimes.terminals:OpenCodeTerminalAdapter",
+    "copilot": "butler.runtimes.terminals:CopilotTerminalAdapter",
 }
 
 

@@ -43,5 +43,24 @@ class SessionTokens:
         if digest is not None:
             self._sessions.pop(digest, None)
 
+    def digest(self, session_id: str) -> str | None:
+        """The hex digest of ``session_id``'s token (worth keeping: it opens nothing)."""
+        digest = self._digests.get(session_id)
+        return digest.hex() if digest is not None else None
+
+    def adopt(self, session_id: str, digest: str) -> bool:
+        """A session that outlived an earlier daemon: its token, known by its digest, works
+        again here. False for a digest that is not one."""
+        try:
+            raw = bytes.fromhex(digest)
+        except ValueError:
+            return False
+        if len(raw) != hashlib.sha256().digest_size:
+            return False
+        self.revoke(session_id)
+        self._sessions[raw] = session_id
+        self._digests[session_id] = raw
+        return True
+
     def __len__(self) -> int:
         return len(self._sessions)

@@ -100,9 +100,11 @@ async def build_invocation(
         mcp=mcp_endpoint(config, tokens.issue(request.session_id)),
         max_turns=request.max_turns or rt.max_turns,
         timeout_s=request.timeout_s or rt.timeout_s,
-        model=rt.model,
-        args=tuple(rt.args),
+        # Another runtime than the butler's (a builder's --runtime) has its own model and args.
+        model=(rt if adapter.type_name == rt.type else adapter.config).model,
+        args=tuple((rt if adapter.type_name == rt.type else adapter.config).args),
         resume=request.resume,
         cache_dir=data_root() / "cache",
         max_output_bytes=config.butler.max_output_bytes,
+        config_dir=config.config_dir,
     )

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from butler.config import ButlerConfig
 from butler.runtimes.base import Invocation
+from butler.runtimes.settings import RuntimeConfig
 from butler.sandbox import Jail, allowed_targets, butler_policy
 from butler.sandbox.jail import start_jail
 
@@ -31,9 +32,14 @@ async def start_jail_for(
     label: str = "",
     writable: tuple[Path, ...] = (),
     folder: Path | None = None,
+    runtime: RuntimeConfig | None = None,
 ) -> tuple[Invocation, Jail]:
-    """A jail of this butler for ``invocation``, its proxy started; the caller closes it."""
-    rt = config.runtime
+    """A jail of this butler for ``invocation``, its proxy started; the caller closes it.
+
+    ``runtime`` is the runtime it runs when not the butler's own (a builder's
+    ``--runtime``): its model API is what the jail lets through.
+    """
+    rt = runtime or config.runtime
     allowed = allowed_targets(
         rt.type,
         invocation.env,

@@ -340,16 +340,21 @@ class Spawner:
             await self.lifecycle.annotate(sid, {TOTALS_KEY: totals(result, fields)})
         return own_share(result, fields, parent)
 
-    async def invocation(self, request: InvocationRequest) -> Invocation:
-        """The invocation of this butler's runtime for a session started elsewhere (a builder)."""
+    async def invocation(
+        self, request: InvocationRequest, adapter: RuntimeAdapter | None = None
+    ) -> Invocation:
+        """A runtime's invocation (this butler's by default) for a builder's session."""
         return await build_invocation(
-            self.config, self.adapter, self.credentials, request, self.session_tokens
+            self.config, adapter or self.adapter, self.credentials, request, self.session_tokens
         )
 
-    def interactive_command(self, invocation: Invocation) -> Command:
-        """This butler's runtime as a terminal session; RuntimeFailure when it has none."""
-        command = self.adapter.interactive_command(invocation)
-        files = {**self.adapter.mcp_config_files(invocation), **command.files}
+    def interactive_command(
+        self, invocation: Invocation, adapter: RuntimeAdapter | None = None
+    ) -> Command:
+        """A runtime (this butler's by default) as a terminal session; RuntimeFailure if none."""
+        adapter = adapter or self.adapter
+        command = adapter.interactive_command(invocation)
+        files = {**adapter.mcp_config_files(invocation), **command.files}
         return replace(command, files=files)
 
     async def _memory_context(self) -> str | None:

@@ -13,7 +13,7 @@ from typing import Any
 from butler.store.db import Database
 from butler.store.text import DEFAULT_MAX_TEXT_BYTES, RowText, clean_text
 
-STATUSES = ("pending", "running", "succeeded", "failed", "cancelled")
+STATUSES = ("pending", "running", "succeeded", "failed", "cancelled", "ended")
 
 #: Merge ``{"sanitised": [...], "truncated": [...]}`` into a row's metadata, appending to
 #: lists an earlier write left there (the prompt may be flagged at creation, the output later).

@@ -1,4 +1,4 @@
-"""Builder tools: spawn a builder, list them, look one up, prune finished ones."""
+"""Builder tools: spawn a builder, list them, look one up, stop one, prune finished ones."""
 
 # No postponed annotations: FastMCP reads the argument types (and their bounds) at runtime.
 from pathlib import Path
@@ -15,6 +15,9 @@ from butler.errors import ButlerError
 from butler.security.caller import current_caller
 from butler.tools.context import ButlerContext
 from butler.tools.limits import Name, PathText, ProtocolArgs, optional_text
+
+#: A builder's id as ``butler builders`` shows it.
+BuilderId = Annotated[str, Field(min_length=1, max_length=200)]
 
 
 def register_builder_tools(mcp: FastMCP, butler: ButlerContext) -> None:
@@ -37,6 +40,7 @@ def _register_spawn(mcp: FastMCP, butler: ButlerContext) -> None:
         shell: bool = False,
         role: Name = None,
         headless: bool = False,
+        runtime: Name = None,
     ) -> dict[str, Any]:
         """Delegate work to a builder: this butler's runtime in its own git worktree.
 
@@ -46,6 +50,7 @@ def _register_spawn(mcp: FastMCP, butler: ButlerContext) -> None:
         prompt, optional ``role`` file). The builder gets branch ``builder/<id>``, a
         worktree under ``<repo>/.builders/`` and a detached tmux session; with
         ``headless`` it runs to completion instead and the result is returned.
+        ``runtime`` picks another runtime type than the butler's own for this builder.
         """
         options = SpawnOptions(
             task=task,
@@ -55,6 +60,7 @@ def _register_spawn(mcp: FastMCP, butler: ButlerContext) -> None:
             project=project,
             shell=shell,
             role=role,
+            runtime=runtime,
         )
         source = "trigger" if current_caller().is_session else "external"
         try:
@@ -78,6 +84,17 @@ def _register_views(mcp: FastMCP, butler: ButlerContext) -> None:
         except ButlerError as exc:
             raise ToolError(str(exc)) from None
         return {**builder_view(row), "screen": await manager.screen(row)}
+
+    @mcp.tool
+    async def builder_stop(builder_id: BuilderId) -> dict[str, Any]:
+        """End a running builder's runtime (its whole process tree); it is recorded cancelled.
+
+        Its worktree, branch and last screen stay; ``builder_prune`` removes them.
+        """
+        try:
+            return await butler.builders.stop_builder(builder_id)
+        except ButlerError as exc:
+            raise ToolError(str(exc)) from None
 
     @mcp.tool
     async def builder_prune(force: bool = False) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ CONTRACT_STATUS = {
     "succeeded": "completed",
     "failed": "failed",
     "cancelled": "failed",
+    "ended": "failed",
 }
 
 

@@ -1,0 +1,115 @@
+"""Usage of an ended terminal session, read from each CLI's own files (shapes as the
+genuine CLIs write them; tests/builders/test_tui_builders.py reads the real ones)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+from butler.runtimes import transcripts
+from butler.runtimes.base import Usage
+
+CAPTURES = Path(__file__).with_name("captures")
+
+
+def jsonl(path: Path, *entries: object, tail: str = "") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries) + tail)
+    return path
+
+
+def claude_line(message_id: str, block: str, output: int) -> dict:
+    usage = {"input_tokens": 100, "output_tokens": output, "cache_read_input_tokens": 10,
+             "cache_creation_input_tokens": 5}  # fmt: skip
+    message = {"id": message_id, "model": "claude-x", "usage": usage, "content": [block]}
+    return {"type": "assistant", "sessionId": "s-1", "message": message}
+
+
+def test_claude_counts_each_message_once_though_written_per_block(tmp_path):
+    jsonl(
+        tmp_path / ".claude" / "projects" / "-repo-.builders-x" / "s-1.jsonl",
+        {"type": "user", "message": {"role": "user", "content": "Fix it"}},
+        claude_line("m1", "tool_use", 30),
+        claude_line("m1", "text", 30),  # the same message again, one line per block
+        claude_line("m2", "text", 20),
+        tail='{"type": "assistant", "mess',  # a torn last line: the CLI was killed
+    )
+    found = transcripts.claude(tmp_path / ".claude")
+    assert found is not None
+    assert found.usage == Usage(200, 50, 20, 10)
+    assert (found.model, found.session_id, found.cost_usd) == ("claude-x", "s-1", None)
+    # The cost is where the TUI records it at a clean exit, beside the session's id.
+    projects = {"/other": {"lastSessionId": "s-0", "lastCost": 9.0},
+                "/repo/.builders/x": {"lastSessionId": "s-1", "lastCost": 0.001082}}  # fmt: skip
+    (tmp_path / ".claude" / ".claude.json").write_text(json.dumps({"projects": projects}))
+    assert transcripts.claude(tmp_path / ".claude").cost_usd == 0.001082
+
+
+def test_codex_takes_the_last_running_total_of_the_rollout(tmp_path):
+    def count(total_in: int, total_out: int) -> dict:
+        usage = {"input_tokens": total_in, "cached_input_tokens": 20, "output_tokens": total_out}
+        payload = {"type": "token_count", "info": {"total_token_usage": usage}}
+        return {"type": "event_msg", "payload": payload}
+
+    jsonl(
+        tmp_path / "sessions" / "2026" / "11" / "26" / "rollout-2026-11-26T06-20-38-t1.jsonl",
+        {"type": "session_meta", "payload": {"id": "t1"}},
+        {"type": "turn_context", "payload": {"model": "fake-model"}},
+        count(120, 30),
+        count(240, 60),
+        {"type": "event_msg", "payload": {"type": "token_count", "info": None}},
+    )
+    found = transcripts.codex(tmp_path)
+    assert found is not None and found.usage == Usage(240, 60, 20, 0)
+    assert (found.model, found.session_id) == ("fake-model", "t1")
+
+
+def test_gemini_takes_each_messages_last_tokens(tmp_path):
+    tokens = {"input": 120, "output": 30, "cached": 10, "thoughts": 2, "total": 152}
+    first = {"id": "a", "type": "gemini", "tokens": tokens, "model": "fake-model"}
+    jsonl(
+        tmp_path / "tmp" / "w1" / "chats" / "session-2026-11-26T06-21-b5.jsonl",
+        {"sessionId": "b5", "kind": "main"},
+        {"id": "u", "type": "user", "content": [{"text": "Fix it"}]},
+        first,
+        {"$set": {"messages": [first]}},  # rewritten in place: counted once
+        {"id": "b", "type": "gemini", "tokens": tokens, "model": "fake-model"},
+    )
+    found = transcripts.gemini(tmp_path)
+    assert found is not None and found.usage == Usage(240, 64, 20, 0)
+    assert (found.model, found.session_id) == ("fake-model", "b5")
+
+
+def test_opencode_sums_assistant_messages_of_its_store(tmp_path):
+    (tmp_path / "opencode").mkdir()
+    with sqlite3.connect(tmp_path / "opencode" / "opencode.db") as db:
+        db.execute("CREATE TABLE message (id text, session_id text, data text)")
+        step = {"role": "assistant", "cost": 0.25, "modelID": "fake-model",
+                "tokens": {"input": 110, "output": 30, "reasoning": 1,
+                           "cache": {"read": 10, "write": 0}}}  # fmt: skip
+        rows = [("m0", "ses_1", json.dumps({"role": "user"})), ("m1", "ses_1", json.dumps(step)),
+                ("m2", "ses_1", json.dumps(step)), ("m3", "ses_1", "not json")]  # fmt: skip
+        db.executemany("INSERT INTO message VALUES (?, ?, ?)", rows)
+    found = transcripts.opencode(tmp_path)
+    assert found is not None and found.usage == Usage(220, 62, 20, 0)
+    assert (found.cost_usd, found.model, found.session_id) == (0.5, "fake-model", "ses_1")
+
+
+def test_copilot_reads_its_usage_report(tmp_path):
+    report = shutil.copy(CAPTURES / "copilot_usage_output_file.json", tmp_path / "u.json")
+    found = transcripts.copilot(Path(report))
+    assert found is not None and found.usage == Usage(300, 60, 30, 0)
+    assert found.model == "m1"
+
+
+def test_nothing_written_is_no_usage_rather_than_zeros(tmp_path):
+    assert transcripts.claude(tmp_path) is None
+    assert transcripts.codex(tmp_path) is None
+    assert transcripts.gemini(tmp_path) is None
+    assert transcripts.opencode(tmp_path) is None
+    (tmp_path / "opencode").mkdir()
+    (tmp_path / "opencode" / "opencode.db").write_text("not a database")
+    assert transcripts.opencode(tmp_path) is None
+    assert transcripts.copilot(tmp_path / "missing.json") is None
