@@ -43,7 +43,9 @@ async def test_a_jailed_cli_gets_exactly_its_environment_without_a_launcher(
     # The SDK's own variables come through (appended to the jail's options file).
     assert env["CLAUDE_CODE_ENTRYPOINT"].startswith("sdk")
     assert env["HTTPS_PROXY"].startswith("http://127.0.0.1:")  # the jail's proxy
+    # TRACEPARENT joins when a tracer is recording (it depends on what ran before in this process).
     allowed = {"PATH", "ANTHROPIC_API_KEY", "HOME", "CLAUDE_CONFIG_DIR", "PWD", "LC_CTYPE"}
+    allowed.add("TRACEPARENT")
     unexpected = {
         k
         for k in env
