@@ -8,6 +8,7 @@ exit codes: ``spawn`` prints a session id, ``resume`` a message,
 from __future__ import annotations
 
 import os
+import sys
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated
@@ -28,6 +29,10 @@ Timeout = Annotated[
     float | None,
     typer.Option("--timeout-minutes", help="Session time limit (default: the butler's)."),
 ]
+Prompt = Annotated[
+    str,
+    typer.Argument(help='The prompt; "-" reads it from standard input, out of every process list.'),
+]
 Config = Annotated[
     Path | None,
     typer.Option("--config", "-c", help="The butler's folder (default: $BUTLER_CONFIG)."),
@@ -42,6 +47,23 @@ def butler_config(ctx: typer.Context, config: Path | None) -> ButlerConfig:
     return load(Path(folder))
 
 
+def prompt_text(prompt: str, cfg: ButlerConfig) -> str:
+    """PROMPT itself, or standard input for "-" (bounded like a trigger's prompt)."""
+    if prompt != "-":
+        return prompt
+    limit = cfg.butler.max_prompt_bytes
+    data = sys.stdin.buffer.read(limit + 1)
+    if len(data) > limit:
+        fail(f"PROMPT '-': standard input holds more than {limit} bytes (max_prompt_bytes)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        fail("PROMPT '-': standard input is not UTF-8 text")
+    if not text.strip():
+        fail("PROMPT '-': standard input is empty; expected the prompt's text")
+    return text
+
+
 @adapter_app.callback()
 def adapter_options(ctx: typer.Context, config: Config = None) -> None:
     """Drive butler sessions through files and exit codes; the daemon must be running."""
@@ -49,14 +71,15 @@ def adapter_options(ctx: typer.Context, config: Config = None) -> None:
 
 
 @adapter_app.command(
-    epilog="Example:\n\n  butler adapter spawn -c roster/general auth_brief.md state_auth.json "
-    '"Act as the orchestrator for Auth"'
+    epilog="Examples:\n\n  butler adapter spawn -c roster/general auth_brief.md state_auth.json "
+    '"Act as the orchestrator for Auth"\n\n'
+    "  butler adapter spawn auth_brief.md state_auth.json - < prompt.txt"
 )
 def spawn(
     ctx: typer.Context,
     brief_file: Path,
     state_file: Path,
-    prompt: str,
+    prompt: Prompt,
     wait: Wait = False,
     timeout_minutes: Timeout = None,
     config: Config = None,
@@ -65,6 +88,7 @@ def spawn(
     from butler.contract import runner
 
     cfg = butler_config(ctx, config)
+    prompt = prompt_text(prompt, cfg)
     brief, state = brief_file.resolve(), state_file.resolve()
     with waiting("waiting for the session to finish…") if wait else nullcontext():
         session_id = run(
@@ -80,7 +104,7 @@ def resume(
     ctx: typer.Context,
     session_id: str,
     state_file: Path,
-    prompt: str,
+    prompt: Prompt,
     wait: Wait = False,
     timeout_minutes: Timeout = None,
     config: Config = None,
@@ -89,6 +113,7 @@ def resume(
     from butler.contract import runner
 
     cfg = butler_config(ctx, config)
+    prompt = prompt_text(prompt, cfg)
     state = state_file.resolve()
     with waiting("waiting for the session to finish…") if wait else nullcontext():
         message = run(

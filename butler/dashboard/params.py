@@ -113,10 +113,12 @@ def session_query(params: Mapping[str, str]) -> tuple[SessionQuery, int]:
     return query, integer(params, "limit", 1, MAX_LIMIT, DEFAULT_LIMIT)
 
 
-def chart_days(params: Mapping[str, str]) -> int:
-    """``days`` of the charts: 7, 30 or 90."""
-    only(params, ("days",))
-    raw = params.get("days", "") or "30"
+def chart_days(
+    params: Mapping[str, str], allowed: Iterable[str] = ("days",), default: int = 30
+) -> int:
+    """``days`` of the charts: 7, 30 or 90 (``default`` when absent); others of ``allowed`` pass."""
+    only(params, allowed)
+    raw = params.get("days", "") or str(default)
     if raw not in {str(d) for d in CHART_DAYS}:
         raise BadParam(f"days: {_shown(raw)} is not allowed; expected one of 7, 30, 90")
     return int(raw)

@@ -8,26 +8,34 @@ over HTTP with its owner token.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from butler.dashboard.params import BadParam, only
+from butler.dashboard.charts import day_range, ranges
+from butler.dashboard.params import BadParam, chart_days
 from butler.dashboard.render import SECURITY_HEADERS, e, live, table
+from butler.dashboard.roster_charts import daily_series, render_butler_charts
 from butler.dashboard.schedules import moment
 from butler.dashboard.view import View, bad
 from butler.store.session_days import daily
 from butler.tools.context import ButlerContext
 
 
-async def summary(butler: ButlerContext) -> dict[str, Any]:
-    """What the roster shows of one butler; ``/api/summary`` answers it."""
+async def summary(butler: ButlerContext, days: int = 7) -> dict[str, Any]:
+    """What the roster shows of one butler; ``/api/summary`` answers it.
+
+    ``daily`` holds a figure per day of the last ``days`` (7, 30 or 90) that had a
+    session, for the roster's charts: bounded by ``days`` whatever the history.
+    """
     config = butler.config
     today = datetime.now(UTC).date()
-    week = (await daily(butler.db, today - timedelta(days=6)))["counts"]
+    first = today - timedelta(days=max(days, 7) - 1)
+    counts = (await daily(butler.db, first))["counts"]
+    week = [r for r in counts if r["day"] > today - timedelta(days=7)]
     figures = [r for r in week if r["day"] == today]
     upcoming = await butler.scheduler.listing() if butler.scheduler else []
     upcoming.sort(key=lambda s: s["next_due"])
@@ -45,6 +53,7 @@ async def summary(butler: ButlerContext) -> dict[str, Any]:
         "next_schedule": {k: upcoming[0][k] for k in ("name", "next_due", "timezone")}
         if upcoming
         else None,
+        "daily": daily_series(counts, today - timedelta(days=days - 1)),
     }
 
 
@@ -78,8 +87,9 @@ def _row(s: dict[str, Any]) -> str:
     )
 
 
-def render_roster(summaries: list[dict[str, Any]]) -> str:
-    """One row per butler and a total of today's and the week's sessions, failures and spend."""
+def render_roster(summaries: list[dict[str, Any]], days: list[date]) -> str:
+    """One row per butler and a total of today's and the week's sessions, failures and spend,
+    then sessions, tokens and cost per day by butler over ``days``."""
     known = [s for s in summaries if s.get("sessions_today") is not None]
     sums = {
         "Sessions today": sum(s["sessions_today"] for s in known),
@@ -97,36 +107,42 @@ def render_roster(summaries: list[dict[str, Any]]) -> str:
             "Spend today", "Sessions 7 days", "Spend 7 days", "Next schedule"]  # fmt: skip
     rows = [_row(s) for s in summaries] + [total]
     caption = "Today and the last 7 days (UTC)"
-    return f'<section id="roster">{table(head, rows, caption)}</section>'
+    charts = render_butler_charts(summaries, days)
+    return f'<section id="roster">{table(head, rows, caption)}</section>{charts}'
 
 
 def roster_routes(view: View) -> list[Route]:
     """``/roster`` (this process's butlers), its live twin, and ``/api/summary``."""
     butler = view.butler
 
-    async def body() -> str:
+    async def body(days: int) -> str:
         peers = butler.peers or [butler]
-        return render_roster([await summary(p) for p in peers])
+        return render_roster([await summary(p, days) for p in peers], day_range(days))
 
     async def roster(request: Request) -> Response:
         try:
-            only(request.query_params, ())
+            days = chart_days(request.query_params, ("days",), default=7)
         except BadParam as exc:
             return bad(exc, json=False)
         return view.page(
             title=f"{butler.config.name} · roster", subtitle="every butler of this process",
-            source="/api/roster", body=await body(), current="/roster",
+            source=f"/api/roster?days={days}", body=await body(days), current="/roster",
+            controls=ranges(days, "/roster"),
         )  # fmt: skip
 
     async def roster_json(request: Request) -> Response:
-        try:
-            only(request.query_params, ("since",))  # the page's script may send its cursor
+        try:  # the page's script may send its cursor
+            days = chart_days(request.query_params, ("days", "since"), default=7)
         except BadParam as exc:
             return bad(exc, json=True)
-        return live(await body())
+        return live(await body(days))
 
-    async def summary_json(_: Request) -> Response:
-        return JSONResponse(await summary(butler), headers=SECURITY_HEADERS)
+    async def summary_json(request: Request) -> Response:
+        try:
+            days = chart_days(request.query_params, ("days",), default=7)
+        except BadParam as exc:
+            return bad(exc, json=True)
+        return JSONResponse(await summary(butler, days), headers=SECURITY_HEADERS)
 
     return [
         Route("/roster", roster, methods=["GET"]),

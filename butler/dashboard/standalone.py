@@ -26,7 +26,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from butler.config import ButlerConfig
-from butler.dashboard.params import BadParam, only
+from butler.dashboard.charts import day_range, ranges
+from butler.dashboard.params import BadParam, chart_days
 from butler.dashboard.render import ASSETS, SECURITY_HEADERS, asset_text, live, page, refused
 from butler.dashboard.roster import render_roster
 from butler.errors import UserError
@@ -54,8 +55,8 @@ def address(config: ButlerConfig) -> str:
     return f"http://{host}:{int(port)}"
 
 
-def ask(config: ButlerConfig) -> dict[str, Any]:
-    """One butler's summary, or a row that says why there is none."""
+def ask(config: ButlerConfig, days: int = 7) -> dict[str, Any]:
+    """One butler's summary with ``days`` of per-day figures, or a row saying why not."""
     url = address(config)
     row: dict[str, Any] = {"name": config.name, "url": url, "runtime": config.runtime.type}
     mine = held_by_me(urllib.parse.urlsplit(url).port or 80)
@@ -64,7 +65,7 @@ def ask(config: ButlerConfig) -> dict[str, Any]:
     try:
         token = owner_token(config.name)
         request = urllib.request.Request(
-            f"{url}/api/summary", headers={"Authorization": f"Bearer {token}"}
+            f"{url}/api/summary?days={int(days)}", headers={"Authorization": f"Bearer {token}"}
         )
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
             found = json.loads(response.read(1_000_000))
@@ -77,8 +78,13 @@ def ask(config: ButlerConfig) -> dict[str, Any]:
     return {**found, "url": url}
 
 
-async def summaries(configs: Sequence[ButlerConfig]) -> list[dict[str, Any]]:
-    return list(await asyncio.gather(*(asyncio.to_thread(ask, c) for c in configs)))
+async def summaries(configs: Sequence[ButlerConfig], days: int) -> list[dict[str, Any]]:
+    """Every butler's summary, asked at once."""
+    return list(await asyncio.gather(*(asyncio.to_thread(ask, c, days) for c in configs)))
+
+
+async def _body(configs: Sequence[ButlerConfig], days: int) -> str:
+    return render_roster(await summaries(configs, days), day_range(days))
 
 
 def build_roster_app(configs: Sequence[ButlerConfig], port: int) -> ASGIApp:
@@ -86,18 +92,22 @@ def build_roster_app(configs: Sequence[ButlerConfig], port: int) -> ASGIApp:
 
     async def roster(request: Request) -> Response:
         try:
-            only(request.query_params, ())
+            days = chart_days(request.query_params, ("days",), default=7)
         except BadParam as exc:
             return refused(str(exc))
-        body = render_roster(await summaries(configs))
         return page(
             "roster", "", meta=f"{len(configs)} butlers", title="roster · butler",
-            subtitle="every butler of the roster", source="/api/roster", body=body,
-            current="/roster", views=(("/", "Roster"),),
+            subtitle="every butler of the roster", source=f"/api/roster?days={days}",
+            body=await _body(configs, days), current="/roster", views=(("/", "Roster"),),
+            controls=ranges(days, "/"),
         )  # fmt: skip
 
-    async def roster_json(_: Request) -> Response:
-        return live(render_roster(await summaries(configs)))
+    async def roster_json(request: Request) -> Response:
+        try:  # the page's script may send its cursor
+            days = chart_days(request.query_params, ("days", "since"), default=7)
+        except BadParam as exc:
+            return refused(str(exc), json=True)
+        return live(await _body(configs, days))
 
     async def asset(request: Request) -> Response:
         name = request.path_params["name"]

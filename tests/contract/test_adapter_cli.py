@@ -29,9 +29,10 @@ Handle user authentication and session management.
 """
 
 
-def adapter(config: Path, *args: str, env: dict[str, str] | None = None):
+def adapter(config: Path, *args: str, env: dict[str, str] | None = None, stdin: str = ""):
     return subprocess.run(
         [sys.executable, "-m", "butler.cli", "adapter", *args],
+        input=stdin,
         capture_output=True,
         text=True,
         env={**os.environ, "BUTLER_CONFIG": str(config), **(env or {})},
@@ -100,6 +101,23 @@ def test_resume_continues_and_failure_is_counted(contract_daemon, tmp_path):
     saved = json.loads(state.read_text())
     assert saved["status"] == "failed" and saved["failure_count"] == 1
     assert saved["resumed_from"] == first and saved["session_id"] != first
+
+
+def test_a_prompt_on_standard_input_stays_out_of_argv(contract_daemon, tmp_path):
+    config = contract_daemon.config_dir
+    brief, state = tmp_path / "brief.md", tmp_path / "state.json"
+    brief.write_text(BRIEF)
+    contract_daemon.gate.touch()
+    first = adapter(config, "spawn", "--wait", str(brief), str(state), "-", stdin="start")
+    assert first.returncode == 0, first.stderr
+    session = first.stdout.strip()
+    resumed = adapter(config, "resume", "--wait", session, str(state), "-", stdin="now FAIL")
+    assert resumed.stdout.strip().endswith(": failed")  # the agent read the piped words
+    empty = adapter(config, "resume", session, str(state), "-", stdin=" \n")
+    assert empty.returncode == 2
+    assert empty.stderr.strip() == (
+        "butler: error: PROMPT '-': standard input is empty; expected the prompt's text"
+    )
 
 
 def test_unknown_session_exits_non_zero_with_a_message(contract_daemon):

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,19 @@ def roster_rows(page) -> dict[str, list[str]]:
         cells = rows.nth(i).locator("th, td").all_inner_texts()
         found[cells[0]] = cells[1:]
     return found
+
+
+def check_charts(page) -> None:
+    """The roster's per-butler cost chart: today's and yesterday's spend of each butler."""
+    found = page.locator("#cost-by-butler rect[data-day]").evaluate_all(
+        "nodes => nodes.map(n => [n.dataset.key, n.dataset.day, Number(n.dataset.value)])"
+    )
+    today = datetime.now(UTC).date()
+    yesterday = str(today - timedelta(days=1))
+    assert {(k, d): v for k, d, v in found} == {
+        ("alpha", str(today)): 1.0, ("beta", str(today)): 1.0,
+        ("alpha", yesterday): 9.0, ("beta", yesterday): 9.0, ("gamma", yesterday): 9.0,
+    }  # fmt: skip
 
 
 def check_page(page) -> None:
@@ -178,6 +192,7 @@ def test_butler_dashboard_roster_for_butlers_started_separately(roster, three, t
             page = browser.new_page(viewport={"width": 1300, "height": 600})
             page.goto(f"{url}/?token={TEST_TOKEN}")
             check_page(page)
+            check_charts(page)  # each butler's per-day figures reach the standalone roster
             href = page.get_attribute('#roster tr[data-butler="beta"] a', "href")
             assert href != f"http://127.0.0.1:{_configured_port(roster / 'beta')}/"
             page.screenshot(path=str(ARTIFACTS / "dashboard-roster-standalone.png"), full_page=True)
