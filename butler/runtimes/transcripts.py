@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,11 +36,41 @@ def _files(folder: Path, pattern: str) -> list[Path]:
     return [p for p in found if p.is_file()][-MAX_FILES:]
 
 
+def _regular(path: Path) -> bool:
+    """A regular file itself, not a link, FIFO or device."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _read(path: Path) -> bytes | None:
+    """At most :data:`MAX_BYTES` of a regular file, never through a link.
+
+    The runtime writes its own home: a FIFO there would hang the reader, and a
+    link to ``/dev/zero`` or a huge file would flood it.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return handle.read(MAX_BYTES)
+
+
+def _json_object(path: Path) -> Any:
+    """The JSON in a bounded regular file, or None."""
+    try:
+        return json.loads(_read(path) or b"null")
+    except ValueError:
+        return None
+
+
 def _json_lines(path: Path) -> Iterator[dict[str, Any]]:
     """The JSON objects of a JSONL file, skipping lines that are not one (a torn last line)."""
-    with path.open("rb") as handle:
-        data = handle.read(MAX_BYTES)
-    for line in data.splitlines():
+    for line in (_read(path) or b"").splitlines():
         with contextlib.suppress(ValueError):
             value = json.loads(line)
             if isinstance(value, dict):
@@ -83,10 +115,7 @@ def claude(config_dir: Path) -> Transcript | None:
 def _claude_cost(config_dir: Path, session: str | None) -> float | None:
     """The cost Claude Code records in ``.claude.json`` when a session shuts down cleanly
     (``projects[<cwd>].lastCost`` beside ``lastSessionId``); its JSONL has none."""
-    try:
-        state = json.loads((config_dir / ".claude.json").read_bytes()[:MAX_BYTES])
-    except (OSError, ValueError):
-        return None
+    state = _json_object(config_dir / ".claude.json")
     projects = state.get("projects") if isinstance(state, dict) else None
     for project in (projects or {}).values() if isinstance(projects, dict) else ():
         if isinstance(project, dict) and project.get("lastSessionId") == session:
@@ -150,7 +179,7 @@ def gemini(gemini_dir: Path) -> Transcript | None:
 def opencode(data_home: Path) -> Transcript | None:
     """OpenCode's SQLite store: tokens and cost of every assistant message, opened read-only."""
     database = data_home / "opencode" / "opencode.db"
-    if not database.is_file():
+    if not _regular(database):
         return None
     try:
         with contextlib.closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True)) as db:
@@ -181,10 +210,7 @@ def opencode(data_home: Path) -> Transcript | None:
 
 def copilot(report: Path) -> Transcript | None:
     """Copilot's ``--usage-output-file`` report, written when the CLI exits."""
-    try:
-        data = json.loads(report.read_bytes()[:MAX_BYTES])
-    except (OSError, ValueError):
-        return None
+    data = _json_object(report)
     metrics = data.get("modelMetrics") if isinstance(data, dict) else None
     if not isinstance(metrics, dict) or not metrics:
         return None

@@ -4,8 +4,10 @@ genuine CLIs write them; tests/builders/test_tui_builders.py reads the real ones
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
+import threading
 from pathlib import Path
 
 from butler.runtimes import transcripts
@@ -113,3 +115,33 @@ def test_nothing_written_is_no_usage_rather_than_zeros(tmp_path):
     (tmp_path / "opencode" / "opencode.db").write_text("not a database")
     assert transcripts.opencode(tmp_path) is None
     assert transcripts.copilot(tmp_path / "missing.json") is None
+
+
+def test_a_fifo_or_a_link_the_runtime_planted_neither_hangs_nor_floods_the_reader(tmp_path):
+    """The runtime writes its own home: its files are read bounded, never through a link."""
+    home = tmp_path / ".claude"
+    jsonl(home / "projects" / "p" / "s-1.jsonl", claude_line("m1", "text", 20))
+    (home / "projects" / "q").mkdir(parents=True)
+    os.mkfifo(home / "projects" / "q" / "s-2.jsonl")  # opening it to read would wait for a writer
+    os.symlink("/dev/zero", home / ".claude.json")  # endless: where the cost would be
+    rollout = tmp_path / "codex" / "sessions" / "2026"
+    rollout.mkdir(parents=True)
+    os.mkfifo(rollout / "rollout-1.jsonl")
+    (tmp_path / "opencode").mkdir()
+    os.mkfifo(tmp_path / "opencode" / "opencode.db")
+    os.symlink("/dev/zero", tmp_path / "usage.json")
+    found: list[object] = []
+
+    def read_all() -> None:
+        found.append(transcripts.claude(home))
+        found.append(transcripts.codex(tmp_path / "codex"))
+        found.append(transcripts.opencode(tmp_path))
+        found.append(transcripts.copilot(tmp_path / "usage.json"))
+
+    reader = threading.Thread(target=read_all, daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert not reader.is_alive(), "a planted FIFO or /dev/zero held the transcript reader"
+    claude, *others = found
+    assert claude is not None and claude.usage.output_tokens == 20 and claude.cost_usd is None
+    assert others == [None, None, None]
