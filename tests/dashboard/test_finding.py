@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import urllib.error
 import urllib.request
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -68,6 +69,10 @@ def test_filters_and_search_narrow_a_seeded_table(seeded, browser):
     page.goto(f"{seeded.url}/?source=schedule:morning")
     assert shown_prompts(page) == ["Water the plants"]
     assert "schedule:morning" in page.locator("select[name=source]").inner_text()
+    today = datetime.now(UTC).date()
+    since, until = today - timedelta(days=25), today - timedelta(days=5)
+    page.goto(f"{seeded.url}/?from={since}&to={until}")
+    assert shown_prompts(page) == ["Book a train"]  # 20 days ago; the others are 0-3 and 40
     page.goto(f"{seeded.url}/?from=2000-01-01&to=2000-12-31")
     assert shown_prompts(page) == []
     page.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import shutil
 import signal
@@ -62,10 +61,11 @@ async def _row_status(db: Database, sid: str) -> str | None:
 async def _outage_during(spawner: Spawner, server: EmbeddedPostgres, db: Database):
     """Run a session and stop the database while it runs; return the caller's result."""
     sid, task = await spawner.start(TriggerRequest("nap"))
-    status = None
-    while status != "running":
-        status = await _row_status(db, sid)
-        await asyncio.sleep(0.05)
+
+    async def running() -> bool:
+        return await _row_status(db, sid) == "running"
+
+    await eventually(running, timeout=30)
     await server.stop()
     return await task
 

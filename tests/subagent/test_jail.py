@@ -116,14 +116,17 @@ async def test_an_allow_hosts_entry_opens_that_host(
     monkeypatch.setenv("FAKE_BASE_URL", f"http://127.0.0.1:{model}")
     plan = source_tree.folder / "plan.json"
     url = f"http://127.0.0.1:{other}/mcp"
-    plan.write_text(json.dumps({"read": [], "write": [], "fetch": [url]}))
+    plan.write_text(json.dumps({"read": [], "write": [], "fetch": [url, "http://exfil.example/"]}))
+    monkeypatch.setenv("BUTLER_SANDBOX", "bwrap")
     runner = make_runner(
         ask=[sys.executable, str(FAKE_AGENT), "probe", str(plan)],
         extra=jailed_config(f'allow_hosts = ["127.0.0.1:{other}"]\n'),
     )
-    monkeypatch.setenv("BUTLER_SANDBOX", "bwrap")
     report = json.loads(await runner.ask(["docs"], "q"))
+    assert report["home"].endswith("/.home")  # it ran in the jail
     assert report["fetch"][url] == f"200 model at {other}"
+    # The entry opens that host only: the rest is still refused by the proxy.
+    assert report["fetch"]["http://exfil.example/"].startswith("403 butler sandbox")
 
 
 async def test_chat_runs_in_the_jail_too(

@@ -14,7 +14,7 @@ from butler.http_limits import JsonRpcBodyLimit
 from butler.server import build_app
 from butler.store.state import StateStore
 from butler.tools.context import ButlerContext
-from tests.helpers import TEST_TOKEN, butler_client, free_port
+from tests.helpers import TEST_TOKEN, butler_client, eventually, free_port
 
 HEADERS = {
     "accept": "application/json, text/event-stream",
@@ -38,9 +38,12 @@ async def served(make_spawner, db) -> AsyncIterator[tuple[str, ButlerContext]]:
     app = JsonRpcBodyLimit(build_app(butler))
     server = uvicorn.Server(uvicorn.Config(app, port=port, log_config=None, lifespan="on"))
     task = asyncio.create_task(server.serve())
-    while not server.started:
-        assert not task.done(), task
-        await asyncio.sleep(0.02)
+
+    def started() -> bool:
+        assert not task.done(), task  # the server died while starting: say why
+        return server.started
+
+    await eventually(started, timeout=30)
     try:
         yield f"http://127.0.0.1:{port}/mcp", butler
     finally:
