@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
+
 import pytest
 
 from tests.dashboard.conftest import ARTIFACTS, logged_in
@@ -34,8 +36,11 @@ def bars(page, chart: str) -> dict[tuple[int, str], tuple[float, float]]:
         "nodes => nodes.map(n => [n.dataset.day, n.dataset.key, Number(n.dataset.value),"
         " Number(n.getAttribute('height'))])"
     )
-    days = sorted({f[0] for f in found}, reverse=True)
-    return {(days.index(d), key): (value, height) for d, key, value, height in found}
+    today = datetime.now(UTC).date()  # the charts' days are UTC days
+    return {
+        ((today - date.fromisoformat(day)).days, key): (value, height)
+        for day, key, value, height in found
+    }
 
 
 def scale(page, chart: str) -> float:
