@@ -142,6 +142,7 @@ def test_a_failed_tool_keeps_its_error_and_the_first_failure_wins() -> None:
 
 def test_progress_reports_the_start_once_and_each_tool() -> None:
     fold = Fold(lambda data, server: [Started(), ToolStarted(data["tool"], verb="ran")])
+    assert fold.apply(Started()) == "runtime started"
     assert fold.add({"tool": "x"}) == "ran x"
     assert fold.apply(Started()) is None
 
