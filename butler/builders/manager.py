@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -39,10 +40,9 @@ log = logging.getLogger(__name__)
 
 __all__ = ["BuilderManager", "Exit", "end_of"]
 
-#: Lines of scrollback kept as a finished builder's output.
-OUTPUT_LINES = 2000
-#: How often the watcher looks for live builders whose runtime ended.
-WATCH_INTERVAL_S = 1.0
+OUTPUT_LINES = 2000  #: lines of scrollback kept as a finished builder's output
+RUNTIME_DIR = "run"  #: in a builder's folder, the runtime's own (the jail's workspace)
+WATCH_INTERVAL_S = 1.0  #: how often the watcher looks for builders whose runtime ended
 
 
 class BuilderManager:
@@ -147,12 +147,14 @@ class BuilderManager:
         """Folder, home and jail of the runtime; a runtime without a terminal mode refuses."""
         folder = self.folder(plan.id)
         shutil.rmtree(folder, ignore_errors=True)  # a pruned builder's leftovers
+        # Launch spec, pid, exit record, restart notes: beside the runtime's, out of its reach.
         folder.mkdir(mode=0o700, parents=True)
+        (folder / RUNTIME_DIR).mkdir(mode=0o700)
         request = InvocationRequest(
             session_id=session_id,
             prompt=plan.prompt,
             cwd=plan.worktree,
-            workdir=folder,
+            workdir=folder / RUNTIME_DIR,
             role=plan.role_text(),
         )
         try:
@@ -184,14 +186,15 @@ class BuilderManager:
         """The runtime's config files and launch spec; the argv tmux runs, and the command."""
         command = self.spawner.interactive_command(invocation, adapter)
         for path, text in command.files.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            path.chmod(0o600)
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:  # private from its first byte
+                out.write(text)
         argv = command.argv
         if invocation.sandbox is not None:
             argv = invocation.sandbox.wrap(argv, interactive=True)
         script = launcher.write_launcher(
-            invocation.workdir,
+            invocation.workdir.parent,  # the builder's folder, which the runtime cannot write
             argv,
             command.env,
             passthrough=launcher.TERMINAL_VARS,
@@ -356,7 +359,7 @@ class BuilderManager:
             status, error = "cancelled", "stopped with butler stop"
         folder = self.folder(row["metadata"]["builder_id"])
         used = await asyncio.to_thread(
-            transcript_of, self.config, self.spawner.adapter, row, folder
+            transcript_of, self.config, self.spawner.adapter, row, folder / RUNTIME_DIR
         )
         outcome = SessionOutcome(
             status, status == "succeeded", output, error, [], elapsed_ms(row),

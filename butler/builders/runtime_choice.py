@@ -60,7 +60,7 @@ def transcript_of(
 ) -> Transcript | None:
     """What an ended builder's runtime used, from its CLI's own files (None if unknown).
 
-    ``folder`` is the builder's private folder; its home is its session's.
+    ``folder`` is the runtime's own folder in the builder's; its home is its session's.
     """
     try:
         adapter = builder_adapter(config, default, row["runtime"])

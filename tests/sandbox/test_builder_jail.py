@@ -9,6 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from butler.runtimes import launcher
 from tests.builders.conftest import (
     AGENT,
     AGENT_ARGS,
@@ -52,5 +53,12 @@ def test_a_builder_tui_runs_jailed_and_tmux_kill_server_ends_it(jailed_builders:
     ]
     ancestors = [parent.name() for parent in psutil.Process(pid).parents()]
     assert "bwrap" in ancestors, ancestors
+    # Seen from inside the jail: its own folder is there, the launcher's files beside it
+    # (pid, exit record, restart notes, which the daemon trusts) are not.
+    folder = builders.data_dir / "butlers" / "tester" / "builders" / builder["id"]
+    inside = Path(f"/proc/{pid}/root") / folder.relative_to("/")
+    assert (folder / "jail.json").is_file() and (folder / launcher.SCRIPT_FILE).is_file()
+    assert (inside / "run").is_dir()
+    assert not (inside / "jail.json").exists() and not (inside / launcher.SCRIPT_FILE).exists()
     kill_tmux_server(builders.socket)
     wait_until(lambda: not processes_naming(agent), timeout=10)
