@@ -5,6 +5,7 @@ In-process (the app on an ASGI transport, a real PostgreSQL): no daemon, no brow
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import httpx2
@@ -15,6 +16,7 @@ from butler.daemon import assemble
 from butler.dashboard.forms import form_token
 from butler.server import build_app
 from butler.store.db import Database
+from butler.store.sessions import NewSession
 from butler.tools.context import ButlerContext
 from tests.helpers import TEST_TOKEN, eventually, free_port, write_butler
 from tests.test_scheduler import PARIS_DIGEST, RecordingAdapter
@@ -64,4 +66,39 @@ async def test_run_now_admitted_records_the_fire_and_redirects(butler, db):
     listed = await butler.scheduler.listing()
     assert listed[0]["last_fired_via"] == "manual"
     await eventually(lambda: RecordingAdapter.prompts)
+    await butler.spawner.drain()
+
+
+async def session(butler: ButlerContext, source: str, parent: uuid.UUID | None = None) -> str:
+    new = NewSession(
+        prompt="Context line.\n\nDo the thing.",
+        trigger_source=source,
+        runtime="recording",
+        parent_session_id=parent,
+    )
+    await butler.sessions.create(new)
+    return str(new.id)
+
+
+async def test_run_again_refuses_a_session_another_session_triggered(butler, db):
+    parent = await session(butler, "external")
+    child = await session(butler, "trigger", uuid.UUID(parent))
+    answer = await post(butler, f"/sessions/{child}/run-again")
+    assert answer.status_code == 409
+    assert answer.text == (
+        f"session: {child} was triggered by another session; "
+        "expected a top-level trigger to run again\n"
+    )
+    assert await db.fetchval("SELECT count(*) FROM sessions") == 2
+
+
+async def test_run_again_keeps_the_trigger_source_and_the_context(butler, db):
+    original = await session(butler, "schedule:digest")
+    answer = await post(butler, f"/sessions/{original}/run-again")
+    assert answer.status_code == 303
+    new_id = answer.headers["location"].removeprefix("/sessions/")
+    row = await butler.sessions.get(new_id)
+    assert row["trigger_source"] == "schedule:digest"
+    assert row["prompt"] == "Context line.\n\nDo the thing."
+    assert row["parent_session_id"] is None
     await butler.spawner.drain()
