@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -27,7 +27,7 @@ from croniter import croniter
 from butler.config import ScheduleConfig
 from butler.errors import UserError
 from butler.spawner.result import SpawnerResult
-from butler.spawner.spawner import Spawner, TriggerRequest
+from butler.spawner.spawner import SHUTDOWN, Spawner, TriggerRequest
 from butler.store.schedules import FiredVia, ScheduleEntry, ScheduleRecord, ScheduleStore
 
 log = logging.getLogger(__name__)
@@ -169,9 +169,12 @@ class Scheduler:
             known = ", ".join(sorted(self.schedules)) or "none configured"
             raise ScheduleNotFound(f"no schedule named {name!r}; this butler has: {known}")
         await self._sync()
+        # Admitted first: a refused run (queue full, shutting down) raises
+        # Rejected to the caller and leaves "last fired" untouched.
+        _, started = await self.spawner.start(self._request(schedule, caller))
         now = self.clock.now()
         await self.store.record(name, now, "manual")
-        task = self._fire(schedule, caller)
+        task = self._watch(schedule, self._outcome(schedule, started))
         fired = Fired(name, now, "manual")
         return fired, (await asyncio.shield(task) if wait else None)
 
@@ -206,28 +209,56 @@ class Scheduler:
     ) -> asyncio.Task[SpawnerResult | None]:
         """Start the schedule's session in the background (its fire is already recorded)."""
         log.info("schedule fired", extra={"schedule": schedule.name})
-        session = self._session(schedule, caller)
+        return self._watch(schedule, self._session(schedule, caller))
+
+    def _watch(
+        self, schedule: ScheduleConfig, session: Coroutine[Any, Any, SpawnerResult | None]
+    ) -> asyncio.Task[SpawnerResult | None]:
+        """Run ``session`` in a task that :meth:`stop` cancels."""
         task = asyncio.create_task(session, name=f"schedule:{schedule.name}")
         self._sessions.add(task)
         task.add_done_callback(self._sessions.discard)
         return task
 
-    async def _session(
-        self, schedule: ScheduleConfig, caller: str | None = None
-    ) -> SpawnerResult | None:
-        request = TriggerRequest(prompt=schedule.prompt, trigger_source=f"schedule:{schedule.name}")
+    @staticmethod
+    def _request(schedule: ScheduleConfig, caller: str | None) -> TriggerRequest:
         if caller:  # a session fired it: it counts as that session's trigger
-            request = TriggerRequest(
+            return TriggerRequest(
                 prompt=schedule.prompt,
                 trigger_source="trigger",
                 caller_session_id=caller,
                 metadata={"schedule": schedule.name},
             )
+        return TriggerRequest(prompt=schedule.prompt, trigger_source=f"schedule:{schedule.name}")
+
+    async def _session(
+        self, schedule: ScheduleConfig, caller: str | None = None
+    ) -> SpawnerResult | None:
         try:
-            result = await self.spawner.trigger(request)
+            result = await self.spawner.trigger(self._request(schedule, caller))
         except Exception:
             log.exception("scheduled session crashed", extra={"schedule": schedule.name})
             return None
+        return self._logged(schedule, result)
+
+    async def _outcome(
+        self, schedule: ScheduleConfig, started: asyncio.Task[SpawnerResult]
+    ) -> SpawnerResult | None:
+        """Wait for a session already admitted and started; log how it ended."""
+        log.info("schedule fired", extra={"schedule": schedule.name})
+        try:
+            result = await asyncio.shield(started)
+        except asyncio.CancelledError:
+            if not started.done():
+                started.cancel(SHUTDOWN)
+            raise
+        except Exception:
+            log.exception("scheduled session crashed", extra={"schedule": schedule.name})
+            return None
+        return self._logged(schedule, result)
+
+    @staticmethod
+    def _logged(schedule: ScheduleConfig, result: SpawnerResult) -> SpawnerResult:
         if not result.success:
             log.warning(
                 "scheduled session failed",

@@ -115,7 +115,17 @@ class Listing:
             what = "a builder" if row else "not a session of this butler"
             return refused(f"session: {request.path_params['session_id'][:40]!r} is {what}; "
                            "expected a session a trigger started", 404)  # fmt: skip
-        again = TriggerRequest(prompt=row["prompt"], metadata={"run_again_of": row["id"]})
+        if row.get("parent_session_id") or row["trigger_source"] == "trigger":
+            # A session's own trigger counts toward its caller's depth and
+            # slots; rerun from here it would escape both.
+            return refused(f"session: {row['id']} was triggered by another session; "
+                           "expected a top-level trigger to run again", 409)  # fmt: skip
+        # The stored prompt already holds the context; the source keeps its limits.
+        again = TriggerRequest(
+            prompt=row["prompt"],
+            trigger_source=row["trigger_source"],
+            metadata={"run_again_of": row["id"]},
+        )
         try:
             new_id, _ = await self.butler.spawner.start(again)
         except ButlerError as exc:

@@ -15,7 +15,7 @@ from butler.dashboard.forms import button
 from butler.dashboard.params import BadParam, only
 from butler.dashboard.render import SECURITY_HEADERS, e, live, refused, table, when
 from butler.dashboard.view import View, bad
-from butler.errors import UserError
+from butler.errors import Rejected, UserError
 from butler.store.session_search import SessionQuery, find_sessions
 
 RECENT = 5
@@ -104,6 +104,8 @@ def schedule_routes(view: View) -> list[Route]:
             return refused("schedule: this butler runs no schedules", 404)
         try:
             await butler.scheduler.run_now(request.path_params["name"][:100])
+        except Rejected as exc:  # not admitted: nothing ran, nothing recorded as fired
+            return refused(f"schedule: {exc}", 409)
         except UserError as exc:
             return refused(f"schedule: {exc}", 404)
         return RedirectResponse("/schedules", 303, headers=SECURITY_HEADERS)

@@ -2,10 +2,11 @@
 
 It reads each butler's address from its data folder (``serving.json``, written
 when it starts serving; its ``butler.toml`` otherwise) and its owner token
-from the same place, asks each ``/api/summary`` (only on a port this user
-alone listens on: the token never goes to another user's listener), and
-serves the page on its own port behind its own owner token (``BUTLER_TOKEN``
-overrides, as for a butler).
+from the same place (its token file only: never created here, and never this
+process's own ``BUTLER_TOKEN``; a butler without one shows as "no token"),
+asks each ``/api/summary`` (only on a port this user alone listens on: the
+token never goes to another user's listener), and serves the page on its own
+port behind its own owner token (``BUTLER_TOKEN`` overrides, as for a butler).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from butler.jsonfile import read_json_object
 from butler.paths import serving_file
 from butler.security.http import RequireToken, cookie_name
 from butler.security.listener import held_by_me
-from butler.security.owner_token import owner_token
+from butler.security.owner_token import owner_token, stored_owner_token
 from butler.security.session_tokens import SessionTokens
 
 #: The name its own token is kept under (not a butler name: those start with a letter).
@@ -63,7 +64,9 @@ def ask(config: ButlerConfig, days: int = 7) -> dict[str, Any]:
     if not mine:  # the token goes only to the owner's own process, never to a squatter
         return {**row, "status": "down" if mine is None else "not ours"}
     try:
-        token = owner_token(config.name)
+        token = stored_owner_token(config.name)
+        if token is None:  # never made here: a file created now would match no daemon
+            return {**row, "status": "no token"}
         request = urllib.request.Request(
             f"{url}/api/summary?days={int(days)}", headers={"Authorization": f"Bearer {token}"}
         )

@@ -55,6 +55,18 @@ def owner_token(name: str) -> str:
     return token
 
 
+def stored_owner_token(name: str) -> str | None:
+    """The token in butler ``name``'s token file, or None when it has none.
+
+    For a process that talks to *other* butlers (the roster dashboard): it
+    never creates the file and ignores ``BUTLER_TOKEN``, which is its own.
+    """
+    try:
+        return _read(token_path(name))
+    except FileNotFoundError:
+        return None
+
+
 def _read(path: Path) -> str:
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd, encoding="utf-8") as file:

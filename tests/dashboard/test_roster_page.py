@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from asyncpg.utils import _quote_ident as quote_ident
 
+from butler.security.owner_token import token_path
 from tests.dashboard.conftest import ARTIFACTS, FIFO_AGENT, launched, run_sql
 from tests.helpers import (
     REPO,
@@ -178,6 +179,10 @@ def test_butler_dashboard_roster_for_butlers_started_separately(roster, three, t
             # where the butler noted it, in its data folder.
             daemon = DaemonProcess(roster / name, port=free_port(), database_url=TEST_DSN)
             stack.enter_context(daemon)
+            # The roster reads each butler's token file, never its own BUTLER_TOKEN;
+            # these daemons take theirs from BUTLER_TOKEN, so keep it where a file would be.
+            token_path(name).write_text(TEST_TOKEN + "\n")
+            token_path(name).chmod(0o600)
         seed(three)
         port = free_port()
         argv = [sys.executable, "-m", "butler.cli", "dashboard", "--roster", str(roster),

@@ -8,11 +8,14 @@ is not the owner's own process.
 
 from __future__ import annotations
 
+import http.server
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -21,6 +24,7 @@ from butler.config import load_config
 from butler.dashboard.standalone import ask
 from butler.errors import UserError
 from butler.paths import serving_file
+from butler.security.owner_token import token_path
 from tests.helpers import TEST_TOKEN, free_port, wait_until, write_butler
 
 #: An HTTP server run as ``nobody``: it answers like a butler and prints what it was sent.
@@ -85,3 +89,57 @@ async def test_a_cli_command_sends_no_token_to_another_users_listener(roster, th
         async with daemon_client(config, timeout=5):
             pass
     assert TEST_TOKEN not in out.read_text()
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    """A butler of this user's: answers a summary and keeps the token it was sent."""
+
+    seen: ClassVar[list[str | None]] = []
+
+    def do_GET(self) -> None:
+        _Recorder.seen.append(self.headers.get("Authorization"))
+        body = json.dumps({"name": "beta", "status": "up"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def own_listener() -> Iterator[int]:
+    """An HTTP server of this user's own on a free port, in a thread."""
+    _Recorder.seen = []
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_each_butler_gets_its_token_file_never_the_rosters_own_env_token(roster, own_listener):
+    config = load_config(write_butler(roster, "beta", port=own_listener))
+    own = "beta-own-token-0123456789-abcdefghijklmnopqrs"
+    token_path("beta").write_text(own + "\n")
+    token_path("beta").chmod(0o600)
+    assert ask(config)["status"] == "up"
+    assert _Recorder.seen == [f"Bearer {own}"]  # BUTLER_TOKEN (TEST_TOKEN) is the roster's
+
+
+def test_a_butler_without_a_token_file_shows_no_token_and_none_is_made(
+    roster, own_listener, monkeypatch
+):
+    config = load_config(write_butler(roster, "beta", port=own_listener))
+    for env in ({"BUTLER_TOKEN": TEST_TOKEN}, {}):
+        monkeypatch.delenv("BUTLER_TOKEN", raising=False)
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        assert ask(config)["status"] == "no token"
+        assert not token_path("beta").exists()
+    assert _Recorder.seen == []  # asked nothing without a token
