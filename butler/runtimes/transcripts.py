@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sqlite3
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from butler.runtimes import untrusted
 from butler.runtimes.base import Transcript, Usage
 from butler.runtimes.events import as_int
 from butler.runtimes.fold import add_usage as _add
@@ -36,41 +35,17 @@ def _files(folder: Path, pattern: str) -> list[Path]:
     return [p for p in found if p.is_file()][-MAX_FILES:]
 
 
-def _regular(path: Path) -> bool:
-    """A regular file itself, not a link, FIFO or device."""
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _read(path: Path) -> bytes | None:
-    """At most :data:`MAX_BYTES` of a regular file, never through a link.
-
-    The runtime writes its own home: a FIFO there would hang the reader, and a
-    link to ``/dev/zero`` or a huge file would flood it.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return handle.read(MAX_BYTES)
-
-
 def _json_object(path: Path) -> Any:
     """The JSON in a bounded regular file, or None."""
     try:
-        return json.loads(_read(path) or b"null")
+        return json.loads(untrusted.read(path, MAX_BYTES) or b"null")
     except ValueError:
         return None
 
 
 def _json_lines(path: Path) -> Iterator[dict[str, Any]]:
     """The JSON objects of a JSONL file, skipping lines that are not one (a torn last line)."""
-    for line in (_read(path) or b"").splitlines():
+    for line in (untrusted.read(path, MAX_BYTES) or b"").splitlines():
         with contextlib.suppress(ValueError):
             value = json.loads(line)
             if isinstance(value, dict):
@@ -179,7 +154,7 @@ def gemini(gemini_dir: Path) -> Transcript | None:
 def opencode(data_home: Path) -> Transcript | None:
     """OpenCode's SQLite store: tokens and cost of every assistant message, opened read-only."""
     database = data_home / "opencode" / "opencode.db"
-    if not _regular(database):
+    if not untrusted.regular(database):
         return None
     try:
         with contextlib.closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True)) as db:
