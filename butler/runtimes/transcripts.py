@@ -26,13 +26,20 @@ from butler.runtimes.fold import add_usage as _add
 
 #: Most of one transcript file read: a long session stays far below it.
 MAX_BYTES = 64 * 1024 * 1024
-#: Most transcript files looked at in one home.
+#: Most transcript files read in one home: the newest of those found.
 MAX_FILES = 200
+#: Most folder entries looked at while finding them (a CLI keeps far fewer).
+MAX_ENTRIES = 20_000
 
 
 def _files(folder: Path, pattern: str) -> list[Path]:
-    found = sorted(folder.glob(pattern), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
-    return [p for p in found if p.is_file()][-MAX_FILES:]
+    """The newest :data:`MAX_FILES` regular files matching ``pattern``, oldest first.
+
+    A bounded walk that never enters a linked folder: ``sessions -> /`` in the runtime's
+    home would otherwise walk (and stat) the whole filesystem.
+    """
+    found = sorted(untrusted.find(folder, pattern, MAX_ENTRIES), key=lambda hit: hit[0])
+    return [path for _, path in found[-MAX_FILES:]]
 
 
 def _json_object(path: Path) -> Any:

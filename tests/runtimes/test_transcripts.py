@@ -145,3 +145,39 @@ def test_a_fifo_or_a_link_the_runtime_planted_neither_hangs_nor_floods_the_reade
     claude, *others = found
     assert claude is not None and claude.usage.output_tokens == 20 and claude.cost_usd is None
     assert others == [None, None, None]
+
+
+def rollout(path: Path, input_tokens: int) -> Path:
+    usage = {"input_tokens": input_tokens, "output_tokens": 1}
+    count = {"type": "token_count", "info": {"total_token_usage": usage}}
+    return jsonl(path, {"type": "event_msg", "payload": count})
+
+
+def test_linked_folders_in_the_home_are_not_walked(tmp_path):
+    """A home's ``sessions -> /`` would walk the whole filesystem: no linked folder is entered,
+    so transcripts planted outside the home through one are not read either."""
+    elsewhere = tmp_path / "elsewhere"
+    rollout(elsewhere / "rollout-1.jsonl", 7)
+    jsonl(elsewhere / "s-1.jsonl", claude_line("m1", "text", 20))
+    codex_home = tmp_path / "codex"
+    codex_home.mkdir()
+    os.symlink(elsewhere, codex_home / "sessions")
+    assert transcripts.codex(codex_home) is None
+    (codex_home / "sessions").unlink()
+    rollout(codex_home / "sessions" / "2026" / "rollout-2.jsonl", 3)
+    os.symlink(elsewhere, codex_home / "sessions" / "2026" / "more")
+    os.symlink(elsewhere / "rollout-1.jsonl", codex_home / "sessions" / "rollout-9.jsonl")
+    assert transcripts.codex(codex_home).usage.input_tokens == 3
+    claude_home = tmp_path / "claude"
+    (claude_home / "projects").mkdir(parents=True)
+    os.symlink(elsewhere, claude_home / "projects" / "p")
+    assert transcripts.claude(claude_home) is None
+
+
+def test_finding_transcripts_looks_at_a_bounded_number_of_entries(tmp_path, monkeypatch):
+    """However many entries the runtime makes, the walk stops after MAX_ENTRIES of them."""
+    monkeypatch.setattr(transcripts, "MAX_ENTRIES", 50)
+    for day in range(30):  # 30 folders, then one rollout in each: 60 entries
+        rollout(tmp_path / "sessions" / f"{day:02}" / f"rollout-{day}.jsonl", 1)
+    found = transcripts.codex(tmp_path)
+    assert found is not None and found.usage.input_tokens == 20  # 50 entries: 30 + 20
