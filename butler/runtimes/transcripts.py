@@ -13,8 +13,11 @@ usage rather than zeros.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
+import os
 import sqlite3
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,14 @@ from butler.runtimes.fold import add_usage as _add
 
 #: Most of one transcript file read: a long session stays far below it.
 MAX_BYTES = 64 * 1024 * 1024
+#: Largest OpenCode store opened: a long session's is a few MiB.
+MAX_DB_BYTES = 128 * 1024 * 1024
+#: Longest message ``data`` decoded: one message's JSON (its parts are stored apart).
+MAX_ROW_BYTES = 1024 * 1024
+#: SQLite steps a read of the store may take: reading MAX_DB_BYTES of rows is far below.
+MAX_QUERY_STEPS = 50_000_000
+#: How often (in SQLite steps) the budget is checked.
+PROGRESS_EVERY = 10_000
 #: Most transcript files read in one home: the newest of those found.
 MAX_FILES = 200
 #: Most folder entries looked at while finding them (a CLI keeps far fewer).
@@ -160,13 +171,8 @@ def gemini(gemini_dir: Path) -> Transcript | None:
 
 def opencode(data_home: Path) -> Transcript | None:
     """OpenCode's SQLite store: tokens and cost of every assistant message, opened read-only."""
-    database = data_home / "opencode" / "opencode.db"
-    if not untrusted.regular(database):
-        return None
-    try:
-        with contextlib.closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True)) as db:
-            rows = db.execute("SELECT session_id, data FROM message LIMIT 100000").fetchall()
-    except sqlite3.Error:
+    rows = _opencode_rows(data_home / "opencode" / "opencode.db")
+    if rows is None:
         return None
     total, cost, model, session, seen = Usage(), None, None, None, False
     for session_id, raw in rows:
@@ -188,6 +194,40 @@ def opencode(data_home: Path) -> Transcript | None:
             model = data.get("modelID") or model
             session = session_id
     return Transcript(total, cost, model, session) if seen else None
+
+
+def _opencode_rows(database: Path) -> list[tuple[Any, Any]] | None:
+    """``(session_id, data)`` of the store's messages, or None.
+
+    The runtime wrote this database: it is opened only when a regular file of at most
+    :data:`MAX_DB_BYTES`, with its schema untrusted, ``message`` must be a real table
+    (a view could be an endless recursive query: a LIMIT caps rows, not work), every
+    query stops after :data:`MAX_QUERY_STEPS`, and oversized ``data`` is skipped.
+    """
+    try:
+        found = os.lstat(database)
+    except OSError:
+        return None
+    if not stat.S_ISREG(found.st_mode) or found.st_size > MAX_DB_BYTES:
+        return None
+    steps = itertools.count()
+    try:
+        with contextlib.closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True)) as db:
+            db.set_progress_handler(lambda: next(steps) >= MAX_QUERY_STEPS // PROGRESS_EVERY,
+                                    PROGRESS_EVERY)  # fmt: skip
+            db.execute("PRAGMA trusted_schema=OFF")
+            kinds = db.execute(
+                "SELECT type FROM sqlite_master WHERE name = 'message' COLLATE NOCASE"
+            ).fetchall()
+            if kinds != [("table",)]:
+                return None
+            return db.execute(
+                "SELECT substr(session_id, 1, 200), data FROM message"
+                " WHERE length(CAST(data AS BLOB)) <= ? LIMIT 100000",
+                (MAX_ROW_BYTES,),
+            ).fetchall()
+    except sqlite3.Error:
+        return None
 
 
 def copilot(report: Path) -> Transcript | None:

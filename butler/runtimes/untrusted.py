@@ -18,14 +18,6 @@ from pathlib import Path
 MAX_DEPTH = 16
 
 
-def regular(path: Path) -> bool:
-    """A regular file itself, not a link, FIFO or device."""
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
 def read(path: Path, limit: int) -> bytes | None:
     """At most ``limit`` bytes of a regular file, never through a link; None for
     anything else (missing, a link, a FIFO, a device, a folder)."""

@@ -181,3 +181,52 @@ def test_finding_transcripts_looks_at_a_bounded_number_of_entries(tmp_path, monk
         rollout(tmp_path / "sessions" / f"{day:02}" / f"rollout-{day}.jsonl", 1)
     found = transcripts.codex(tmp_path)
     assert found is not None and found.usage.input_tokens == 20  # 50 entries: 30 + 20
+
+
+def opencode_store(home: Path, *schema: str) -> Path:
+    (home / "opencode").mkdir(parents=True)
+    with sqlite3.connect(home / "opencode" / "opencode.db") as db:
+        for statement in schema:
+            db.execute(statement)
+    return home / "opencode" / "opencode.db"
+
+
+STEP = {"role": "assistant", "tokens": {"input": 5, "output": 1}}
+
+
+def test_a_hostile_opencode_store_returns_promptly_with_nothing(tmp_path):
+    """The runtime wrote the store: ``message`` as a view over an endless recursive query
+    would hold the daemon (LIMIT caps rows, not work); it is not a table, so not read."""
+    endless = (
+        "CREATE VIEW message AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n)"
+        " SELECT 's' AS session_id, '{}' AS data FROM n WHERE i < 0"
+    )
+    opencode_store(tmp_path, endless)
+    found: list[object] = []
+    reader = threading.Thread(target=lambda: found.append(transcripts.opencode(tmp_path)),
+                              daemon=True)  # fmt: skip
+    reader.start()
+    reader.join(timeout=10)
+    assert not reader.is_alive(), "a recursive view named message held the reader"
+    assert found == [None]
+
+
+def test_an_opencode_query_past_its_budget_is_abandoned(tmp_path, monkeypatch):
+    store = opencode_store(tmp_path, "CREATE TABLE message (session_id text, data text)")
+    with sqlite3.connect(store) as db:
+        db.executemany("INSERT INTO message VALUES ('s', ?)", [(json.dumps(STEP),)] * 50)
+    assert transcripts.opencode(tmp_path).usage.input_tokens == 250
+    # A budget smaller than the read: the query is stopped, not left to run.
+    monkeypatch.setattr(transcripts, "PROGRESS_EVERY", 1)
+    monkeypatch.setattr(transcripts, "MAX_QUERY_STEPS", 20)
+    assert transcripts.opencode(tmp_path) is None
+
+
+def test_oversized_opencode_rows_and_stores_are_not_read(tmp_path, monkeypatch):
+    store = opencode_store(tmp_path, "CREATE TABLE message (session_id text, data text)")
+    huge = json.dumps({**STEP, "pad": "x" * transcripts.MAX_ROW_BYTES})
+    with sqlite3.connect(store) as db:
+        db.executemany("INSERT INTO message VALUES ('s', ?)", [(json.dumps(STEP),), (huge,)])
+    assert transcripts.opencode(tmp_path).usage.input_tokens == 5  # the huge row skipped
+    monkeypatch.setattr(transcripts, "MAX_DB_BYTES", store.stat().st_size - 1)
+    assert transcripts.opencode(tmp_path) is None
