@@ -210,6 +210,8 @@ def _opencode_rows(database: Path) -> list[tuple[Any, Any]] | None:
         return None
     if not stat.S_ISREG(found.st_mode) or found.st_size > MAX_DB_BYTES:
         return None
+    if not untrusted.unlinked(database.parent, 2):  # opencode/, share/, .local/: all the runtime's
+        return None
     steps = itertools.count()
     try:
         with contextlib.closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True)) as db:

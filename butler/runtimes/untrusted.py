@@ -18,6 +18,19 @@ from pathlib import Path
 MAX_DEPTH = 16
 
 
+def unlinked(path: Path, parents: int) -> bool:
+    """Neither ``path`` nor its ``parents`` nearest folders is a link (missing ones count
+    as links): for a path the runtime built below its home, such as ``.local/share``
+    linked to another session's, whose files the daemon would then read as this one's."""
+    for place in [path, *path.parents[:parents]]:
+        try:
+            if stat.S_ISLNK(os.lstat(place).st_mode):
+                return False
+        except OSError:
+            return False
+    return True
+
+
 def read(path: Path, limit: int) -> bytes | None:
     """At most ``limit`` bytes of a regular file, never through a link; None for
     anything else (missing, a link, a FIFO, a device, a folder)."""
@@ -40,7 +53,8 @@ def find(folder: Path, pattern: str, max_entries: int) -> list[tuple[float, Path
     holding ``sessions -> /`` costs a bounded walk, not the whole filesystem.
     """
     found: list[tuple[float, Path]] = []
-    if not _real_dir(folder):
+    # The folder holding ``folder`` is the runtime's too (``.codex`` of ``.codex/sessions``).
+    if not _real_dir(folder) or not unlinked(folder.parent, 0):
         return found
     budget = [max_entries]
     pending: list[tuple[Path, tuple[str, ...], int]] = [(folder, tuple(pattern.split("/")), 0)]

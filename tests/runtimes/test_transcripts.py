@@ -230,3 +230,21 @@ def test_oversized_opencode_rows_and_stores_are_not_read(tmp_path, monkeypatch):
     assert transcripts.opencode(tmp_path).usage.input_tokens == 5  # the huge row skipped
     monkeypatch.setattr(transcripts, "MAX_DB_BYTES", store.stat().st_size - 1)
     assert transcripts.opencode(tmp_path) is None
+
+
+def test_a_linked_folder_above_the_transcripts_is_not_followed(tmp_path):
+    """``.codex`` or ``.local`` linked to another session's would have its usage recorded as
+    this builder's: no folder the runtime made between its home and the files is a link."""
+    other = tmp_path / "other-session"
+    rollout(other / ".codex" / "sessions" / "2026" / "rollout-1.jsonl", 7)
+    store = opencode_store(other / ".local" / "share", "CREATE TABLE message (session_id, data)")
+    with sqlite3.connect(store) as db:
+        db.execute("INSERT INTO message VALUES ('s', ?)", (json.dumps(STEP),))
+    assert transcripts.codex(other / ".codex") is not None
+    assert transcripts.opencode(other / ".local" / "share") is not None
+    home = tmp_path / "home"
+    home.mkdir()
+    os.symlink(other / ".codex", home / ".codex")
+    os.symlink(other / ".local", home / ".local")
+    assert transcripts.codex(home / ".codex") is None
+    assert transcripts.opencode(home / ".local" / "share") is None
