@@ -21,9 +21,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from butler.errors import RuntimeAdapterError
 from butler.runtimes import codex, copilot, gemini, opencode, transcripts, untrusted
-from butler.runtimes.base import Command, Invocation, Transcript
+from butler.runtimes.base import Command, Invocation, RuntimeFailure, Transcript
 
 #: Codex's own approvals and sandbox are off: the butler's jail is the sandbox,
 #: and a builder commits into the repository's git folder outside its worktree.
@@ -76,10 +75,10 @@ def _project_config(path: Path) -> bytes:
     except FileNotFoundError:
         return b""
     except OSError as e:
-        raise RuntimeAdapterError(f"codex project config {path}: cannot be read ({e})") from e
+        raise RuntimeFailure(f"codex project config {path}: cannot be read ({e})") from e
     raw = untrusted.read(path, MAX_CONFIG_BYTES + 1)
     if raw is None or len(raw) > MAX_CONFIG_BYTES:
-        raise RuntimeAdapterError(
+        raise RuntimeFailure(
             f"codex project config {path}: must be a regular file of at most "
             f"{MAX_CONFIG_BYTES} bytes (not a link, FIFO or device); its MCP servers "
             "could not be switched off"

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from butler.errors import RuntimeAdapterError
-from butler.runtimes.base import Invocation, McpEndpoint
+from butler.runtimes.base import Invocation, McpEndpoint, RuntimeFailure
 from butler.runtimes.registry import get_adapter
 from butler.runtimes.settings import RuntimeConfig
 from butler.runtimes.terminals import MAX_CONFIG_BYTES, codex_project_servers, copilot_state
@@ -126,12 +125,12 @@ def test_codex_refuses_a_project_config_it_cannot_read_whole_without_hanging(tmp
     def servers() -> None:
         try:
             outcome.append(codex_project_servers(inv.cwd))
-        except RuntimeAdapterError as e:
+        except RuntimeFailure as e:
             outcome.append(e)
 
     reader = threading.Thread(target=servers, daemon=True)
     reader.start()
     reader.join(timeout=10)
     assert not reader.is_alive(), f"a planted {plant} held the daemon"
-    assert isinstance(outcome[0], RuntimeAdapterError), outcome
+    assert isinstance(outcome[0], RuntimeFailure), outcome
     assert "config.toml" in str(outcome[0]) and "regular file" in str(outcome[0])
