@@ -15,13 +15,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from butler.runtimes import codex, copilot, gemini, opencode, transcripts
-from butler.runtimes.base import Command, Invocation, Transcript
+from butler.runtimes import codex, copilot, gemini, opencode, transcripts, untrusted
+from butler.runtimes.base import Command, Invocation, RuntimeFailure, Transcript
 
 #: Codex's own approvals and sandbox are off: the butler's jail is the sandbox,
 #: and a builder commits into the repository's git folder outside its worktree.
@@ -29,6 +30,8 @@ CODEX_TUI_ARGS = ["-a", "never", "-s", "danger-full-access"]
 #: Where Codex finds project config: ``.codex/config.toml`` in the folder and its parents.
 CODEX_PROJECT_CONFIG = Path(".codex") / "config.toml"
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+#: Most of a project config read: it is repository content any earlier builder could commit.
+MAX_CONFIG_BYTES = 1024 * 1024
 
 
 def project_folders(cwd: Path) -> list[Path]:
@@ -50,13 +53,37 @@ def codex_project_servers(cwd: Path) -> list[str]:
     """
     names: list[str] = []
     for folder in project_folders(cwd):
-        with contextlib.suppress(OSError, tomllib.TOMLDecodeError):
-            data = tomllib.loads((folder / CODEX_PROJECT_CONFIG).read_text(encoding="utf-8"))
+        raw = _project_config(folder / CODEX_PROJECT_CONFIG)
+        with contextlib.suppress(UnicodeDecodeError, tomllib.TOMLDecodeError):
+            data = tomllib.loads(raw.decode("utf-8"))
             servers = data.get("mcp_servers")
             if isinstance(servers, dict):
                 # Codex refuses other server names, so none can dodge the override's key path.
                 names += [str(name) for name in servers if SERVER_NAME.match(str(name))]
     return names
+
+
+def _project_config(path: Path) -> bytes:
+    """A project config's bytes, read bounded and never through a link: a FIFO or a link
+    to ``/dev/zero`` committed there would hang or flood the daemon.
+
+    Refuses (rather than skips) what exists but cannot be read whole: Codex follows a
+    link and reads past any cap, so a server named only there would stay switched on.
+    """
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return b""
+    except OSError as e:
+        raise RuntimeFailure(f"codex project config {path}: cannot be read ({e})") from e
+    raw = untrusted.read(path, MAX_CONFIG_BYTES + 1)
+    if raw is None or len(raw) > MAX_CONFIG_BYTES:
+        raise RuntimeFailure(
+            f"codex project config {path}: must be a regular file of at most "
+            f"{MAX_CONFIG_BYTES} bytes (not a link, FIFO or device); its MCP servers "
+            "could not be switched off"
+        )
+    return raw
 
 
 def codex_config(invocation: Invocation) -> str:

@@ -13,6 +13,7 @@ usage rather than zeros.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import sqlite3
@@ -21,56 +22,48 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from butler.runtimes import untrusted
 from butler.runtimes.base import Transcript, Usage
 from butler.runtimes.events import as_int
 from butler.runtimes.fold import add_usage as _add
 
 #: Most of one transcript file read: a long session stays far below it.
 MAX_BYTES = 64 * 1024 * 1024
-#: Most transcript files looked at in one home.
+#: Largest OpenCode store opened: a long session's is a few MiB.
+MAX_DB_BYTES = 128 * 1024 * 1024
+#: Longest message ``data`` decoded: one message's JSON (its parts are stored apart).
+MAX_ROW_BYTES = 1024 * 1024
+#: SQLite steps a read of the store may take: reading MAX_DB_BYTES of rows is far below.
+MAX_QUERY_STEPS = 50_000_000
+#: How often (in SQLite steps) the budget is checked.
+PROGRESS_EVERY = 10_000
+#: Most transcript files read in one home: the newest of those found.
 MAX_FILES = 200
+#: Most folder entries looked at while finding them (a CLI keeps far fewer).
+MAX_ENTRIES = 20_000
 
 
 def _files(folder: Path, pattern: str) -> list[Path]:
-    found = sorted(folder.glob(pattern), key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
-    return [p for p in found if p.is_file()][-MAX_FILES:]
+    """The newest :data:`MAX_FILES` regular files matching ``pattern``, oldest first.
 
-
-def _regular(path: Path) -> bool:
-    """A regular file itself, not a link, FIFO or device."""
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _read(path: Path) -> bytes | None:
-    """At most :data:`MAX_BYTES` of a regular file, never through a link.
-
-    The runtime writes its own home: a FIFO there would hang the reader, and a
-    link to ``/dev/zero`` or a huge file would flood it.
+    A bounded walk that never enters a linked folder: ``sessions -> /`` in the runtime's
+    home would otherwise walk (and stat) the whole filesystem.
     """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return handle.read(MAX_BYTES)
+    found = sorted(untrusted.find(folder, pattern, MAX_ENTRIES), key=lambda hit: hit[0])
+    return [path for _, path in found[-MAX_FILES:]]
 
 
 def _json_object(path: Path) -> Any:
     """The JSON in a bounded regular file, or None."""
     try:
-        return json.loads(_read(path) or b"null")
+        return json.loads(untrusted.read(path, MAX_BYTES) or b"null")
     except ValueError:
         return None
 
 
 def _json_lines(path: Path) -> Iterator[dict[str, Any]]:
     """The JSON objects of a JSONL file, skipping lines that are not one (a torn last line)."""
-    for line in (_read(path) or b"").splitlines():
+    for line in (untrusted.read(path, MAX_BYTES) or b"").splitlines():
         with contextlib.suppress(ValueError):
             value = json.loads(line)
             if isinstance(value, dict):
@@ -178,13 +171,8 @@ def gemini(gemini_dir: Path) -> Transcript | None:
 
 def opencode(data_home: Path) -> Transcript | None:
     """OpenCode's SQLite store: tokens and cost of every assistant message, opened read-only."""
-    database = data_home / "opencode" / "opencode.db"
-    if not _regular(database):
-        return None
-    try:
-        with contextlib.closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True)) as db:
-            rows = db.execute("SELECT session_id, data FROM message LIMIT 100000").fetchall()
-    except sqlite3.Error:
+    rows = _opencode_rows(data_home / "opencode" / "opencode.db")
+    if rows is None:
         return None
     total, cost, model, session, seen = Usage(), None, None, None, False
     for session_id, raw in rows:
@@ -206,6 +194,42 @@ def opencode(data_home: Path) -> Transcript | None:
             model = data.get("modelID") or model
             session = session_id
     return Transcript(total, cost, model, session) if seen else None
+
+
+def _opencode_rows(database: Path) -> list[tuple[Any, Any]] | None:
+    """``(session_id, data)`` of the store's messages, or None.
+
+    The runtime wrote this database: it is opened only when a regular file of at most
+    :data:`MAX_DB_BYTES`, with its schema untrusted, ``message`` must be a real table
+    (a view could be an endless recursive query: a LIMIT caps rows, not work), every
+    query stops after :data:`MAX_QUERY_STEPS`, and oversized ``data`` is skipped.
+    """
+    try:
+        found = os.lstat(database)
+    except OSError:
+        return None
+    if not stat.S_ISREG(found.st_mode) or found.st_size > MAX_DB_BYTES:
+        return None
+    if not untrusted.unlinked(database.parent, 2):  # opencode/, share/, .local/: all the runtime's
+        return None
+    steps = itertools.count()
+    try:
+        with contextlib.closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True)) as db:
+            db.set_progress_handler(lambda: next(steps) >= MAX_QUERY_STEPS // PROGRESS_EVERY,
+                                    PROGRESS_EVERY)  # fmt: skip
+            db.execute("PRAGMA trusted_schema=OFF")
+            kinds = db.execute(
+                "SELECT type FROM sqlite_master WHERE name = 'message' COLLATE NOCASE"
+            ).fetchall()
+            if kinds != [("table",)]:
+                return None
+            return db.execute(
+                "SELECT substr(session_id, 1, 200), data FROM message"
+                " WHERE length(CAST(data AS BLOB)) <= ? LIMIT 100000",
+                (MAX_ROW_BYTES,),
+            ).fetchall()
+    except sqlite3.Error:
+        return None
 
 
 def copilot(report: Path) -> Transcript | None:

@@ -4,14 +4,16 @@ in argv. tests/builders/test_tui_builders.py runs them for real."""
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
 import pytest
 
-from butler.runtimes.base import Invocation, McpEndpoint
+from butler.runtimes.base import Invocation, McpEndpoint, RuntimeFailure
 from butler.runtimes.registry import get_adapter
 from butler.runtimes.settings import RuntimeConfig
-from butler.runtimes.terminals import codex_project_servers, copilot_state
+from butler.runtimes.terminals import MAX_CONFIG_BYTES, codex_project_servers, copilot_state
 
 TASK = "Fix the login bug; token sk-live-123"
 
@@ -98,3 +100,37 @@ def test_opencode_reads_the_owners_provider_file_from_the_butler_folder(tmp_path
     assert config["provider"] == {"fake": {"name": "F"}}
     assert list(config["mcp"]) == ["general"]
     assert command.argv[1:4] == [str(inv.cwd), "--agent", "butler"]
+
+
+@pytest.mark.parametrize("plant", ["fifo", "zero", "link", "huge"])
+def test_codex_refuses_a_project_config_it_cannot_read_whole_without_hanging(tmp_path, plant):
+    """The worktree is repository content an earlier builder could commit: a FIFO or a link
+    to /dev/zero there neither hangs nor floods the daemon, and what Codex would read but
+    the butler cannot (a link, a huge file) refuses the start rather than leaving a server on."""
+    inv = invocation(tmp_path)
+    (inv.cwd / ".codex").mkdir()
+    config = inv.cwd / ".codex" / "config.toml"
+    elsewhere = tmp_path / "servers.toml"
+    elsewhere.write_text('[mcp_servers.decoy]\nurl = "http://x"\n')
+    if plant == "fifo":
+        os.mkfifo(config)
+    elif plant == "zero":
+        os.symlink("/dev/zero", config)
+    elif plant == "link":
+        os.symlink(elsewhere, config)
+    else:
+        config.write_text('[mcp_servers.decoy]\nurl = "http://x"\n' + "#" * MAX_CONFIG_BYTES)
+    outcome: list[object] = []
+
+    def servers() -> None:
+        try:
+            outcome.append(codex_project_servers(inv.cwd))
+        except RuntimeFailure as e:
+            outcome.append(e)
+
+    reader = threading.Thread(target=servers, daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert not reader.is_alive(), f"a planted {plant} held the daemon"
+    assert isinstance(outcome[0], RuntimeFailure), outcome
+    assert "config.toml" in str(outcome[0]) and "regular file" in str(outcome[0])

@@ -145,3 +145,106 @@ def test_a_fifo_or_a_link_the_runtime_planted_neither_hangs_nor_floods_the_reade
     claude, *others = found
     assert claude is not None and claude.usage.output_tokens == 20 and claude.cost_usd is None
     assert others == [None, None, None]
+
+
+def rollout(path: Path, input_tokens: int) -> Path:
+    usage = {"input_tokens": input_tokens, "output_tokens": 1}
+    count = {"type": "token_count", "info": {"total_token_usage": usage}}
+    return jsonl(path, {"type": "event_msg", "payload": count})
+
+
+def test_linked_folders_in_the_home_are_not_walked(tmp_path):
+    """A home's ``sessions -> /`` would walk the whole filesystem: no linked folder is entered,
+    so transcripts planted outside the home through one are not read either."""
+    elsewhere = tmp_path / "elsewhere"
+    rollout(elsewhere / "rollout-1.jsonl", 7)
+    jsonl(elsewhere / "s-1.jsonl", claude_line("m1", "text", 20))
+    codex_home = tmp_path / "codex"
+    codex_home.mkdir()
+    os.symlink(elsewhere, codex_home / "sessions")
+    assert transcripts.codex(codex_home) is None
+    (codex_home / "sessions").unlink()
+    rollout(codex_home / "sessions" / "2026" / "rollout-2.jsonl", 3)
+    os.symlink(elsewhere, codex_home / "sessions" / "2026" / "more")
+    os.symlink(elsewhere / "rollout-1.jsonl", codex_home / "sessions" / "rollout-9.jsonl")
+    assert transcripts.codex(codex_home).usage.input_tokens == 3
+    claude_home = tmp_path / "claude"
+    (claude_home / "projects").mkdir(parents=True)
+    os.symlink(elsewhere, claude_home / "projects" / "p")
+    assert transcripts.claude(claude_home) is None
+
+
+def test_finding_transcripts_looks_at_a_bounded_number_of_entries(tmp_path, monkeypatch):
+    """However many entries the runtime makes, the walk stops after MAX_ENTRIES of them."""
+    monkeypatch.setattr(transcripts, "MAX_ENTRIES", 50)
+    for day in range(30):  # 30 folders, then one rollout in each: 60 entries
+        rollout(tmp_path / "sessions" / f"{day:02}" / f"rollout-{day}.jsonl", 1)
+    found = transcripts.codex(tmp_path)
+    assert found is not None and found.usage.input_tokens == 20  # 50 entries: 30 + 20
+
+
+def opencode_store(home: Path, *schema: str) -> Path:
+    (home / "opencode").mkdir(parents=True)
+    with sqlite3.connect(home / "opencode" / "opencode.db") as db:
+        for statement in schema:
+            db.execute(statement)
+    return home / "opencode" / "opencode.db"
+
+
+STEP = {"role": "assistant", "tokens": {"input": 5, "output": 1}}
+
+
+def test_a_hostile_opencode_store_returns_promptly_with_nothing(tmp_path):
+    """The runtime wrote the store: ``message`` as a view over an endless recursive query
+    would hold the daemon (LIMIT caps rows, not work); it is not a table, so not read."""
+    endless = (
+        "CREATE VIEW message AS WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n)"
+        " SELECT 's' AS session_id, '{}' AS data FROM n WHERE i < 0"
+    )
+    opencode_store(tmp_path, endless)
+    found: list[object] = []
+    reader = threading.Thread(target=lambda: found.append(transcripts.opencode(tmp_path)),
+                              daemon=True)  # fmt: skip
+    reader.start()
+    reader.join(timeout=10)
+    assert not reader.is_alive(), "a recursive view named message held the reader"
+    assert found == [None]
+
+
+def test_an_opencode_query_past_its_budget_is_abandoned(tmp_path, monkeypatch):
+    store = opencode_store(tmp_path, "CREATE TABLE message (session_id text, data text)")
+    with sqlite3.connect(store) as db:
+        db.executemany("INSERT INTO message VALUES ('s', ?)", [(json.dumps(STEP),)] * 50)
+    assert transcripts.opencode(tmp_path).usage.input_tokens == 250
+    # A budget smaller than the read: the query is stopped, not left to run.
+    monkeypatch.setattr(transcripts, "PROGRESS_EVERY", 1)
+    monkeypatch.setattr(transcripts, "MAX_QUERY_STEPS", 20)
+    assert transcripts.opencode(tmp_path) is None
+
+
+def test_oversized_opencode_rows_and_stores_are_not_read(tmp_path, monkeypatch):
+    store = opencode_store(tmp_path, "CREATE TABLE message (session_id text, data text)")
+    huge = json.dumps({**STEP, "pad": "x" * transcripts.MAX_ROW_BYTES})
+    with sqlite3.connect(store) as db:
+        db.executemany("INSERT INTO message VALUES ('s', ?)", [(json.dumps(STEP),), (huge,)])
+    assert transcripts.opencode(tmp_path).usage.input_tokens == 5  # the huge row skipped
+    monkeypatch.setattr(transcripts, "MAX_DB_BYTES", store.stat().st_size - 1)
+    assert transcripts.opencode(tmp_path) is None
+
+
+def test_a_linked_folder_above_the_transcripts_is_not_followed(tmp_path):
+    """``.codex`` or ``.local`` linked to another session's would have its usage recorded as
+    this builder's: no folder the runtime made between its home and the files is a link."""
+    other = tmp_path / "other-session"
+    rollout(other / ".codex" / "sessions" / "2026" / "rollout-1.jsonl", 7)
+    store = opencode_store(other / ".local" / "share", "CREATE TABLE message (session_id, data)")
+    with sqlite3.connect(store) as db:
+        db.execute("INSERT INTO message VALUES ('s', ?)", (json.dumps(STEP),))
+    assert transcripts.codex(other / ".codex") is not None
+    assert transcripts.opencode(other / ".local" / "share") is not None
+    home = tmp_path / "home"
+    home.mkdir()
+    os.symlink(other / ".codex", home / ".codex")
+    os.symlink(other / ".local", home / ".local")
+    assert transcripts.codex(home / ".codex") is None
+    assert transcripts.opencode(home / ".local" / "share") is None
