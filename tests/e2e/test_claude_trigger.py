@@ -9,6 +9,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -49,8 +50,15 @@ def claude_daemon(roster, schema_name, fake_model, mcp_probe, _isolated_data_dir
         "BUTLER_CANARY_SECRET": "must-not-leak",
         "BUTLER_DATA_DIR": str(_isolated_data_dir),
     }
-    with DaemonProcess(folder, port=port, database_url=TEST_DSN, env=env) as daemon:
-        yield daemon
+    # Its own temporary folder: other tests' butlers named "tester" run beside it.
+    temp = Path(tempfile.mkdtemp(prefix="bt-"))
+    env["TMPDIR"] = str(temp)
+    try:
+        with DaemonProcess(folder, port=port, database_url=TEST_DSN, env=env) as daemon:
+            daemon.temp = temp
+            yield daemon
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 async def test_trigger_runs_claude_which_calls_the_butlers_own_tools(
@@ -87,7 +95,7 @@ async def test_trigger_runs_claude_which_calls_the_butlers_own_tools(
     assert mcp_probe.calls == []
 
     # The workspace is gone and nothing of the session is left running.
-    leftovers = glob.glob(os.path.join(tempfile.gettempdir(), "butler_tester_*"))
+    leftovers = glob.glob(os.path.join(claude_daemon.temp, "butler_tester_*"))
     assert leftovers == []
 
 

@@ -103,7 +103,8 @@ async def test_cancellation_kills_the_process_group_and_removes_the_folder(
     pidfile = tmp_path / "pids"
     runner = make_runner(ask=[sys.executable, str(FAKE_AGENT), "hang", str(pidfile)])
     task = asyncio.create_task(runner.ask(["docs"], "q"))
-    await eventually(pidfile.exists)
+    # The file exists before its pids are written in it: wait for both.
+    await eventually(lambda: pidfile.exists() and pidfile.read_text().strip().endswith("]"))
     assert len(leftovers(temp_root)) == 1
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
