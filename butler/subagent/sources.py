@@ -42,7 +42,7 @@ import platformdirs
 from pydantic import ValidationError
 
 from butler.config import SandboxConfig
-from butler.config_errors import describe
+from butler.config.errors import describe
 from butler.errors import ConfigError, UserError
 from butler.runtimes.command import PLACEHOLDER
 from butler.tomlfile import read_toml

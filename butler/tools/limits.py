@@ -20,7 +20,7 @@ from fastmcp.server.middleware import Middleware, MiddlewareContext
 from pydantic import AfterValidator, Field, JsonValue
 from pydantic import ValidationError as PydanticValidationError
 
-from butler.config_errors import describe
+from butler.config.errors import describe
 from butler.store.sessions import STATUSES
 from butler.store.state import MAX_KEY_CHARS, MAX_VALUE_BYTES, MAX_VALUE_DEPTH, value_problem
 from butler.store.text import json_problem

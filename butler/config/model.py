@@ -1,0 +1,106 @@
+"""The ``[butler]`` table as a whole, and a loaded butler."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from butler.config.builders import BuildersConfig
+from butler.config.sandbox import SandboxConfig
+from butler.config.schedule import ScheduleConfig
+from butler.config.section import NAME_PATTERN, Section
+from butler.config.tables import DbConfig, EnvConfig, MemoryConfig, ModuleConfig, TelemetryConfig
+from butler.runtimes.settings import RuntimeConfig
+
+
+class ButlerSection(Section):
+    """The ``[butler]`` table."""
+
+    name: str
+    port: int = 8100
+    description: str = ""
+    host: str = "127.0.0.1"
+    #: Host names (besides loopback and the bound address) a request may be addressed to.
+    allowed_hosts: list[str] = Field(default_factory=list)
+    #: Browser origins (besides the dashboard's own) a request may come from.
+    allowed_origins: list[str] = Field(default_factory=list)
+    shutdown_timeout_s: float = Field(default=30.0, ge=0, allow_inf_nan=False)
+    #: Longest output, error or prompt stored for one session; the rest is cut with a marker.
+    max_output_bytes: int = Field(default=1024 * 1024, ge=1024, le=256 * 1024 * 1024)
+    #: Longest prompt a caller may send, and longest system prompt its includes may expand to.
+    max_prompt_bytes: int = Field(default=1024 * 1024, ge=1024, le=64 * 1024 * 1024)
+    runtime: RuntimeConfig = Field(default_factory=RuntimeConfig)
+    builders: BuildersConfig = Field(default_factory=BuildersConfig)
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    db: DbConfig = Field(default_factory=DbConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    modules: dict[str, ModuleConfig] = Field(default_factory=dict)
+    schedule: list[ScheduleConfig] = Field(default_factory=list)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not NAME_PATTERN.match(value):
+            raise ValueError(
+                "expected a lower-case name of letters, digits, '-' or '_' "
+                f"(at most 40, starting with a letter), found {value!r}"
+            )
+        return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _unique_schedules(cls, entries: list[ScheduleConfig]) -> list[ScheduleConfig]:
+        seen: set[str] = set()
+        for entry in entries:
+            if entry.name in seen:
+                raise ValueError(
+                    f"two [[butler.schedule]] entries are named {entry.name!r}; "
+                    "expected each schedule to have its own name"
+                )
+            seen.add(entry.name)
+        return entries
+
+    @field_validator("port")
+    @classmethod
+    def _port(cls, value: int) -> int:
+        if not 1 <= value <= 65535:
+            raise ValueError(f"expected a port number from 1 to 65535, found {value}")
+        return value
+
+
+class ButlerConfig(BaseModel):
+    """A loaded butler: its ``[butler]`` table and where it came from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    butler: ButlerSection
+    config_dir: Path
+    system_prompt_path: Path
+
+    @property
+    def name(self) -> str:
+        return self.butler.name
+
+    @property
+    def runtime(self) -> RuntimeConfig:
+        return self.butler.runtime
+
+    @property
+    def roster_dir(self) -> Path:
+        """The folder holding this butler's folder (and ``shared/``)."""
+        return self.config_dir.parent
+
+    @property
+    def db_schema(self) -> str:
+        return self.butler.db.schema_ or self.butler.name.replace("-", "_")
+
+    @property
+    def mcp_base_url(self) -> str:
+        """Where runtimes reach this butler (loopback when bound to all addresses)."""
+        host = self.butler.host
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        return f"http://{host}:{self.butler.port}"

@@ -1,0 +1,62 @@
+"""Environment variables that win over ``butler.toml``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from butler.config.errors import describe
+from butler.errors import ConfigError
+
+
+class EnvOverrides(BaseSettings):
+    """Environment variables that override values of ``butler.toml``."""
+
+    model_config = SettingsConfigDict(extra="ignore", case_sensitive=True)
+
+    DATABASE_URL: str | None = None
+    BUTLER_PORT: int | None = None
+    BUTLER_HOST: str | None = None
+    BUTLER_DB_SCHEMA: str | None = None
+    BUTLER_RUNTIME: str | None = None
+    BUTLER_MODEL: str | None = None
+    BUTLER_SANDBOX: str | None = None
+
+
+def apply_env(
+    table: dict[str, Any], env: EnvOverrides, sources: dict[tuple[str, ...], str]
+) -> dict[str, Any]:
+    """``table`` with the environment's values put in; ``sources`` notes which came from where."""
+    table = dict(table)
+    values: dict[tuple[str, ...], tuple[str, Any]] = {
+        ("db", "url"): ("DATABASE_URL", env.DATABASE_URL or None),
+        ("db", "schema"): ("BUTLER_DB_SCHEMA", env.BUTLER_DB_SCHEMA or None),
+        ("port",): ("BUTLER_PORT", env.BUTLER_PORT),
+        ("host",): ("BUTLER_HOST", env.BUTLER_HOST or None),
+        ("runtime", "type"): ("BUTLER_RUNTIME", env.BUTLER_RUNTIME or None),
+        ("runtime", "model"): ("BUTLER_MODEL", env.BUTLER_MODEL or None),
+        ("sandbox", "mode"): ("BUTLER_SANDBOX", env.BUTLER_SANDBOX or None),
+    }
+    for key, (variable, value) in values.items():
+        if value is not None:
+            put(table, key, value)
+            sources[key] = f"environment variable {variable}"
+    return table
+
+
+def put(table: dict[str, Any], key: tuple[str, ...], value: Any) -> None:
+    if len(key) == 1:
+        table[key[0]] = value
+        return
+    inner = table.get(key[0])
+    table[key[0]] = {**(inner if isinstance(inner, dict) else {}), key[1]: value}
+
+
+def env_overrides() -> EnvOverrides:
+    try:
+        return EnvOverrides()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ConfigError(f"environment variable {first['loc'][0]}: {describe(first)}") from None

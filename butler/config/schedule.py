@@ -1,0 +1,51 @@
+"""``[[butler.schedule]]``."""
+
+from __future__ import annotations
+
+from croniter import croniter
+from pydantic import field_validator
+
+from butler.config.section import NAME_PATTERN, Section
+
+
+class ScheduleConfig(Section):
+    """One ``[[butler.schedule]]`` entry: a prompt fired on a cron expression."""
+
+    name: str
+    cron: str
+    prompt: str
+    timezone: str = "UTC"
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not NAME_PATTERN.match(value):
+            raise ValueError(f"expected a short lower-case name, found {value!r}")
+        return value
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt(cls, value: str) -> str:
+        if not value.strip() or "\x00" in value:
+            raise ValueError(f"expected a non-blank prompt without NUL, found {value[:40]!r}")
+        return value
+
+    @field_validator("cron")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        if not croniter.is_valid(value):
+            raise ValueError(f"expected a cron expression like '0 8 * * *', found {value!r}")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"expected an IANA time zone like 'Europe/Paris', found {value!r}"
+            ) from None
+        return value
