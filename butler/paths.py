@@ -8,6 +8,8 @@ from pathlib import Path
 
 import platformdirs
 
+from butler.security.private_files import replace_private
+
 
 def data_root() -> Path:
     """The folder butler keeps its data in (``BUTLER_DATA_DIR`` overrides)."""
@@ -43,9 +45,5 @@ def pid_alive(pid: int) -> bool:
 
 def note_serving(name: str, host: str, port: int) -> None:
     """Note in the butler's data folder where it serves (replaced whole, never half-written)."""
-    path = serving_file(name)
-    spare = path.with_suffix(f".{os.getpid()}.tmp")
-    fd = os.open(spare, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as file:
-        json.dump({"host": host, "port": port, "pid": os.getpid()}, file)
-    os.replace(spare, path)
+    note = {"host": host, "port": port, "pid": os.getpid()}
+    replace_private(serving_file(name), json.dumps(note))

@@ -43,7 +43,7 @@ from butler.runtimes.claude_stream import claude_fold, message_dict
 from butler.runtimes.launch_main import PID_FILE
 from butler.runtimes.launcher import read_pid, write_launcher
 from butler.runtimes.lazy import LazyModule, ready
-from butler.runtimes.mcp_config import claude_entry
+from butler.runtimes.mcp_config import claude_entry, write_files
 from butler.runtimes.process import KILL_GRACE_S, kill_group, terminate_group
 from butler.runtimes.transcripts import claude as claude_transcript
 
@@ -188,8 +188,7 @@ class ClaudeCodeAdapter(RuntimeAdapter):
                 "or an executable [butler.runtime] cli_path"
             )
         invocation.home.mkdir(parents=True, exist_ok=True)
-        for path, text in session_files(invocation).items():
-            write_private(path, text)
+        write_files(session_files(invocation))
         env = runtime_env(invocation)
         try:
             launcher = cli_launcher(invocation, cli, env)
@@ -282,13 +281,6 @@ def cli_launcher(invocation: Invocation, cli: str, env: dict[str, str]) -> Path:
         return write_launcher(invocation.workdir, [cli], passthrough=[*env, *SDK_ENV])
     pid_file = invocation.workdir / PID_FILE
     return Path(invocation.sandbox.wrap_exact([cli], env, SDK_ENV, pid_file)[0])
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path``, readable by this user only, whatever the umask."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(text)
 
 
 def _sdk_error_line(exc: Exception, stderr: list[str]) -> str:

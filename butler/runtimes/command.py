@@ -19,6 +19,7 @@ from butler.runtimes.base import Command, Invocation, RuntimeFailure, RuntimeRes
 from butler.runtimes.process import RuntimeProcess
 from butler.runtimes.settings import RuntimeConfig
 from butler.runtimes.subprocess_adapter import SubprocessAdapter
+from butler.security.private_files import write_private
 
 PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 #: What a template may name, and what each becomes.
@@ -57,8 +58,8 @@ def template_values(invocation: Invocation) -> dict[str, str]:
     """Write the prompt files into the workspace; the values placeholders stand for."""
     prompt_file = invocation.workdir / "prompt.md"
     system_file = invocation.workdir / "system_prompt.md"
-    prompt_file.write_text(invocation.prompt, encoding="utf-8")
-    system_file.write_text(invocation.system_prompt, encoding="utf-8")
+    write_private(prompt_file, invocation.prompt)
+    write_private(system_file, invocation.system_prompt)
     return {
         "prompt": invocation.prompt,
         "prompt_file": str(prompt_file),

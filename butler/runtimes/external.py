@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from butler.runtimes.base import (
 )
 from butler.runtimes.jsonl import stderr_summary
 from butler.runtimes.process import RuntimeProcess, kill_group
+from butler.security.private_files import write_private
 
 RUNTIMES_FILE = "agent_runtime.json"
 #: The call's prompt, in its workspace: the contract's third argument names this file.
@@ -138,10 +138,10 @@ class ExternalAdapter(RuntimeAdapter):
         deadline = time.monotonic() + limit
         state = invocation.home / "state.json"
         brief = invocation.workdir / "brief.md"
-        private_file(
+        write_private(
             brief, f"# Task\n\n{invocation.prompt}\n\n# Instructions\n\n{invocation.system_prompt}"
         )
-        prompt = str(private_file(invocation.workdir / PROMPT_FILE, invocation.prompt))
+        prompt = str(write_private(invocation.workdir / PROMPT_FILE, invocation.prompt))
         try:
             if invocation.resume:
                 session_id = invocation.resume
@@ -201,15 +201,6 @@ class ExternalAdapter(RuntimeAdapter):
             if status in ("completed", "failed"):
                 return status
             await asyncio.sleep(self.spec.poll_interval_s)
-
-
-def private_file(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` readable by its owner only (0600), whatever the umask."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    os.fchmod(fd, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(text)
-    return path
 
 
 def _result_from_state(state: Path, session_id: str) -> RuntimeResult:

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import json
 import marshal
-import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 from butler.runtimes.launch_main import EXIT_FILE, PID_FILE
+from butler.security.private_files import write_private
 
 SPEC_FILE = "launch.spec"
 #: What a builder's pane terminal needs; set by tmux, never a secret.
@@ -61,19 +61,14 @@ def write_launcher(
         )
     spec = {"argv": list(argv), "env": dict(env or {}), "pass": sorted(set(passthrough))}
     spec["supervise"] = supervise
-    spec_path = folder / SPEC_FILE
-    fd = os.open(spec_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        marshal.dump(spec, out)
+    spec_path = write_private(folder / SPEC_FILE, marshal.dumps(spec), how="exclusive")
     script = folder / SCRIPT_FILE
     script.unlink(missing_ok=True)
-    script.write_text(
+    text = (
         f"#!{interpreter} -IS\nimport sys\nsys.path.insert(0, {str(PROGRAM_DIR)!r})\n"
-        f"import launch_main\nlaunch_main.main({str(spec_path)!r}, sys.argv[1:])\n",
-        encoding="utf-8",
+        f"import launch_main\nlaunch_main.main({str(spec_path)!r}, sys.argv[1:])\n"
     )
-    script.chmod(0o700)
-    return script
+    return write_private(script, text, how="exclusive", executable=True)
 
 
 def read_pid(folder: Path) -> int | None:

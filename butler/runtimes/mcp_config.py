@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from butler.security.private_files import write_private
+
 
 @dataclass(frozen=True)
 class McpEndpoint:
@@ -81,7 +83,6 @@ def empty_files(folder: Path) -> dict[Path, str]:
 
 
 def write_files(files: Mapping[Path, str]) -> None:
-    """Write config files, making their folders."""
+    """Write config files (they hold the session's token): private, never through a link."""
     for path, text in files.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        write_private(path, text, parents=True)

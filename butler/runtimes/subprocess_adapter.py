@@ -25,6 +25,7 @@ from butler.runtimes.base import (
     RuntimeResult,
 )
 from butler.runtimes.jsonl import exit_message
+from butler.runtimes.mcp_config import write_files
 from butler.runtimes.process import ProcessOutcome, RuntimeProcess
 
 
@@ -81,9 +82,7 @@ class SubprocessAdapter(RuntimeAdapter):
         invocation.home.mkdir(parents=True, exist_ok=True)
         binary = self.binary(invocation.env)
         command = self.command(invocation, binary)
-        for path, text in command.files.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+        write_files(command.files)
         process = RuntimeProcess()
         parser = self.parser(invocation, process)
         pending: set[asyncio.Task[None]] = set()

@@ -41,6 +41,7 @@ from butler.sandbox.policy import (
     install_root,
 )
 from butler.sandbox.seccomp import filter_program
+from butler.security.private_files import write_private
 
 #: Numbers the launch scripts of this process's jails.
 _RUNS = itertools.count()
@@ -178,18 +179,17 @@ class Jail:
         if program is not None:
             # bubblewrap loads the filter from descriptor 4 before the jail's first process.
             options = [*options, "--seccomp", "4"]
-            seccomp = _private(script.with_name(script.name + ".bpf"), program)
+            seccomp = write_private(
+                script.with_name(script.name + ".bpf"), program, how="exclusive"
+            )
             redirects = f" 4<{shlex.quote(str(seccomp))}"
         args = script.with_name(script.name + ".args")
-        _private(args, b"".join(o.encode() + b"\0" for o in options))
+        write_private(args, b"".join(o.encode() + b"\0" for o in options), how="exclusive")
         start = [*([SETSID] if setsid else []), self.bwrap, "--args", "3", "--", *command]
         quoted = " ".join(shlex.quote(a) for a in start)
         body = "".join(line + "\n" for line in [f"args={shlex.quote(str(args))}", *lines])
         body += f'exec {quoted} "$@" 3<"$args"{redirects}\n'
-        fd = os.open(script, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o700)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write("#!/bin/sh\n" + body)
-        return script
+        return write_private(script, "#!/bin/sh\n" + body, how="exclusive", executable=True)
 
     def summary(self) -> dict[str, object]:
         """What the session row records under ``metadata.sandbox``."""
@@ -207,14 +207,6 @@ class Jail:
         finally:
             folder = self.egress.socket_path.parent.parent
             await asyncio.to_thread(shutil.rmtree, folder, ignore_errors=True)
-
-
-def _private(path: Path, data: bytes) -> Path:
-    """A new file only its owner reads, holding ``data``."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
-    return path
 
 
 def allowed_targets(

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from butler.errors import ConfigError
 from butler.paths import butler_dir
+from butler.security.private_files import write_private
 
 log = logging.getLogger(__name__)
 
@@ -46,11 +47,9 @@ def owner_token(name: str) -> str:
         pass
     token = secrets.token_urlsafe(32)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        write_private(path, token + "\n", how="exclusive")
     except FileExistsError:  # another process made it first: use theirs
         return _read(path)
-    with os.fdopen(fd, "w", encoding="utf-8") as file:
-        file.write(token + "\n")
     log.info("owner token created", extra={"path": str(path)})
     return token
 

@@ -16,7 +16,6 @@ import contextlib
 import dataclasses
 import json
 import logging
-import os
 import threading
 import uuid
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 import asyncpg
 
 from butler.errors import DatabaseError
+from butler.security.private_files import replace_private, write_private
 from butler.store.sessions import SessionOutcome, SessionStore
 
 log = logging.getLogger(__name__)
@@ -52,9 +52,7 @@ class Journal:
     def add(self, session_id: str, outcome: SessionOutcome) -> None:
         line = json.dumps({"session_id": session_id, "outcome": dataclasses.asdict(outcome)})
         with self._lock:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            with os.fdopen(fd, "a", encoding="utf-8") as file:
-                file.write(line + "\n")
+            write_private(self.path, line + "\n", how="append")
 
     def remove(self, session_id: str) -> None:
         with self._lock:
@@ -62,11 +60,7 @@ class Journal:
             if not kept:
                 self.path.unlink(missing_ok=True)
                 return
-            spare = self.path.with_suffix(".tmp")
-            fd = os.open(spare, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as file:
-                file.writelines(json.dumps(e) + "\n" for e in kept)
-            os.replace(spare, self.path)
+            replace_private(self.path, "".join(json.dumps(e) + "\n" for e in kept))
 
     def entries(self) -> list[dict[str, Any]]:
         with self._lock:

@@ -1,5 +1,12 @@
 """The runtimes know nothing above them: they import each other, butler.errors, and
-leaf helpers that import nothing of butler (so cannot lead back up)."""
+leaf helpers that import nothing of butler (so cannot lead back up).
+
+One leaf lives in a package of the upper layers: ``butler.security.private_files``,
+the one writer of private files. The runtimes write their MCP configs (which hold
+the session's token) and launch specs with it, so that no link planted where one
+goes is ever followed; it stays a leaf, and its package's ``__init__`` (run by any
+import of it) imports nothing either.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +34,11 @@ def allowed(name: str) -> bool:
     if name.startswith("butler.runtimes") or name == "butler.errors":
         return True
     module = PACKAGE.parent / (name.replace(".", "/") + ".py")
-    return module.is_file() and not butler_imports(module)
+    if not module.is_file():
+        return False
+    # Importing a module runs its package's __init__ first: that must be a leaf too.
+    run = [module] if module.parent == PACKAGE else [module, module.parent / "__init__.py"]
+    return not any(butler_imports(path) for path in run)
 
 
 def test_runtimes_import_only_runtimes_and_errors():
@@ -38,3 +49,15 @@ def test_runtimes_import_only_runtimes_and_errors():
         if not allowed(name)
     }
     assert not outside, sorted(outside)
+
+
+def test_the_private_file_writer_is_a_leaf_the_runtimes_use():
+    writer = PACKAGE / "security" / "private_files.py"
+    assert butler_imports(writer) == set()
+    assert butler_imports(PACKAGE / "security" / "__init__.py") == set()
+    users = {
+        p.name
+        for p in RUNTIMES.glob("*.py")
+        if "butler.security.private_files" in butler_imports(p)
+    }
+    assert "mcp_config.py" in users
