@@ -1,4 +1,7 @@
-"""Environment variables that win over ``butler.toml``."""
+"""Environment variables that win over ``butler.toml``.
+
+(``BUTLER_SANDBOX`` is read where the sandbox mode is resolved, ``butler.sandbox``,
+the one place shared with ``ask`` and ``chat``.)"""
 
 from __future__ import annotations
 
@@ -22,7 +25,6 @@ class EnvOverrides(BaseSettings):
     BUTLER_DB_SCHEMA: str | None = None
     BUTLER_RUNTIME: str | None = None
     BUTLER_MODEL: str | None = None
-    BUTLER_SANDBOX: str | None = None
 
 
 def apply_env(
@@ -37,7 +39,6 @@ def apply_env(
         ("host",): ("BUTLER_HOST", env.BUTLER_HOST or None),
         ("runtime", "type"): ("BUTLER_RUNTIME", env.BUTLER_RUNTIME or None),
         ("runtime", "model"): ("BUTLER_MODEL", env.BUTLER_MODEL or None),
-        ("sandbox", "mode"): ("BUTLER_SANDBOX", env.BUTLER_SANDBOX or None),
     }
     for key, (variable, value) in values.items():
         if value is not None:

@@ -2,50 +2,83 @@
 
 ``policy`` says what a jail sees of the file system and builds the bubblewrap
 argv; ``seccomp`` makes its system-call filter; ``egress`` is the daemon-side
-proxy; ``bridge`` runs inside the jail;
-``jail`` ties them into one run; this module decides, once per daemon,
-whether runtimes are jailed, and what a butler session's jail holds.
+proxy; ``bridge`` runs inside the jail; ``jail`` ties them into one run.
+
+This module holds the two decisions every caller shares. :func:`resolve_mode`
+decides whether runtimes are jailed (``BUTLER_SANDBOX`` over ``[sandbox] mode``),
+the only place that reads either. :func:`jail_policy` and :func:`jail_targets`
+turn a :class:`JailRequest` (what one caller's runtime must see and reach: a
+butler session, a builder, an ``ask``/``chat`` agent) into the jail's file
+system and allow-list, adding what the owner configured for every jail.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from butler.config import ButlerConfig, SandboxConfig
 from butler.errors import ConfigError
-from butler.sandbox.jail import INSTALL_HINT, Jail, allowed_targets, open_jail, probe
+from butler.sandbox.egress import Target
+from butler.sandbox.jail import INSTALL_HINT, Jail, allowed_targets, open_jail, probe, start_jail
 from butler.sandbox.policy import JailPolicy
 
 __all__ = [
     "INSTALL_HINT",
+    "MODE_VARIABLE",
     "Jail",
     "JailPolicy",
+    "JailRequest",
     "allowed_targets",
-    "butler_policy",
+    "jail_policy",
+    "jail_targets",
     "open_jail",
     "probe",
     "probe_if_used",
+    "requested_mode",
     "resolve_mode",
+    "start_jail",
 ]
 
 log = logging.getLogger("butler.sandbox")
 
+#: The environment variable that overrides ``[sandbox] mode`` for every butler and ``ask``.
+MODE_VARIABLE = "BUTLER_SANDBOX"
+MODES = ("auto", "bwrap", "none")
 
-def resolve_mode(config: SandboxConfig, where: str = "[butler.sandbox]") -> str:
-    """``"bwrap"`` or ``"none"``: what this daemon's runtimes run in.
 
-    ``mode = "bwrap"`` without a working bubblewrap is a ConfigError naming the
-    install command; ``auto`` falls back to no jail with one loud warning line.
+def requested_mode(settings: SandboxConfig) -> str:
+    """``auto``, ``bwrap`` or ``none``: ``BUTLER_SANDBOX`` when set, else the file's mode."""
+    override = os.environ.get(MODE_VARIABLE)
+    if not override:
+        return settings.mode
+    if override not in MODES:
+        raise ConfigError(
+            f"environment variable {MODE_VARIABLE}: expected one of {', '.join(MODES)}, "
+            f"found {override[:40]!r}"
+        )
+    return override
+
+
+def resolve_mode(settings: SandboxConfig, where: str = "[sandbox]") -> str:
+    """``"bwrap"`` or ``"none"``: what runtimes run in, decided once per daemon or call.
+
+    ``bwrap`` without a working bubblewrap is a ConfigError naming the install
+    command and where the mode was set; ``auto`` falls back to no jail with one
+    loud warning line.
     """
-    if config.mode == "none":
+    mode = requested_mode(settings)
+    if mode == "none":
         return "none"
     reason = probe()
     if reason is None:
         return "bwrap"
-    if config.mode == "bwrap":
-        raise ConfigError(f'{where} mode = "bwrap": {reason}')
+    if mode == "bwrap":
+        source = f"{MODE_VARIABLE}=bwrap" if os.environ.get(MODE_VARIABLE) else where
+        raise ConfigError(f'{source} mode = "bwrap": {reason}')
     log.warning(
         "SANDBOX OFF: runtimes run unjailed, with this user's rights and network: %s", reason
     )
@@ -54,28 +87,44 @@ def resolve_mode(config: SandboxConfig, where: str = "[butler.sandbox]") -> str:
 
 def probe_if_used(configs: Iterable[ButlerConfig]) -> None:
     """Start one jail, once, when a butler of ``configs`` may use it (the answer is cached)."""
-    if any(c.butler.sandbox.mode != "none" for c in configs):
+    if any(requested_mode(c.butler.sandbox) != "none" for c in configs):
         probe()
 
 
-def butler_policy(
-    config: ButlerConfig,
-    *,
-    workspace: Path,
-    home: Path,
-    cwd: Path,
-    writable: tuple[Path, ...] = (),
-) -> JailPolicy:
-    """A butler session's jail: its workspace, home and own folder writable, the rest read-only.
+@dataclass(frozen=True)
+class JailRequest:
+    """What one caller's runtime must see and reach; the owner's settings add the rest."""
 
-    The butler may edit its skills and files (spec 001) but never its
-    ``butler.toml``, nor the roster's ``shared/`` folder every butler reads.
-    """
-    folder = config.config_dir
-    extra = tuple(Path(p) for p in config.butler.sandbox.read_only)
+    #: Where the runtime starts.
+    cwd: Path
+    #: Folders it may write (its workspace and home, a builder's worktree...).
+    writable: tuple[Path, ...]
+    #: Paths it may read besides the system (sources of an ``ask``, the roster's shared folder).
+    readable: tuple[Path, ...] = ()
+    #: Paths inside a writable folder bound read-only again on top (a butler's ``butler.toml``).
+    protected: tuple[Path, ...] = ()
+    #: The runtime type or agent name: whose default model API it may reach.
+    runtime: str = ""
+    #: The runtime's variables and arguments: every ``http(s)`` URL in them is its model API.
+    env: Mapping[str, str] = field(default_factory=dict)
+    args: Sequence[str] = ()
+    #: The butler's MCP server, when the runtime calls back into one.
+    mcp_url: str | None = None
+
+
+def jail_policy(settings: SandboxConfig, request: JailRequest) -> JailPolicy:
+    """The jail's file system: ``request`` plus ``[sandbox] read_only``."""
+    extra = tuple(Path(p).expanduser() for p in settings.read_only)
     return JailPolicy(
-        read_only=(config.roster_dir / "shared", *extra),
-        writable=(workspace, home, folder, *writable),
-        read_only_over=(folder / "butler.toml", config.roster_dir / "shared"),
-        cwd=cwd,
+        read_only=(*request.readable, *extra),
+        writable=request.writable,
+        read_only_over=request.protected,
+        cwd=request.cwd,
+    )
+
+
+def jail_targets(settings: SandboxConfig, request: JailRequest) -> frozenset[Target]:
+    """Everything the jail may reach: its butler, its model API, ``[sandbox] allow_hosts``."""
+    return allowed_targets(
+        request.runtime, request.env, request.args, request.mcp_url, settings.allow_hosts
     )

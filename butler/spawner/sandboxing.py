@@ -1,9 +1,12 @@
-"""The session path's one step into the jail: an invocation gets its sandbox and proxy variables.
+"""The one way into the jail: every runtime butler starts, and every ``ask``/``chat`` agent.
 
-Every feature that starts a runtime for a butler goes through :func:`jailed`
-with the invocation it built; with the jail off it hands the invocation back
-unchanged. What the jail's proxy refused is handed to ``record`` when the
-block ends, for the session's row.
+Each caller describes what its runtime must see and reach in a
+:class:`~butler.sandbox.JailRequest` (:func:`session_request` for a butler's
+sessions, headless or in a builder's terminal; ``subagent/jail.py`` for an
+``ask`` or ``chat`` agent), and enters through :func:`start_jail_for` (a jail
+that outlives the call: a builder's) or :func:`jail_for` (one that ends with
+the block). :func:`jailed` is the headless session's step: the invocation
+gets its sandbox and proxy variables, or comes back unchanged with the jail off.
 """
 
 from __future__ import annotations
@@ -14,48 +17,79 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 
-from butler.config import ButlerConfig
+from butler.config import ButlerConfig, SandboxConfig
 from butler.runtimes.base import Invocation
 from butler.runtimes.settings import RuntimeConfig
-from butler.sandbox import Jail, allowed_targets, butler_policy
-from butler.sandbox.jail import start_jail
+from butler.sandbox import Jail, JailRequest, jail_policy, jail_targets, start_jail
 
 log = logging.getLogger(__name__)
 
 Recorder = Callable[[dict[str, object]], Awaitable[None]]
 
 
+def session_request(
+    config: ButlerConfig,
+    invocation: Invocation,
+    *,
+    writable: tuple[Path, ...] = (),
+    runtime: RuntimeConfig | None = None,
+) -> JailRequest:
+    """A butler session's jail: its workspace, home and own folder writable, the rest read-only.
+
+    The butler may edit its skills and files but never its ``butler.toml``, nor
+    the roster's ``shared/`` folder every butler reads (docs/security.md).
+    ``writable`` adds a builder's folders; ``runtime`` is the runtime it runs
+    when not the butler's own (a builder's ``--runtime``): its model API is
+    what the jail lets through.
+    """
+    rt = runtime or config.runtime
+    folder = config.config_dir
+    shared = config.roster_dir / "shared"
+    return JailRequest(
+        cwd=invocation.cwd,
+        writable=(invocation.workdir, invocation.home, folder, *writable),
+        readable=(shared,),
+        protected=(folder / "butler.toml", shared),
+        runtime=rt.type,
+        env=invocation.env,
+        args=tuple(rt.args),
+        mcp_url=invocation.mcp.url if invocation.mcp else None,
+    )
+
+
 async def start_jail_for(
+    settings: SandboxConfig, request: JailRequest, *, label: str = "", folder: Path | None = None
+) -> Jail:
+    """A jail for ``request``, its proxy started (in ``folder`` if given); the caller closes it."""
+    return await start_jail(
+        jail_policy(settings, request), jail_targets(settings, request), label=label, folder=folder
+    )
+
+
+@contextlib.asynccontextmanager
+async def jail_for(
+    settings: SandboxConfig, request: JailRequest, *, label: str = ""
+) -> AsyncIterator[Jail]:
+    """A jail for ``request`` for the length of the block; its proxy ends with it."""
+    jail = await start_jail_for(settings, request, label=label)
+    try:
+        yield jail
+    finally:
+        await jail.close()
+
+
+async def jail_invocation(
     config: ButlerConfig,
     invocation: Invocation,
     *,
     label: str = "",
     writable: tuple[Path, ...] = (),
-    folder: Path | None = None,
     runtime: RuntimeConfig | None = None,
 ) -> tuple[Invocation, Jail]:
-    """A jail of this butler for ``invocation``, its proxy started; the caller closes it.
-
-    ``runtime`` is the runtime it runs when not the butler's own (a builder's
-    ``--runtime``): its model API is what the jail lets through.
-    """
-    rt = runtime or config.runtime
-    allowed = allowed_targets(
-        rt.type,
-        invocation.env,
-        rt.args,
-        invocation.mcp.url if invocation.mcp else None,
-        config.butler.sandbox.allow_hosts,
-    )
-    policy = butler_policy(
-        config,
-        workspace=invocation.workdir,
-        home=invocation.home,
-        cwd=invocation.cwd,
-        writable=writable,
-    )
+    """``invocation`` in a jail of this butler, its proxy started; the caller closes the jail."""
+    request = session_request(config, invocation, writable=writable, runtime=runtime)
     invocation.home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    jail = await start_jail(policy, allowed, label=label, folder=folder)
+    jail = await start_jail_for(config.butler.sandbox, request, label=label)
     env = {**invocation.env, **jail.env()}
     return replace(invocation, env=env, sandbox=jail), jail
 
@@ -84,7 +118,7 @@ async def jailed(
     if mode != "bwrap":
         yield invocation
         return
-    jailed_invocation, jail = await start_jail_for(
+    jailed_invocation, jail = await jail_invocation(
         config, invocation, label=label, writable=writable
     )
     try:

@@ -18,14 +18,13 @@ CLI's login folder, e.g. ``~/.claude``).
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from butler.config import SandboxConfig
-from butler.errors import ConfigError
-from butler.sandbox import Jail, JailPolicy, allowed_targets, open_jail, resolve_mode
+from butler.sandbox import Jail, JailRequest
+from butler.spawner.sandboxing import jail_for
 
 #: The agent's private home, inside the call's temp folder (removed with it).
 HOME_DIR = ".home"
@@ -37,18 +36,6 @@ DROPPED_IN_JAIL = (
     "XDG_STATE_HOME",
     "XDG_RUNTIME_DIR",
 )
-MODES = ("auto", "bwrap", "none")
-
-
-def agent_mode(settings: SandboxConfig, where: str) -> str:
-    """``"bwrap"`` or ``"none"`` for this call; ``BUTLER_SANDBOX`` overrides the file."""
-    override = os.environ.get("BUTLER_SANDBOX")
-    if override:
-        if override not in MODES:
-            allowed = ", ".join(MODES)
-            raise ConfigError(f"BUTLER_SANDBOX: expected one of {allowed}, found {override!r}")
-        settings = settings.model_copy(update={"mode": override})
-    return resolve_mode(settings, where)
 
 
 @dataclass(frozen=True)
@@ -71,13 +58,21 @@ def model_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.endswith("_BASE_URL")}
 
 
-def agent_policy(settings: SandboxConfig, workspace: Path, sources: Sequence[Path]) -> JailPolicy:
-    """The temp folder writable; the sources and ``[sandbox] read_only`` readable."""
-    extra = tuple(Path(p).expanduser() for p in settings.read_only)
-    return JailPolicy(
-        read_only=(*sources, *extra),
-        writable=(workspace,),
+def agent_request(
+    agent: str,
+    argv: Sequence[str],
+    workspace: Path,
+    sources: Sequence[Path],
+    env: Mapping[str, str],
+) -> JailRequest:
+    """The temp folder writable, the sources readable; the model API its variables name."""
+    return JailRequest(
         cwd=workspace,
+        writable=(workspace,),
+        readable=tuple(sources),
+        runtime=agent,
+        env=model_env(env),
+        args=tuple(argv),
     )
 
 
@@ -98,9 +93,8 @@ async def agent_run(
         return
     home = workspace / HOME_DIR
     home.mkdir(mode=0o700, exist_ok=True)
-    allowed = allowed_targets(agent, model_env(env), argv, None, settings.allow_hosts)
-    policy = agent_policy(settings, workspace, sources)
-    async with open_jail(policy, allowed, label=f"ask:{agent}") as jail:
+    request = agent_request(agent, argv, workspace, sources, env)
+    async with jail_for(settings, request, label=f"ask:{agent}") as jail:
         inner = {k: v for k, v in env.items() if k not in DROPPED_IN_JAIL}
         inner.update(HOME=str(home), TMPDIR="/tmp", **jail.env())
         yield AgentRun(inner, jail)

@@ -29,8 +29,9 @@ from butler.errors import ProcessTimeout, RuntimeAdapterError, UserError
 from butler.runtimes.command import render  # the command runtime's argv templating
 from butler.runtimes.mcp_config import empty_files
 from butler.runtimes.process import Completed, run_captured, run_interactive
+from butler.sandbox import resolve_mode
 from butler.spawner.workspace import Workspace, sweep_leftovers
-from butler.subagent.jail import AgentRun, agent_mode, agent_run
+from butler.subagent.jail import AgentRun, agent_run
 from butler.subagent.sources import AgentCommand, AgentSettings, Source, Sources
 from butler.subagent.template import load_template, render_prompt
 
@@ -145,7 +146,7 @@ class SubagentRunner:
 
     def _mode(self) -> str:
         """``bwrap`` or ``none``; ``mode = "bwrap"`` without bubblewrap is a ConfigError."""
-        return agent_mode(self.sandbox, f"{self.config.config_file}: [sandbox]")
+        return resolve_mode(self.sandbox, f"{self.config.config_file}: [sandbox]")
 
     def _run(
         self,
