@@ -11,12 +11,13 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from butler import preflight
 from butler.builders.manager import BuilderManager
 from butler.config import ButlerConfig
+from butler.context import ButlerContext
 from butler.runtimes.registry import get_adapter
 from butler.scheduler import Scheduler
-from butler.spawner.orphans import reap_orphans
+from butler.spawner import preflight
+from butler.spawner.recovery import recover
 from butler.spawner.spawner import Spawner
 from butler.store.credentials import CredentialStore
 from butler.store.db import Database, redact_dsn
@@ -26,7 +27,6 @@ from butler.store.migrations import Migration, migrate
 from butler.store.schedules import ScheduleStore
 from butler.store.sessions import SessionStore
 from butler.store.state import StateStore
-from butler.tools.context import ButlerContext
 
 log = logging.getLogger("butler.daemon")
 
@@ -106,19 +106,8 @@ async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
     adapter = get_adapter(config.runtime.type, config.runtime, config.roster_dir)
     credentials = CredentialStore(db)
     spawner = Spawner(config, adapter, sessions, credentials, memory=memory)
-    # before the sweep: a workspace goes only once no runtime of a dead daemon uses it
-    reaped = await reap_orphans(sessions)
-    replayed = await spawner.lifecycle.completions.replay()
-    if replayed:
-        log.info("completions replayed from the journal", extra={"sessions": replayed})
+    await recover(spawner)
     await preflight.check(config, adapter, credentials)
-    closed = await sessions.fail_unfinished("the daemon stopped while this session was open")
-    swept = spawner.sweep()
-    if closed or swept or reaped:
-        log.info(
-            "recovered from an earlier crash",
-            extra={"sessions": closed, "temp": len(swept), "runtimes_killed": reaped},
-        )
     builders = BuilderManager(config, spawner, sessions)
     await builders.adopt_survivors()
     return ButlerContext(

@@ -28,6 +28,7 @@ from types import FrameType
 import uvicorn
 
 from butler.config import ButlerConfig, load_config
+from butler.context import ButlerContext
 from butler.daemon import OpenDatabase, assemble, open_database, start_embedded
 from butler.errors import ButlerError, ConfigError
 from butler.http_quiet import Traffic
@@ -38,7 +39,6 @@ from butler.sandbox import probe_if_used
 from butler.security.owner_token import owner_token
 from butler.server import build_app
 from butler.telemetry import setup_telemetry
-from butler.tools.context import ButlerContext
 from butler.webterm.endpoint import MAX_MESSAGE
 from butler.webterm.protocol import websocket_protocol
 

@@ -139,7 +139,7 @@ class Scheduler:
         ``caller`` is the running session that asked, recorded as the parent of each.
         """
         await self._sync()
-        if not self.spawner.admission.accepting:
+        if not self.spawner.accepting:
             # A slot claimed now would be refused by the spawner and lost;
             # left unclaimed it fires at the next start-up instead.
             return []

@@ -23,13 +23,13 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from butler import __version__
+from butler.context import ButlerContext
 from butler.dashboard import SECURITY_HEADERS, dashboard_routes
 from butler.http_limits import JsonRpcBodyLimit
 from butler.security.handshake import GuardEveryScope
 from butler.security.http import RequireToken, cookie_name
 from butler.security.owner_token import owner_token
 from butler.tools.builders import register_builder_tools
-from butler.tools.context import ButlerContext
 from butler.tools.contract import register_contract_tools
 from butler.tools.core import register_core_tools, status_of
 from butler.tools.ledger_middleware import LedgerMiddleware

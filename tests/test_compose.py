@@ -24,8 +24,8 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from butler.preflight import NEEDS
 from butler.roster import load_roster
+from butler.spawner.preflight import NEEDS
 from tests.conftest import TEST_DSN
 from tests.helpers import REPO, TEST_TOKEN, free_port, get_json, missing_tool, wait_until
 
@@ -203,7 +203,7 @@ def test_no_secret_is_written_in_the_deployment_files():
     assert ".env" in (REPO / ".dockerignore").read_text(encoding="utf-8").splitlines()
 
 
-def test_the_image_installs_the_clis_at_the_pinned_versions():
+def test_the_dockerfile_installs_the_clis_from_the_pinned_lock_file():
     pins = json.loads((REPO / "clis" / "package.json").read_text())["dependencies"]
     lock = json.loads((REPO / "clis" / "package-lock.json").read_text())["packages"]
     for name, version in pins.items():
@@ -227,7 +227,7 @@ def test_every_image_is_pinned_to_a_patch_release():
         assert PINNED.match(image), f"{image}: expected an exact version tag"
 
 
-def test_the_image_has_what_builders_and_the_jail_need_and_one_claude():
+def test_the_dockerfile_asks_for_what_builders_and_the_jail_need_and_one_claude():
     runs = [rest for word, rest in final_stage() if word == "RUN"]
     apt = next(r for r in runs if "apt-get install" in r)
     assert {"git", "tmux", "bubblewrap"} <= set(apt.split())

@@ -5,9 +5,9 @@ from __future__ import annotations
 import httpx2
 
 from butler import __version__
+from butler.context import ButlerContext
 from butler.server import build_app
 from butler.store.state import StateStore
-from butler.tools.context import ButlerContext
 
 
 async def test_health_is_503_when_the_database_is_gone(make_spawner, db):

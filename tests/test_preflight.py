@@ -8,8 +8,8 @@ import re
 import pytest
 
 from butler.config import load_config
-from butler.preflight import NEEDS, missing_cli, missing_credential
 from butler.runtimes.registry import get_adapter
+from butler.spawner.preflight import NEEDS, missing_cli, missing_credential
 from butler.store.credentials import CredentialStore
 from tests.conftest import TEST_DSN
 from tests.helpers import REPO, DaemonProcess, butler_client, free_port, wait_until, write_butler

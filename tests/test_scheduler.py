@@ -12,6 +12,7 @@ from fastmcp import Client
 from fastmcp.exceptions import ToolError
 
 from butler.config import ButlerConfig, load_config
+from butler.context import ButlerContext
 from butler.daemon import assemble
 from butler.runtimes.base import Invocation, ProgressSink, RuntimeAdapter, RuntimeResult
 from butler.runtimes.registry import register
@@ -20,7 +21,6 @@ from butler.server import build_mcp
 from butler.store.db import Database
 from butler.store.schedules import ScheduleStore
 from butler.store.sessions import SessionStore
-from butler.tools.context import ButlerContext
 from tests.fakes.clock import ManualClock
 from tests.helpers import eventually, free_port, write_butler
 

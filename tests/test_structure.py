@@ -1,4 +1,5 @@
-"""The package keeps its shape: no import cycle, layers point down, small files and functions."""
+"""The package keeps its shape: no import cycle, layers point down, one session path,
+small files and functions, code the formatter lays out."""
 
 from __future__ import annotations
 
@@ -11,6 +12,28 @@ def test_no_import_cycle():
 
 
 # What runtimes/ may import is checked in tests/runtimes/test_layering.py.
+
+
+def test_every_module_has_a_layer():
+    unplaced = []
+    for name in structure.modules():
+        try:
+            structure.unit_of(name)
+        except KeyError as exc:
+            unplaced.append(exc.args[0])
+    assert unplaced == []
+
+
+def test_imports_point_down_the_declared_layers():
+    assert structure.layer_violations(structure.graph()) == []
+
+
+def test_only_the_spawner_records_sessions_builds_runtimes_and_starts_jails():
+    assert structure.session_path_outside_spawner() == []
+
+
+def test_no_fmt_skip_outside_a_table():
+    assert structure.fmt_skips_outside_tables() == []
 
 
 def test_cli_groups_import_only_common():
@@ -41,3 +64,48 @@ def test_the_checker_finds_a_cycle_and_a_long_function(tmp_path):
     known = structure.modules(package)
     assert structure.cycles(structure.graph(known)) == [["butler.a", "butler.b"]]
     assert structure.long_functions(60, known) == {"butler/b.py:f": 63}
+
+
+def test_the_checker_finds_an_upward_and_a_sideways_import(tmp_path):
+    package = tmp_path / "butler"
+    for folder in ("spawner", "builders", "tools", "dashboard"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "spawner" / "core.py").write_text("from butler.builders import plan\n")
+    (package / "builders" / "plan.py").write_text("from butler.spawner import core\n")
+    (package / "tools" / "context.py").write_text("")
+    (package / "dashboard" / "view.py").write_text("from butler.tools.context import x\n")
+    found = structure.layer_violations(structure.graph(structure.modules(package)))
+    assert found == [
+        "butler.dashboard.view imports butler.tools.context, beside it in its layer (sideways)",
+        "butler.spawner.core imports butler.builders.plan, a layer above it (upward)",
+    ]
+
+
+def test_the_checker_finds_a_builder_doing_the_spawners_work(tmp_path):
+    package = tmp_path / "butler"
+    (package / "builders").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "builders" / "__init__.py").write_text("")
+    (package / "builders" / "manager.py").write_text(
+        "from butler.sandbox import open_jail\n"
+        "async def spawn(spawner):\n"
+        "    await spawner.lifecycle.running('id')\n"
+    )
+    found = structure.session_path_outside_spawner(structure.modules(package))
+    assert found == [
+        "butler/builders/manager.py:1 starts a jail (open_jail)",
+        "butler/builders/manager.py:3 creates or completes a session row (lifecycle)",
+    ]
+
+
+def test_a_table_may_keep_its_layout_and_code_may_not(tmp_path):
+    package = tmp_path / "butler"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text(
+        'FLAGS = ["--a", "1",\n         "--b", "2"]  # fmt: skip\n'
+        "def f(x, y): return g(x,\n                     y)  # fmt: skip\n"
+    )
+    assert structure.fmt_skips_outside_tables(structure.modules(package)) == ["butler/a.py:4"]

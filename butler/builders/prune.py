@@ -15,7 +15,7 @@ from typing import Any
 
 from butler.builders import git
 from butler.builders.manager import BuilderManager
-from butler.builders.records import builder_view, is_live, now_iso
+from butler.builders.records import builder_view, is_live, mark, now_iso
 
 
 async def prune(manager: BuilderManager, force: bool = False) -> list[dict[str, Any]]:
@@ -31,7 +31,7 @@ async def prune(manager: BuilderManager, force: bool = False) -> list[dict[str, 
         marks: dict[str, Any] = {"prune": report}
         if done:
             marks["pruned_at"] = now_iso()
-        await manager.lifecycle.annotate(row["id"], marks)
+        await mark(manager.sessions, row, marks)
         reports.append({**builder_view(row), "prune": report, "pruned": done})
     return reports
 

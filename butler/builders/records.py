@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from butler.builders.modes import MODES
+from butler.paths import butler_dir
+from butler.store.sessions import SessionStore
 
 
 def is_builder(row: dict[str, Any]) -> bool:
@@ -58,10 +62,16 @@ def now_iso() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def elapsed_ms(row: dict[str, Any]) -> int:
-    """Milliseconds since the row's session started (or was created)."""
-    since = row.get("started_at") or row.get("created_at")
-    if not since:
-        return 0
-    started = datetime.fromisoformat(since)
-    return max(0, int((datetime.now(UTC) - started).total_seconds() * 1000))
+async def builder_rows(sessions: SessionStore) -> list[dict[str, Any]]:
+    """Every builder's session row, newest first."""
+    return [row for row in await sessions.of_types(MODES) if is_builder(row)]
+
+
+async def mark(sessions: SessionStore, row: dict[str, Any], marks: dict[str, Any]) -> None:
+    """Add the builders' own keys (``stop_requested_at``, ``pruned_at``...) to a row."""
+    await sessions.update_metadata(uuid.UUID(str(row["id"])), marks)
+
+
+def builder_folder(butler: str, builder_id: str) -> Path:
+    """A builder's private folder: its session's launch spec, exit record, restart notes."""
+    return butler_dir(butler) / "builders" / builder_id

@@ -1,10 +1,10 @@
-"""A builder's terminal session: its first prompt typed in, how it ended, what it used.
+"""A builder's terminal: its first prompt typed in, its runtime ended on request.
 
 The task reaches a TUI the way a person's would: pasted into its pane once
 the TUI shows it takes input, then Enter. So it is never an argument of any
 process (``ps`` shows every argument to every local user), and every TUI
-gets it the same way. How a builder ended comes from the launcher's exit
-record; what it used from the CLI's own transcript in its private home.
+gets it the same way. (How the runtime ended and what it used are the
+spawner's to record: ``spawner/endings.py``.)
 """
 
 from __future__ import annotations
@@ -12,20 +12,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from typing import Any
 
 from butler.builders.tmux import Tmux
 from butler.errors import ButlerError
-from butler.runtimes.base import Command, Transcript
+from butler.runtimes.base import Command
 from butler.runtimes.process import group_alive, kill_group
 
 log = logging.getLogger(__name__)
 
-#: How a runtime ended: ``{"status": code, "signal": number}``, one of them None.
-Exit = dict[str, int | None]
-#: Signals that mean someone stopped the runtime, rather than that it broke.
-STOP_SIGNALS = {signal.SIGHUP, signal.SIGINT, signal.SIGTERM}
-_SIGNALS = {int(s) for s in signal.Signals}
 #: How long a TUI may take to start before its prompt is given up on (a cold Copilot
 #: unpacks itself first).
 READY_TIMEOUT_S = 180.0
@@ -110,38 +104,6 @@ async def _type(tmux: Tmux, name: str, command: Command, text: str) -> bool:
     await asyncio.sleep(ENTER_AFTER_S)
     await tmux.keys(name, "Enter")
     return True
-
-
-def end_of(ended: Exit | None) -> tuple[str, str | None]:
-    """A finished builder's status and error, from how its runtime's process ended.
-
-    Without an exit record the runtime's end was not seen (its pane was closed, or
-    the launcher itself killed): ``ended``, distinct from a stop someone asked for.
-    """
-    if ended is None:
-        return "ended", "its runtime ended without an exit record (tmux session closed)"
-    code, sig = ended.get("status"), ended.get("signal")
-    if sig is not None:
-        name = signal.Signals(sig).name if sig in _SIGNALS else str(sig)
-        return ("cancelled" if sig in STOP_SIGNALS else "failed"), f"runtime ended by signal {name}"
-    if code == 0:
-        return "succeeded", None
-    return "failed", f"runtime exited with status {code}"
-
-
-def usage_fields(transcript: Transcript | None) -> dict[str, Any]:
-    """The session outcome's usage fields from a transcript (none when there is none)."""
-    if transcript is None:
-        return {}
-    usage = transcript.usage
-    return {
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cache_read_tokens": usage.cache_read_tokens,
-        "cache_write_tokens": usage.cache_write_tokens,
-        "cost_usd": transcript.cost_usd,
-        "runtime_session_id": transcript.session_id,
-    }
 
 
 #: How long a stopped runtime has to end on SIGTERM before its process group is killed.

@@ -94,12 +94,12 @@ class Tmux:
 
     async def new_session(self, name: str, cwd: str, program: list[str]) -> None:
         """A detached session running ``program`` (exec'd, no shell) whose pane outlives it."""
+        size = ["-x", str(WIDTH), "-y", str(HEIGHT)]
+        # In the same command list, so it holds before the program can exit.
+        keep_pane = [";", "set-option", "-t", name, "remain-on-exit", "on"]
         await self.run(
-            "new-session", "-d", "-s", name, "-c", cwd, "-x", str(WIDTH), "-y", str(HEIGHT),
-            "--", *program,
-            # In the same command list, so it holds before the program can exit.
-            ";", "set-option", "-t", name, "remain-on-exit", "on",
-        )  # fmt: skip
+            "new-session", "-d", "-s", name, "-c", cwd, *size, "--", *program, *keep_pane
+        )
 
     async def panes(self) -> dict[str, PaneState]:
         """Every session of the server and the state of its first pane ({} without a server)."""

@@ -98,7 +98,7 @@ def spawn(
         fail(str(exc))
     cfg = load(config)
     if runtime is not None:
-        from butler.builders.runtime_choice import check_runtime
+        from butler.spawner.runtime_choice import check_runtime
 
         try:
             options = replace(options, runtime=check_runtime(cfg, runtime))
@@ -204,10 +204,18 @@ def spawn_options(
     shell: bool,
     role: str | None,
 ) -> SpawnOptions:
-    """The options as given; the mode check of spec 004 first, then ``--args`` and ``--files``."""
+    """The options as given: the mode rules of docs/builders.md, then ``--args``, ``--files``."""
     names = tuple(name.strip() for name in (files or "").split(",") if name.strip())
-    options = SpawnOptions(text, task, names, protocol, {} if args is not None else None,
-                           project, shell, role)  # fmt: skip
+    options = SpawnOptions(
+        text=text,
+        task=task,
+        files=names,
+        protocol=protocol,
+        args={} if args is not None else None,
+        project=project,
+        shell=shell,
+        role=role,
+    )
     choose_mode(options)
     parsed = parse_args_json(args) if args is not None else None
     for name in names:
@@ -293,8 +301,13 @@ def print_builders(found: list[dict[str, Any]]) -> None:
     # Ids and branches are copied into other commands: never cut, the summary wraps instead.
     fixed = [Column(name, no_wrap=True) for name in ("type", "id", "status", "branch")]
     table = Table(*fixed, Column("summary", ratio=1))
-    colour = {"running": "green", "succeeded": "blue", "failed": "red", "cancelled": "dim",
-              "ended": "dim"}  # fmt: skip
+    colour = {
+        "running": "green",
+        "succeeded": "blue",
+        "failed": "red",
+        "cancelled": "dim",
+        "ended": "dim",
+    }
     for mode in ("spec", "task", "protocol", "shell"):
         for b in (b for b in found if b["type"] == mode):
             flags = " [pruned]" if b["pruned"] else (" [headless]" if b["headless"] else "")

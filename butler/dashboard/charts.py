@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from butler.dashboard.params import CHART_DAYS, BadParam, chart_days
-from butler.dashboard.render import duration_ms, e, live
+from butler.dashboard.render import Page, duration_ms, e, live
 from butler.dashboard.view import View, bad
 from butler.store.session_days import daily
 from butler.store.sessions import STATUSES
@@ -49,9 +49,13 @@ def _legend(keys: Sequence[str], css: Callable[[str], str]) -> str:
 
 
 def stacked_bars(
-    name: str, title: str, days: list[date], series: Series, css: Callable[[str], str],
+    name: str,
+    title: str,
+    days: list[date],
+    series: Series,
+    css: Callable[[str], str],
     label: Callable[[float], str],
-) -> str:  # fmt: skip
+) -> str:
     """Bars per day, one segment per series key, heights proportional to the values."""
     totals = [sum(s.get(d, 0) for s in series.values()) for d in days]
     top = max(totals, default=0) or 1
@@ -133,20 +137,43 @@ def render_charts(figures: dict[str, list[dict[str, Any]]], days: list[date]) ->
         for key in ("p50", "p95"):
             if row[f"{key}_ms"] is not None:
                 durations[key][row["day"]] = row[f"{key}_ms"]
+    statuses = {k: v for k, v in by_status.items() if v}
     charts = [
-        stacked_bars("sessions-by-status", "Sessions per day by status", days,
-                     {k: v for k, v in by_status.items() if v}, lambda k: f"k-{k}", _count),
-        stacked_bars("tokens-by-runtime", "Tokens per day by runtime", days,
-                     dict(sorted(tokens.items())), runtime_css, _count),
-        stacked_bars("cost-by-runtime", "Cost per day by runtime (USD)", days,
-                     dict(sorted(spend.items())), runtime_css, lambda v: f"${v:.2f}"),
+        stacked_bars(
+            "sessions-by-status", "Sessions per day by status", days, statuses, _status_css, _count
+        ),
+        stacked_bars(
+            "tokens-by-runtime",
+            "Tokens per day by runtime",
+            days,
+            dict(sorted(tokens.items())),
+            runtime_css,
+            _count,
+        ),
+        stacked_bars(
+            "cost-by-runtime",
+            "Cost per day by runtime (USD)",
+            days,
+            dict(sorted(spend.items())),
+            runtime_css,
+            _dollars,
+        ),
         lines("duration", "Duration per day (p50, p95 of ended sessions)", days, durations),
-    ]  # fmt: skip
+    ]
     return f'<div class="charts">{"".join(charts)}</div>'
 
 
 def _count(value: float) -> str:
     return f"{value:,.0f}"
+
+
+def _dollars(value: float) -> str:
+    return f"${value:.2f}"
+
+
+def _status_css(status: str) -> str:
+    """The class of a status's colour (``k-failed``...)."""
+    return f"k-{status}"
 
 
 def ranges(chosen: int, path: str = "/charts") -> str:
@@ -172,10 +199,15 @@ def chart_routes(view: View) -> list[Route]:
         except BadParam as exc:
             return bad(exc, json=False)
         return view.page(
-            title=f"{view.butler.config.name} · charts", subtitle=f"the last {days} days (UTC)",
-            source=f"/api/charts?days={days}", body=html, current="/charts",
-            controls=ranges(days),
-        )  # fmt: skip
+            Page(
+                title=f"{view.butler.config.name} · charts",
+                subtitle=f"the last {days} days (UTC)",
+                source=f"/api/charts?days={days}",
+                body=html,
+                current="/charts",
+                controls=ranges(days),
+            )
+        )
 
     async def charts_json(request: Request) -> Response:
         try:

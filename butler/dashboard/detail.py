@@ -26,26 +26,38 @@ def _field(name: str, value: Any) -> str:
 
 
 def render_detail(
-    row: dict[str, Any], screen: str | None, config_dir: str, *,
-    trace_url: str | None = None, actions: str = "",
-) -> str:  # fmt: skip
+    row: dict[str, Any],
+    screen: str | None,
+    config_dir: str,
+    *,
+    trace_url: str | None = None,
+    actions: str = "",
+) -> str:
     """Everything recorded about one session; a live builder's terminal as its output."""
     meta = row.get("metadata") or {}
     fields = [
-        ("status", row["status"]), ("type", row["type"]),
-        ("trigger source", row["trigger_source"]), ("runtime", row["runtime"]),
-        ("model", row.get("model")), ("created", when(row.get("created_at"))),
-        ("duration", duration(row)), ("tokens", tokens(row)), ("cost", cost(row)),
-        ("error", row.get("error")), ("trace id", row.get("trace_id")),
+        ("status", row["status"]),
+        ("type", row["type"]),
+        ("trigger source", row["trigger_source"]),
+        ("runtime", row["runtime"]),
+        ("model", row.get("model")),
+        ("created", when(row.get("created_at"))),
+        ("duration", duration(row)),
+        ("tokens", tokens(row)),
+        ("cost", cost(row)),
+        ("error", row.get("error")),
+        ("trace id", row.get("trace_id")),
         ("run again of", meta.get("run_again_of")),
-    ]  # fmt: skip
+    ]
     if is_builder(row):
         attach = f"butler attach {meta.get('builder_id')} --config {config_dir}"
         fields += [
-            ("builder", meta.get("builder_id")), ("branch", meta.get("branch")),
-            ("worktree", meta.get("worktree")), ("tmux session", meta.get("tmux_session")),
+            ("builder", meta.get("builder_id")),
+            ("branch", meta.get("branch")),
+            ("worktree", meta.get("worktree")),
+            ("tmux session", meta.get("tmux_session")),
             ("attach", attach if screen is not None else None),
-        ]  # fmt: skip
+        ]
     dl = "".join(_field(name, value) for name, value in fields)
     status = e(row["status"])
     parts = [

@@ -13,7 +13,7 @@ from butler.builders.records import is_builder
 from butler.dashboard.detail import render_detail
 from butler.dashboard.forms import button
 from butler.dashboard.params import BadParam, session_query
-from butler.dashboard.render import FINAL, SECURITY_HEADERS, live, refused
+from butler.dashboard.render import FINAL, SECURITY_HEADERS, Page, live, refused
 from butler.dashboard.sessions import any_row, filter_form, pager, render_list
 from butler.dashboard.view import View, bad
 from butler.errors import ButlerError
@@ -48,10 +48,15 @@ class Listing:
         choices = {c: await distinct_values(self.butler.db, c) for c in columns}
         query = request.url.query
         return self.view.page(
-            title=f"{self.butler.config.name} · butler", subtitle="sessions and builders",
-            source="/api/sessions" + (f"?{query}" if query else ""), body=body,
-            current="/", controls=filter_form(params, choices),
-        )  # fmt: skip
+            Page(
+                title=f"{self.butler.config.name} · butler",
+                subtitle="sessions and builders",
+                source="/api/sessions" + (f"?{query}" if query else ""),
+                body=body,
+                current="/",
+                controls=filter_form(params, choices),
+            )
+        )
 
     async def index_json(self, request: Request) -> Response:
         params = dict(request.query_params)
@@ -76,9 +81,10 @@ class Listing:
         if row is None:
             return None, ""
         screen = await self.butler.builders.screen(row)
-        actions = "" if is_builder(row) else button(
-            f"/sessions/{row['id']}/run-again", "Run again", self.view.owner_token, "run-again"
-        )  # fmt: skip
+        actions = ""
+        if not is_builder(row):
+            again = f"/sessions/{row['id']}/run-again"
+            actions = button(again, "Run again", self.view.owner_token, "run-again")
         body = render_detail(
             row,
             screen,
@@ -95,10 +101,15 @@ class Listing:
             return refused(f"session: {session_id[:40]!r} is not a session of this butler", 404)
         panel = terminal_panel(row)  # a live builder's terminal (butler.webterm)
         return self.view.page(
-            title=f"session {row['id'][:8]}", subtitle=f"session {row['id']}",
-            source=f"/api/sessions/{row['id']}", body=body + panel.html,
-            final=row["status"] in FINAL, headers=panel.headers(SECURITY_HEADERS),
-        )  # fmt: skip
+            Page(
+                title=f"session {row['id'][:8]}",
+                subtitle=f"session {row['id']}",
+                source=f"/api/sessions/{row['id']}",
+                body=body + panel.html,
+                final=row["status"] in FINAL,
+                headers=panel.headers(SECURITY_HEADERS),
+            )
+        )
 
     async def session_json(self, request: Request) -> Response:
         row, body = await self.detail(request.path_params["session_id"])
@@ -113,13 +124,18 @@ class Listing:
         row = await self.butler.sessions.get(request.path_params["session_id"])
         if row is None or is_builder(row):
             what = "a builder" if row else "not a session of this butler"
-            return refused(f"session: {request.path_params['session_id'][:40]!r} is {what}; "
-                           "expected a session a trigger started", 404)  # fmt: skip
+            asked = request.path_params["session_id"][:40]
+            return refused(
+                f"session: {asked!r} is {what}; expected a session a trigger started", 404
+            )
         if row.get("parent_session_id") or row["trigger_source"] == "trigger":
             # A session's own trigger counts toward its caller's depth and
             # slots; rerun from here it would escape both.
-            return refused(f"session: {row['id']} was triggered by another session; "
-                           "expected a top-level trigger to run again", 409)  # fmt: skip
+            return refused(
+                f"session: {row['id']} was triggered by another session; "
+                "expected a top-level trigger to run again",
+                409,
+            )
         # The stored prompt already holds the context; the source keeps its limits.
         again = TriggerRequest(
             prompt=row["prompt"],

@@ -9,6 +9,8 @@ dashboard's own script and stylesheet: no inline script, style or CDN.
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from string import Template
@@ -16,7 +18,7 @@ from typing import Any
 
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
-from butler.builders.records import elapsed_ms
+from butler.spawner.endings import elapsed_ms
 
 FINAL = ("succeeded", "failed", "cancelled", "ended")
 SECURITY_HEADERS = {
@@ -108,21 +110,44 @@ def nav(current: str, views: tuple[tuple[str, str], ...] = NAV) -> str:
     return f'<nav aria-label="views">{"".join(links)}</nav>'
 
 
-def page(
-    name: str, runtime: str, *, title: str, subtitle: str, source: str, body: str,
-    final: bool = False, current: str = "", controls: str = "",
-    views: tuple[tuple[str, str], ...] = NAV, meta: str | None = None,
-    headers: dict[str, str] = SECURITY_HEADERS,
-) -> HTMLResponse:  # fmt: skip
-    """The page frame around a view; ``source`` is the JSON twin its script polls."""
+@dataclass(frozen=True)
+class Page:
+    """One view's page: its body and what the frame around it shows."""
+
+    title: str
+    subtitle: str
+    #: The JSON twin the page's script polls for a fresh body.
+    source: str
+    body: str
+    #: The view's own path, marked in the navigation.
+    current: str = ""
+    #: Forms above the body (filters, date ranges).
+    controls: str = ""
+    #: True once nothing on the page changes any more (a finished session): no polling.
+    final: bool = False
+    views: tuple[tuple[str, str], ...] = NAV
+    #: The line under the butler's name; its runtime when None.
+    meta: str | None = None
+    #: The response's headers; the security headers when None.
+    headers: Mapping[str, str] | None = None
+
+
+def page(butler: str, runtime: str, view: Page) -> HTMLResponse:
+    """The page frame of butler ``butler`` (running ``runtime``) around ``view``."""
+    meta = e(view.meta) if view.meta is not None else f"runtime <b>{e(runtime)}</b>"
     text = Template(asset_text("page.html")).substitute(
-        title=e(title), butler=e(name), subtitle=e(subtitle), source=e(source),
-        meta=e(meta) if meta is not None else f"runtime <b>{e(runtime)}</b>",
-        final="true" if final else "false", body=body,
-        nav=nav(current, views), controls=controls,
+        title=e(view.title),
+        butler=e(butler),
+        subtitle=e(view.subtitle),
+        source=e(view.source),
+        meta=meta,
+        final="true" if view.final else "false",
+        body=view.body,
+        nav=nav(view.current, view.views),
+        controls=view.controls,
         updated=e("rendered " + datetime.now(UTC).strftime("%H:%M:%S UTC")),
-    )  # fmt: skip
-    return HTMLResponse(text, headers=headers)
+    )
+    return HTMLResponse(text, headers=dict(view.headers or SECURITY_HEADERS))
 
 
 def refused(line: str, status: int = 400, *, json: bool = False) -> Response:

@@ -15,14 +15,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from butler.context import ButlerContext
 from butler.dashboard.charts import day_range, ranges
 from butler.dashboard.params import BadParam, chart_days
-from butler.dashboard.render import SECURITY_HEADERS, e, live, table
+from butler.dashboard.render import SECURITY_HEADERS, Page, e, live, table
 from butler.dashboard.roster_charts import daily_series, render_butler_charts
 from butler.dashboard.schedules import moment
 from butler.dashboard.view import View, bad
 from butler.store.session_days import daily
-from butler.tools.context import ButlerContext
 
 
 async def summary(butler: ButlerContext, days: int = 7) -> dict[str, Any]:
@@ -125,10 +125,15 @@ def roster_routes(view: View) -> list[Route]:
         except BadParam as exc:
             return bad(exc, json=False)
         return view.page(
-            title=f"{butler.config.name} · roster", subtitle="every butler of this process",
-            source=f"/api/roster?days={days}", body=await body(days), current="/roster",
-            controls=ranges(days, "/roster"),
-        )  # fmt: skip
+            Page(
+                title=f"{butler.config.name} · roster",
+                subtitle="every butler of this process",
+                source=f"/api/roster?days={days}",
+                body=await body(days),
+                current="/roster",
+                controls=ranges(days, "/roster"),
+            )
+        )
 
     async def roster_json(request: Request) -> Response:
         try:  # the page's script may send its cursor

@@ -6,6 +6,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from butler.context import ButlerContext
 from butler.dashboard.charts import chart_routes
 from butler.dashboard.listing import listing_routes
 from butler.dashboard.render import ASSETS, SECURITY_HEADERS, asset_text
@@ -14,7 +15,6 @@ from butler.dashboard.schedules import schedule_routes
 from butler.dashboard.state import state_routes
 from butler.dashboard.view import View
 from butler.security.owner_token import owner_token
-from butler.tools.context import ButlerContext
 
 
 def dashboard_routes(butler: ButlerContext) -> list[Route]:

@@ -13,7 +13,7 @@ from starlette.routing import Route
 
 from butler.dashboard.forms import button
 from butler.dashboard.params import BadParam, only
-from butler.dashboard.render import SECURITY_HEADERS, e, live, refused, table, when
+from butler.dashboard.render import SECURITY_HEADERS, Page, e, live, refused, table, when
 from butler.dashboard.view import View, bad
 from butler.errors import Rejected, UserError
 from butler.store.session_search import SessionQuery, find_sessions
@@ -85,9 +85,14 @@ def schedule_routes(view: View) -> list[Route]:
         except BadParam as exc:
             return bad(exc, json=False)
         return view.page(
-            title=f"{butler.config.name} · schedules", subtitle="schedules",
-            source="/api/schedules", body=await body(), current="/schedules",
-        )  # fmt: skip
+            Page(
+                title=f"{butler.config.name} · schedules",
+                subtitle="schedules",
+                source="/api/schedules",
+                body=await body(),
+                current="/schedules",
+            )
+        )
 
     async def schedules_json(request: Request) -> Response:
         try:

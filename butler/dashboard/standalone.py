@@ -29,7 +29,7 @@ from starlette.types import ASGIApp
 from butler.config import ButlerConfig
 from butler.dashboard.charts import day_range, ranges
 from butler.dashboard.params import BadParam, chart_days
-from butler.dashboard.render import ASSETS, SECURITY_HEADERS, asset_text, live, page, refused
+from butler.dashboard.render import ASSETS, SECURITY_HEADERS, Page, asset_text, live, page, refused
 from butler.dashboard.roster import render_roster
 from butler.errors import UserError
 from butler.jsonfile import read_json_object
@@ -99,11 +99,19 @@ def build_roster_app(configs: Sequence[ButlerConfig], port: int) -> ASGIApp:
         except BadParam as exc:
             return refused(str(exc))
         return page(
-            "roster", "", meta=f"{len(configs)} butlers", title="roster · butler",
-            subtitle="every butler of the roster", source=f"/api/roster?days={days}",
-            body=await _body(configs, days), current="/roster", views=(("/", "Roster"),),
-            controls=ranges(days, "/"),
-        )  # fmt: skip
+            "roster",
+            "",
+            Page(
+                title="roster · butler",
+                subtitle="every butler of the roster",
+                source=f"/api/roster?days={days}",
+                body=await _body(configs, days),
+                current="/roster",
+                controls=ranges(days, "/"),
+                views=(("/", "Roster"),),
+                meta=f"{len(configs)} butlers",
+            ),
+        )
 
     async def roster_json(request: Request) -> Response:
         try:  # the page's script may send its cursor

@@ -12,7 +12,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from butler.dashboard.params import BadParam, only
-from butler.dashboard.render import e, live, table, when
+from butler.dashboard.render import Page, e, live, table, when
 from butler.dashboard.view import View, bad
 from butler.store.state import MAX_KEY_CHARS
 
@@ -90,10 +90,15 @@ def state_routes(view: View) -> list[Route]:
             return bad(exc, json=False)
         query = request.url.query
         return view.page(
-            title=f"{view.butler.config.name} · state", subtitle="state (read-only)",
-            source="/api/state" + (f"?{query}" if query else ""), body=html,
-            current="/state", controls=_form(prefix),
-        )  # fmt: skip
+            Page(
+                title=f"{view.butler.config.name} · state",
+                subtitle="state (read-only)",
+                source="/api/state" + (f"?{query}" if query else ""),
+                body=html,
+                current="/state",
+                controls=_form(prefix),
+            )
+        )
 
     async def state_json(request: Request) -> Response:
         try:

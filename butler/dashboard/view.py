@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
+from butler.context import ButlerContext
 from butler.dashboard.forms import Refused, check_post
 from butler.dashboard.params import BadParam
-from butler.dashboard.render import page, refused
-from butler.tools.context import ButlerContext
+from butler.dashboard.render import Page, page, refused
 
 
 @dataclass(frozen=True)
@@ -25,9 +24,10 @@ class View:
     def trace_url(self) -> str | None:
         return self.butler.config.butler.telemetry.trace_url
 
-    def page(self, **parts: Any) -> HTMLResponse:
+    def page(self, view: Page) -> HTMLResponse:
+        """``view`` in the frame of this butler's pages."""
         config = self.butler.config
-        return page(config.name, config.runtime.type, **parts)
+        return page(config.name, config.runtime.type, view)
 
     async def posted(self, request: Request) -> Response | None:
         """None when this POST came from one of the dashboard's forms, else the refusal."""

@@ -21,7 +21,7 @@ from opentelemetry.context import Context
 
 from butler.config import ButlerConfig
 from butler.paths import butler_dir
-from butler.runtimes.base import ToolCall
+from butler.runtimes.base import RuntimeAdapter, ToolCall
 from butler.security.session_tokens import SessionTokens
 from butler.spawner.completions import CompletionWriter
 from butler.spawner.ledger import ToolCallLedger, merge_tool_calls
@@ -59,13 +59,14 @@ class SessionLifecycle:
         metadata: dict[str, Any] | None = None,
         parent_id: str | None = None,
         trace_id: str | None = None,
+        adapter: RuntimeAdapter | None = None,
     ) -> NewSession:
-        """A session of this butler's runtime, not yet recorded."""
+        """A session not yet recorded, of this butler's runtime unless ``adapter`` is another's."""
         return NewSession(
             prompt=prompt,
             trigger_source=source,
-            runtime=self.runtime,
-            model=self.config.runtime.model,
+            runtime=adapter.type_name if adapter else self.runtime,
+            model=adapter.config.model if adapter else self.config.runtime.model,
             type=type,
             parent_session_id=uuid.UUID(parent_id) if parent_id else None,
             trace_id=trace_id,
@@ -89,18 +90,23 @@ class SessionLifecycle:
         await self.sessions.update_metadata(uuid.UUID(session_id), metadata)
 
     async def complete(
-        self, session_id: str, outcome: SessionOutcome, reported: Iterable[ToolCall] = ()
+        self,
+        session_id: str,
+        outcome: SessionOutcome,
+        reported: Iterable[ToolCall] = (),
+        runtime: str | None = None,
     ) -> SessionOutcome:
         """Write how the session ended, with every tool call it made; safe under cancellation.
 
         Returns once the outcome is journalled and written, or being retried in
         the background because the database is away: the caller never waits on it.
+        ``runtime`` is the runtime that ran, when not the butler's own (its metrics' label).
         """
         self.tokens.revoke(session_id)  # its runtime can no longer call in as this session
         calls = merge_tool_calls(list(reported), self.ledger.close(session_id))
         outcome = replace(outcome, tool_calls=[call.to_json() for call in calls])
         await asyncio.shield(self.completions.write(session_id, outcome))
-        self._measure(outcome)
+        self._measure(outcome, runtime or self.runtime)
         details = {"session_id": session_id, "status": outcome.status, "ms": outcome.duration_ms}
         if outcome.error:
             # The reason goes on the line itself: "failed" alone tells nobody what to do.
@@ -110,8 +116,8 @@ class SessionLifecycle:
             log.info("session finished", extra=details)
         return outcome
 
-    def _measure(self, outcome: SessionOutcome) -> None:
-        labels = {"butler": self.config.name, "runtime": self.runtime}
+    def _measure(self, outcome: SessionOutcome, runtime: str) -> None:
+        labels = {"butler": self.config.name, "runtime": runtime}
         self.metrics.sessions.add(1, {**labels, "status": outcome.status})
         self.metrics.duration.record(outcome.duration_ms, labels)
         for kind in ("input", "output", "cache_read", "cache_write"):

@@ -4,8 +4,9 @@ Runtime-agnostic: it knows runtimes only through :class:`RuntimeAdapter`. For
 each trigger it admits or refuses (:mod:`.admission`), records the session
 before the runtime starts and completes it whatever happened
 (:mod:`.lifecycle`), builds the run (:mod:`.invocation`) in a private
-workspace, and runs the adapter under a time limit. Builders start their
-interactive sessions through the same two modules, via :meth:`Spawner.invocation`.
+workspace, and runs the adapter under a time limit. Interactive sessions (a
+builder's runtime in tmux) take the same steps through :meth:`Spawner.interactive`
+(:mod:`.interactive`), which the spawner also adopts and finishes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import functools
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,27 +25,29 @@ from opentelemetry import context as otel_context
 from opentelemetry.trace import Status, StatusCode
 
 from butler.config import ButlerConfig
-from butler.errors import ButlerError, Rejected, SessionNotFound
-from butler.preflight import explain
-from butler.runtimes.base import (
-    Command,
-    Invocation,
-    ProgressSink,
-    RuntimeAdapter,
-    RuntimeFailure,
-    RuntimeResult,
-)
+from butler.errors import ButlerError, Rejected
+from butler.runtimes.base import ProgressSink, RuntimeAdapter, RuntimeFailure, RuntimeResult
 from butler.runtimes.process import PROCESS_STARTED
-from butler.sandbox import Jail, resolve_mode
+from butler.sandbox import resolve_mode
 from butler.sandbox.folders import sweep_jail_folders
 from butler.security.session_tokens import SessionTokens
 from butler.spawner.admission import Admission, Reservation, validate_trigger_source
+from butler.spawner.completions import CompletionWriter
 from butler.spawner.homes import discard_home, prune_homes
+from butler.spawner.interactive import (
+    InteractiveEnd,
+    InteractiveRequest,
+    InteractiveSessions,
+    InteractiveStart,
+)
 from butler.spawner.invocation import InvocationRequest, build_invocation
 from butler.spawner.ledger import ToolCallLedger
 from butler.spawner.lifecycle import SessionLifecycle
 from butler.spawner.orphans import recorder
+from butler.spawner.preflight import explain
+from butler.spawner.recall import memory_context, remember
 from butler.spawner.result import SpawnerResult, outcome_of, rejected, spawner_result
+from butler.spawner.resume import resumable
 from butler.spawner.sandboxing import jailed
 from butler.spawner.usage import TOTALS_KEY, own_share, totals
 from butler.spawner.workspace import Workspace, sweep_leftovers
@@ -103,34 +106,63 @@ class Spawner:
         self.credentials = credentials
         self.ledger = ledger or ToolCallLedger()
         self.memory = memory
+        self._workspace_prefix = f"butler_{config.name}_"
         rt = config.runtime
-        self.admission = Admission(rt.max_concurrent_sessions, rt.max_queued_sessions)
+        self._admission = Admission(rt.max_concurrent_sessions, rt.max_queued_sessions)
         self._tasks: set[asyncio.Task[SpawnerResult]] = set()
-        self.lifecycle = SessionLifecycle(
-            config, sessions, self.ledger, adapter.type_name, lambda: self.admission.waiting
+        self._lifecycle = SessionLifecycle(
+            config, sessions, self.ledger, adapter.type_name, lambda: self._admission.waiting
         )
         #: What runtimes run in: "bwrap" (jailed) or "none"; decided once, at start.
-        self.sandbox = resolve_mode(config.butler.sandbox, f"{config.config_dir / 'butler.toml'}:")
-        #: Jails that outlive one call (builders' terminal sessions), by session id.
-        self.jails: dict[str, Jail] = {}
+        self._sandbox = resolve_mode(
+            config.butler.sandbox, f"{config.config_dir / 'butler.toml'}: [butler.sandbox]"
+        )
+        self._interactive = InteractiveSessions(
+            config, adapter, credentials, self._lifecycle, self._sandbox
+        )
+
+    @property
+    def sandbox(self) -> str:
+        """What this butler's runtimes run in: ``"bwrap"`` (jailed) or ``"none"``."""
+        return self._sandbox
 
     @property
     def session_tokens(self) -> SessionTokens:
         """The capability tokens of this butler's running sessions (the server resolves them)."""
-        return self.lifecycle.tokens
+        return self._lifecycle.tokens
 
     @property
-    def workspace_prefix(self) -> str:
-        return f"butler_{self.config.name}_"
+    def completions(self) -> CompletionWriter:
+        """Outcomes not yet in the database: replayed at start, flushed by :meth:`drain`."""
+        return self._lifecycle.completions
 
     def sweep(self) -> list[Path]:
         """Remove workspaces and jail folders left by a crashed daemon, and old session homes."""
-        swept = sweep_leftovers(self.workspace_prefix) + prune_homes(self.config.name)
+        swept = sweep_leftovers(self._workspace_prefix) + prune_homes(self.config.name)
         return swept + sweep_jail_folders()
 
     @property
+    def running(self) -> int:
+        """Sessions holding a slot now."""
+        return self._admission.running
+
+    @property
+    def waiting(self) -> int:
+        """Sessions admitted and waiting for a slot."""
+        return self._admission.waiting
+
+    @property
+    def accepting(self) -> bool:
+        """False once the butler drains: every new trigger is refused."""
+        return self._admission.accepting
+
+    @property
     def in_flight(self) -> int:
-        return self.admission.running + self.admission.waiting
+        return self.running + self.waiting
+
+    def check(self, trigger_source: str) -> None:
+        """Raise :class:`Rejected` if a trigger from ``trigger_source`` would be refused now."""
+        self._admission.check(trigger_source)
 
     async def trigger(
         self, request: TriggerRequest, progress: ProgressSink | None = None
@@ -160,9 +192,9 @@ class Spawner:
             validate_trigger_source(request.trigger_source)
         except ValueError as exc:
             raise Rejected(str(exc)) from None
-        reservation = self.admission.reserve(request.trigger_source)
+        reservation = self._admission.reserve(request.trigger_source)
         try:
-            parent = await self._parent(request.resume_session_id)
+            parent = await resumable(self.sessions, self.adapter, request.resume_session_id)
         except BaseException:
             reservation.release()
             raise
@@ -175,24 +207,6 @@ class Spawner:
             task.result()  # the session failed before it was recorded: raise why
             raise ButlerError("session ended before it was recorded")
         return recorded.result(), task
-
-    async def _parent(self, session_id: str | None) -> dict | None:
-        if session_id is None:
-            return None
-        row = await self.sessions.get(session_id)
-        if row is None:
-            raise SessionNotFound(f"session {session_id} not found; expected a recorded id")
-        if not row.get("runtime_session_id"):
-            raise SessionNotFound(
-                f"session {session_id} has no runtime session to resume "
-                f"(status {row['status']}); expected a session that ran"
-            )
-        if row["runtime"] != self.adapter.type_name or not self.adapter.supports_resume:
-            raise SessionNotFound(
-                f"session {session_id} ran on {row['runtime']}; this butler's runtime "
-                f"{self.adapter.type_name} cannot resume it"
-            )
-        return row
 
     async def _session(
         self,
@@ -228,7 +242,7 @@ class Spawner:
                 if parent_id:
                     metadata["resumed_session_id"] = parent_id
                 parent_id = request.caller_session_id
-            new = self.lifecycle.new(
+            new = self._lifecycle.new(
                 request.full_prompt(),
                 request.trigger_source,
                 request.session_type,
@@ -237,13 +251,15 @@ class Spawner:
                 trace_id=trace_id_of(span),
             )
             span.set_attribute("butler.session_id", str(new.id))
-            sid = await self.lifecycle.create(new, otel_context.get_current())
+            sid = await self._lifecycle.create(new, otel_context.get_current())
             recorded.set_result(sid)
             outcome = await self._execute(sid, request, parent, progress, reservation)
             if outcome.error:
                 span.set_status(Status(StatusCode.ERROR, outcome.error))
             if outcome.success:
-                await self._remember(new.id, request.full_prompt(), outcome.output)
+                await remember(
+                    self.config, self.memory, new.id, request.full_prompt(), outcome.output
+                )
             return spawner_result(sid, outcome)
 
     async def _execute(
@@ -261,8 +277,8 @@ class Spawner:
         try:
             if progress:
                 await progress("queued")
-            async with self.admission.slot(reservation):
-                await self.lifecycle.running(sid)
+            async with self._admission.slot(reservation):
+                await self._lifecycle.running(sid)
                 started = time.monotonic()
                 if progress:
                     await progress("running")
@@ -284,7 +300,7 @@ class Spawner:
         finally:
             if not self.adapter.supports_resume:  # nothing will read its home again
                 discard_home(self.config.name, sid)
-            outcome = await self.lifecycle.complete(
+            outcome = await self._lifecycle.complete(
                 sid, outcome_of(status, error, result, started), result.tool_calls
             )
         return outcome
@@ -296,8 +312,8 @@ class Spawner:
         parent: dict | None,
         progress: ProgressSink | None,
     ) -> RuntimeResult:
-        memory = await self._memory_context()
-        with Workspace(self.workspace_prefix) as workspace:
+        memory = await memory_context(self.config, self.memory)
+        with Workspace(self._workspace_prefix) as workspace:
             invocation = await build_invocation(
                 self.config,
                 self.adapter,
@@ -316,7 +332,7 @@ class Spawner:
                 self.session_tokens,
             )
             workspace.write(self.adapter.mcp_config_files(invocation))
-            PROCESS_STARTED.set(recorder(functools.partial(self.lifecycle.annotate, sid)))
+            PROCESS_STARTED.set(recorder(functools.partial(self._lifecycle.annotate, sid)))
             record = functools.partial(self.sessions.update_metadata, uuid.UUID(sid))
             async with jailed(
                 self.config,
@@ -337,46 +353,31 @@ class Spawner:
     ) -> RuntimeResult:
         fields = self.adapter.cumulative_on_resume
         if fields:
-            await self.lifecycle.annotate(sid, {TOTALS_KEY: totals(result, fields)})
+            await self._lifecycle.annotate(sid, {TOTALS_KEY: totals(result, fields)})
         return own_share(result, fields, parent)
 
-    async def invocation(
-        self, request: InvocationRequest, adapter: RuntimeAdapter | None = None
-    ) -> Invocation:
-        """A runtime's invocation (this butler's by default) for a builder's session."""
-        return await build_invocation(
-            self.config, adapter or self.adapter, self.credentials, request, self.session_tokens
-        )
+    def interactive(
+        self, request: InteractiveRequest
+    ) -> contextlib.AbstractAsyncContextManager[InteractiveStart]:
+        """Start an interactive session: recorded and prepared; the block places its runtime.
 
-    def interactive_command(
-        self, invocation: Invocation, adapter: RuntimeAdapter | None = None
-    ) -> Command:
-        """A runtime (this butler's by default) as a terminal session; RuntimeFailure if none."""
-        adapter = adapter or self.adapter
-        command = adapter.interactive_command(invocation)
-        files = {**adapter.mcp_config_files(invocation), **command.files}
-        return replace(command, files=files)
+        See :meth:`InteractiveSessions.start`; the runtime holds no session slot.
+        """
+        return self._interactive.start(request)
 
-    async def _memory_context(self) -> str | None:
-        if self.memory is None or not self.config.butler.memory.enabled:
-            return None
-        try:
-            return await self.memory.fetch_memory_context()
-        except Exception as exc:
-            log.warning("memory context unavailable, going on without it: %s", exc)
-            return None
+    async def adopt_interactive(self, session_id: str, folder: Path) -> None:
+        """An interactive session that outlived a daemon restart runs again, here."""
+        await self._interactive.adopt(session_id, folder)
 
-    async def _remember(self, session_id: uuid.UUID, prompt: str, output: str) -> None:
-        if self.memory is None or not self.config.butler.memory.enabled:
-            return
-        try:
-            await self.memory.store_session_episode(session_id, prompt, output)
-        except Exception as exc:
-            log.warning("could not store the session episode: %s", exc)
+    async def finish_interactive(
+        self, row: dict[str, Any], folder: Path, end: InteractiveEnd
+    ) -> SessionOutcome:
+        """Complete the interactive session of ``row``, whose runtime ended as ``end`` says."""
+        return await self._interactive.finish(row, folder, end)
 
     def stop_accepting(self) -> None:
         """Refuse every new trigger from now on."""
-        self.admission.accepting = False
+        self._admission.accepting = False
 
     async def drain(self, timeout: float = 30.0) -> int:
         """Wait for in-flight sessions; cancel those still running after ``timeout``.
@@ -393,5 +394,5 @@ class Spawner:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait(still, timeout=TIMEOUT_GRACE_S)
         # completions the database has not taken yet stay journalled for the next start
-        await self.lifecycle.completions.flush(TIMEOUT_GRACE_S)
+        await self._lifecycle.completions.flush(TIMEOUT_GRACE_S)
         return len(still)

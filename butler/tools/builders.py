@@ -11,9 +11,9 @@ from pydantic import Field
 from butler.builders.modes import SpawnOptions
 from butler.builders.prune import prune
 from butler.builders.records import builder_view
+from butler.context import ButlerContext
 from butler.errors import ButlerError
 from butler.security.caller import current_caller
-from butler.tools.context import ButlerContext
 from butler.tools.limits import Name, PathText, ProtocolArgs, optional_text
 
 #: A builder's id as ``butler builders`` shows it.

@@ -13,10 +13,10 @@ from typing import Any
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 
+from butler.context import ButlerContext
 from butler.errors import ButlerError
 from butler.security.caller import current_caller, request_origin
 from butler.spawner.spawner import TriggerRequest
-from butler.tools.context import ButlerContext
 from butler.tools.limits import Metadata, Name, prompt_text, timeout_seconds
 
 #: Session statuses as the adapter contract names them.

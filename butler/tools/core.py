@@ -9,8 +9,8 @@ from fastmcp.exceptions import ToolError
 from pydantic import JsonValue
 
 from butler import __version__
+from butler.context import ButlerContext
 from butler.errors import UserError
-from butler.tools.context import ButlerContext
 from butler.tools.limits import IfVersion, StateKey, StatePrefix, StateValue
 
 
@@ -75,9 +75,9 @@ async def status_of(butler: ButlerContext) -> dict[str, Any]:
         "runtime": butler.config.runtime.type,
         "sandbox": spawner.sandbox,
         "sessions_in_flight": spawner.in_flight,
-        "sessions_running": spawner.admission.running,
-        "sessions_queued": spawner.admission.waiting,
-        "accepting": spawner.admission.accepting,
+        "sessions_running": spawner.running,
+        "sessions_queued": spawner.waiting,
+        "accepting": spawner.accepting,
         "builders_running": await butler.builders.running() if database else None,
         "builders_max_running": butler.config.butler.builders.max_running,
         "uptime_s": round(time.time() - butler.started_at, 1),

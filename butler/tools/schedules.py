@@ -7,11 +7,11 @@ from typing import Any
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 
+from butler.context import ButlerContext
 from butler.errors import ButlerError
 from butler.scheduler import Scheduler
 from butler.security.caller import current_caller
 from butler.spawner.admission import Rejected
-from butler.tools.context import ButlerContext
 
 
 def register_schedule_tools(mcp: FastMCP, butler: ButlerContext) -> None:
@@ -27,7 +27,7 @@ def register_schedule_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         session_id = current_caller().session_id
         if session_id is not None:
             try:
-                butler.spawner.admission.check("trigger")
+                butler.spawner.check("trigger")
             except Rejected as exc:
                 raise ToolError(str(exc)) from None
         return session_id

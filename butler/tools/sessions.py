@@ -6,12 +6,12 @@ from typing import Any
 from fastmcp import Context, FastMCP
 from fastmcp.exceptions import ToolError
 
+from butler.context import ButlerContext
 from butler.errors import ButlerError
 from butler.security.caller import current_caller, request_origin
 from butler.spawner.result import SpawnerResult
 from butler.spawner.spawner import TriggerRequest
 from butler.store.sessions import parse_position, position
-from butler.tools.context import ButlerContext
 from butler.tools.limits import (
     ListLimit,
     MaxTurns,

@@ -26,7 +26,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from butler.builders.records import is_builder, is_live
 from butler.builders.tmux import Tmux, tmux_env
-from butler.tools.context import ButlerContext
+from butler.context import ButlerContext
 from butler.webterm.pty import PtyProcess
 
 log = logging.getLogger(__name__)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from butler.builders.manager import end_of
 from butler.builders.plan import protocol_prompt, spec_prompt, task_prompt
 from butler.builders.terminal import typable
 from butler.builders.tmux import PaneState
@@ -16,6 +15,7 @@ from butler.runtimes.claude_lockdown import (
     interactive_mcp_config,
     interactive_state,
 )
+from butler.spawner.endings import end_of
 
 
 def invocation(prompt: str = "Fix bug") -> Invocation:

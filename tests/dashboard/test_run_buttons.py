@@ -12,12 +12,12 @@ import httpx2
 import pytest
 
 from butler.config import load_config
+from butler.context import ButlerContext
 from butler.daemon import assemble
 from butler.dashboard.forms import form_token
 from butler.server import build_app
 from butler.store.db import Database
 from butler.store.sessions import NewSession
-from butler.tools.context import ButlerContext
 from tests.helpers import TEST_TOKEN, eventually, free_port, write_butler
 from tests.test_scheduler import PARIS_DIGEST, RecordingAdapter
 
@@ -47,7 +47,7 @@ async def post(butler: ButlerContext, path: str) -> httpx2.Response:
 
 
 async def test_run_now_refused_by_admission_answers_409_and_records_no_fire(butler, db):
-    held = butler.spawner.admission.reserve("external")  # the only place is taken
+    held = butler.spawner._admission.reserve("external")  # the only place is taken
     try:
         answer = await post(butler, "/schedules/digest/run")
     finally:

@@ -75,9 +75,7 @@ def test_append_adds_lines(tmp_path: Path):
     assert path.read_text() == "one\ntwo\n"
 
 
-def test_a_second_name_of_the_file_is_refused_rather_than_overwritten(
-    tmp_path: Path, victim: Path
-):
+def test_a_second_name_of_the_file_is_refused_rather_than_overwritten(tmp_path: Path, victim: Path):
     other = tmp_path / "hardlink"
     os.link(victim, other)
     with pytest.raises(PrivateFileError, match="other names"):

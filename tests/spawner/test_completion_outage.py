@@ -77,18 +77,18 @@ async def test_completion_is_retried_and_replayed_across_a_database_outage(own_p
     await db.connect()
     await migrate(db)
     spawner = _spawner(roster, db)
-    journal = spawner.lifecycle.completions.journal.path
+    journal = spawner.completions.journal.path
     try:
         # live: the caller gets its output while the database is down
         result = await _outage_during(spawner, server, db)
         assert result.success and result.output.strip() == "slept well"
         assert stat.S_IMODE(journal.stat().st_mode) == 0o600
-        assert [e["session_id"] for e in spawner.lifecycle.completions.journal.entries()] == [
+        assert [e["session_id"] for e in spawner.completions.journal.entries()] == [
             result.session_id
         ]
         server = EmbeddedPostgres(own_postgres)
         assert await server.start() == dsn
-        await eventually(lambda: spawner.lifecycle.completions.pending == 0, timeout=60)
+        await eventually(lambda: spawner.completions.pending == 0, timeout=60)
         row = await spawner.sessions.get(result.session_id)
         assert (row["status"], row["output"].strip()) == ("succeeded", "slept well")
         assert not journal.exists()
@@ -96,7 +96,7 @@ async def test_completion_is_retried_and_replayed_across_a_database_outage(own_p
         # across a restart: a daemon that stopped first replays the journal
         second = await _outage_during(spawner, server, db)
         assert second.success
-        assert await spawner.lifecycle.completions.flush(0.5) == 1
+        assert await spawner.completions.flush(0.5) == 1
         server = EmbeddedPostgres(own_postgres)
         assert await server.start() == dsn
         restarted = await assemble(spawner.config, db)

@@ -10,13 +10,14 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from butler.context import ButlerContext
 from butler.errors import ConfigError
 from butler.server import build_app
 from butler.spawner import prompt as prompt_module
-from butler.spawner.prompt import compose_system_prompt, compose_system_prompt_async
+from butler.spawner.prompt import compose_system_prompt
 from butler.spawner.spawner import TriggerRequest
 from butler.store.state import StateStore
-from butler.tools.context import ButlerContext
+from tests.fakes.runtime import FakeAdapter
 
 LEAF = "0123456789abcdef\n"  # 17 bytes: 2^16 of them pass 1 MiB
 
@@ -81,9 +82,9 @@ def test_an_edited_include_is_read_again(roster):
     assert compose_system_prompt(prompt, roster) == "second, longer\n"
 
 
-async def test_composition_runs_off_the_event_loop(roster, monkeypatch):
-    prompt = roster / "x.md"
-    prompt.write_text(fan_out(roster, 15, "ab\n"))
+async def test_a_session_composes_its_prompt_off_the_event_loop(make_spawner, roster, monkeypatch):
+    adapter = FakeAdapter()
+    spawner = make_spawner(adapter, prompt=fan_out(roster, 15, "ab\n"))
     readers: set[threading.Thread] = set()
     real_read = prompt_module._read
 
@@ -92,8 +93,9 @@ async def test_composition_runs_off_the_event_loop(roster, monkeypatch):
         return real_read(*args)
 
     monkeypatch.setattr(prompt_module, "_read", spy)
-    text = await compose_system_prompt_async(prompt, roster)
-    assert text.count("ab") == 2**15
+    result = await spawner.trigger(TriggerRequest("go"))
+    assert result.success, result.error
+    assert adapter.invocations[0].system_prompt.count("ab") == 2**15
     assert readers and threading.current_thread() not in readers
 
 

@@ -117,7 +117,7 @@ async def test_serial_dispatch_second_trigger_waits(make_spawner):
     first = asyncio.create_task(spawner.trigger(TriggerRequest("first")))
     await adapter.started.wait()
     second = asyncio.create_task(spawner.trigger(TriggerRequest("second")))
-    await eventually(lambda: spawner.admission.waiting == 1)
+    await eventually(lambda: spawner.waiting == 1)
     assert len(adapter.invocations) == 1  # the second has not started
     pending = await spawner.sessions.list(status="pending")
     assert [r["prompt"] for r in pending] == ["second"]
@@ -146,7 +146,7 @@ async def test_queue_full_is_rejected_at_once(make_spawner):
     running = asyncio.create_task(spawner.trigger(TriggerRequest("one")))
     await adapter.started.wait()
     queued = asyncio.create_task(spawner.trigger(TriggerRequest("two")))
-    await eventually(lambda: spawner.admission.waiting == 1)
+    await eventually(lambda: spawner.waiting == 1)
     result = await spawner.trigger(TriggerRequest("three"))
     assert result.success is False and result.error.startswith("queue full")
     adapter.release.set()
@@ -158,7 +158,7 @@ async def test_concurrency_limit_allows_parallel_sessions(make_spawner):
     adapter.release.clear()
     spawner = make_spawner(adapter, runtime={"max_concurrent_sessions": 2})
     tasks = [asyncio.create_task(spawner.trigger(TriggerRequest(p))) for p in ("a", "b", "c")]
-    await eventually(lambda: len(adapter.invocations) == 2 and spawner.admission.waiting == 1)
+    await eventually(lambda: len(adapter.invocations) == 2 and spawner.waiting == 1)
     adapter.release.set()
     assert all(r.success for r in await asyncio.gather(*tasks))
 

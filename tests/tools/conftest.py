@@ -2,9 +2,9 @@
 
 import pytest
 
+from butler.context import ButlerContext
 from butler.server import build_mcp
 from butler.store.state import StateStore
-from butler.tools.context import ButlerContext
 from tests.fakes.runtime import FakeAdapter
 
 

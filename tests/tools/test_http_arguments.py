@@ -10,10 +10,10 @@ import httpx2
 import pytest
 import uvicorn
 
+from butler.context import ButlerContext
 from butler.http_limits import JsonRpcBodyLimit
 from butler.server import build_app
 from butler.store.state import StateStore
-from butler.tools.context import ButlerContext
 from tests.helpers import TEST_TOKEN, butler_client, eventually, free_port
 
 HEADERS = {

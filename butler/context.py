@@ -1,4 +1,4 @@
-"""The running butler as its MCP tools see it."""
+"""The running butler, assembled: what its tools, pages and terminals call into."""
 
 from __future__ import annotations
 

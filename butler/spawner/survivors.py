@@ -1,4 +1,4 @@
-"""What a builder needs to keep working after its daemon restarts.
+"""What an interactive session needs to keep working after its daemon restarts.
 
 A builder's runtime outlives the daemon in tmux, but two things of it live in
 the daemon: its session token (the server knows it by its digest only) and,
@@ -26,6 +26,7 @@ from butler.sandbox.egress import Egress, Target
 from butler.sandbox.folders import OWNER_FILE
 from butler.sandbox.jail import Jail
 from butler.sandbox.policy import EGRESS_SOCKET, JailPolicy
+from butler.security.private_files import write_private
 from butler.security.session_tokens import SessionTokens
 
 log = logging.getLogger(__name__)
@@ -35,12 +36,6 @@ JAIL_FILE = "jail.json"
 TOKEN_FILE = "token.sha256"
 #: Most targets read back (a jail allows a handful).
 MAX_TARGETS = 1000
-
-
-def _write_private(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(text)
 
 
 def _private_dir(path: Path) -> bool:
@@ -56,11 +51,11 @@ def remember(folder: Path, session_id: str, tokens: SessionTokens, jail: Jail | 
     """Write what an adopting daemon needs into the builder's private ``folder``."""
     digest = tokens.digest(session_id)
     if digest is not None:
-        _write_private(folder / TOKEN_FILE, digest)
+        write_private(folder / TOKEN_FILE, digest)
     if jail is not None:
         targets = sorted([t.host, t.port] for t in jail.egress.allowed)
         where = str(jail.egress.socket_path.parent.parent)
-        _write_private(folder / JAIL_FILE, json.dumps({"folder": where, "allowed": targets}))
+        write_private(folder / JAIL_FILE, json.dumps({"folder": where, "allowed": targets}))
 
 
 def hand_over(jail: Jail | None, pid: int | None) -> None:
@@ -71,7 +66,7 @@ def hand_over(jail: Jail | None, pid: int | None) -> None:
     """
     if jail is not None and pid is not None:
         folder = jail.egress.socket_path.parent.parent
-        _write_private(folder / OWNER_FILE, str(pid))
+        write_private(folder / OWNER_FILE, str(pid))
 
 
 async def restore(
@@ -91,8 +86,12 @@ async def restore(
     except (OSError, ValueError, TypeError, KeyError):
         return None  # not jailed
     if not _private_dir(egress_dir):
-        log.warning("builder session %s: its jail folder %s is gone or not private; "
-                    "its runtime has no way out", session_id, egress_dir)  # fmt: skip
+        log.warning(
+            "builder session %s: its jail folder %s is gone or not private; "
+            "its runtime has no way out",
+            session_id,
+            egress_dir,
+        )
         return None
     egress = await Egress(egress_dir / EGRESS_SOCKET, allowed, label).start()
     return Jail(JailPolicy(egress_dir=egress_dir), egress, proxy_port=0, forwards=())
