@@ -109,7 +109,11 @@ def _telemetry_memory():
 
     exporter, reader = InMemorySpanExporter(), InMemoryMetricReader()
     if setup_telemetry("butler-tests", SimpleSpanProcessor(exporter), reader) is None:
-        pytest.skip("a tracer provider was installed before this fixture")
+        pytest.fail(
+            "a tracer provider was installed before this fixture: a test of this process "
+            "called setup_telemetry; the spans and metrics tests cannot read theirs",
+            False,
+        )
     return exporter, reader
 
 

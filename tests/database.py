@@ -17,6 +17,7 @@ import shutil
 import socket
 import tempfile
 from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from butler.store.embedded import EmbeddedPostgres
 
@@ -31,6 +32,23 @@ def answering(host: str, port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+def endpoints(dsn: str) -> tuple[list[tuple[str, int]], list[str]]:
+    """Where the server of ``dsn`` answers: its TCP addresses and its Unix sockets.
+
+    A ``host`` that is a folder (``?host=/run/...``, as the embedded server's DSN
+    has) is a socket folder; libpq's default port 5432 names the socket file.
+    """
+    parts = urlsplit(dsn)
+    port = parts.port or 5432
+    hosts = [unquote(parts.hostname)] if parts.hostname else []
+    hosts += parse_qs(parts.query).get("host", [])
+    if not hosts:
+        hosts = ["/var/run/postgresql"]
+    tcp = [(h, port) for h in hosts if not h.startswith("/")]
+    unix = [f"{h}/.s.PGSQL.{port}" for h in hosts if h.startswith("/")]
+    return tcp, unix
 
 
 class SuiteDatabase:

@@ -48,6 +48,29 @@ def require_tool(name: str) -> str:
     return str(found)
 
 
+def require_cli(missing: str | None) -> None:
+    """Fail the test when a genuine agent CLI is missing (``missing`` says which, and why)."""
+    if missing:
+        pytest.fail(f"{missing} (or run {SETUP})", False)
+
+
+def require_jail() -> None:
+    """Fail the test unless the runtime jail starts on this machine.
+
+    The suite proves the jail; a machine that cannot run it fails those proofs
+    rather than passing without them.
+    """
+    from butler.sandbox import probe
+
+    reason = probe()
+    if reason is not None:
+        pytest.fail(
+            f"the runtime jail cannot start here: {reason}. Run {SETUP}; with bubblewrap "
+            "installed, the machine must also allow unprivileged user namespaces",
+            False,
+        )
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -31,7 +31,7 @@ from tests.builders.test_claude_builder import state_get
 from tests.conformance.runtimes import CASES
 from tests.conftest import TEST_DSN
 from tests.fakes.model_server import USAGE, Text, ToolCall
-from tests.helpers import DaemonProcess, free_port, wait_until
+from tests.helpers import DaemonProcess, free_port, require_cli, require_jail, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -75,9 +75,9 @@ def tui_builders(
 ) -> Iterator[tuple[str, Builders]]:
     runtime, _, jail = request.param.partition("+")
     case = CASES[runtime]
-    reason = case.recipe.missing_reason()
-    if reason:
-        pytest.skip(reason)
+    require_cli(case.recipe.missing_reason())
+    if jail:
+        require_jail()
     port = free_port()
     folder = write_builder_butler(
         roster,

@@ -37,7 +37,6 @@ def test_unknown_runtime_lists_available_adapters():
         get_adapter("no-such-runtime")
 
 
-@pytest.mark.skipif(not CAPTURE.exists(), reason="captures of real CLI output not present")
 def test_stream_parser_on_a_captured_real_run():
     stream = claude_fold("hub")
     for line in CAPTURE.read_text().splitlines():

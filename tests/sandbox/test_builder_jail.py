@@ -18,8 +18,10 @@ from tests.builders.conftest import (
     write_builder_butler,
 )
 from tests.conftest import TEST_DSN
-from tests.helpers import DaemonProcess, free_port, wait_until
+from tests.helpers import DaemonProcess, free_port, require_jail, wait_until
 from tests.sandbox.test_lifetime import processes_naming
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
@@ -27,6 +29,7 @@ def jailed_builders(
     roster: Path, schema_name: str, repo: Path, tmux_socket: str, _isolated_data_dir: Path
 ) -> Iterator[Builders]:
     """A jailed daemon whose interactive runtime is the test agent, copied into its folder."""
+    require_jail()
     agent = roster / "tester" / "agent.py"
     python = ["/usr/bin/python3", "-I", str(agent), *AGENT_ARGS, "--mcp", "{mcp_config}"]
     runtime = {"type": "command", "command": [*python, "--once"], "interactive_command": python}

@@ -14,15 +14,17 @@ import pytest
 
 from butler.config import RuntimeConfig
 from butler.runtimes.registry import get_adapter
-from butler.sandbox import probe
 from butler.spawner.spawner import TriggerRequest
 from tests.fakes.runtime import FAKE_CLAUDE
-from tests.helpers import wait_until
+from tests.helpers import require_jail, wait_until
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(probe() is not None, reason=f"no jail here: {probe()}"),
-]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def _jail() -> None:
+    """Every test here runs the jail: without one it fails, naming scripts/setup-dev."""
+    require_jail()
 
 
 async def test_a_jailed_cli_gets_exactly_its_environment_without_a_launcher(

@@ -19,7 +19,7 @@ from tests.conformance.runtimes import BUTLER, CASES
 from tests.conformance.test_runtimes import SESSION_TIMEOUT_S, call, model_requests, state_get
 from tests.conftest import TEST_DSN
 from tests.fakes.model_server import FakeModelServer, Text, ToolCall
-from tests.helpers import DaemonProcess, free_port, write_butler
+from tests.helpers import DaemonProcess, free_port, require_cli, require_jail, write_butler
 from tests.sandbox.conftest import CANARY, Jailed
 
 pytestmark = [pytest.mark.e2e]
@@ -44,9 +44,8 @@ def jailed_cli(
     """A jailed daemon of butler ``conformer`` on one genuine CLI."""
     name: str = request.param
     case = CASES[name]
-    missing = case.recipe.missing_reason()
-    if missing:
-        pytest.skip(missing)
+    require_cli(case.recipe.missing_reason())
+    require_jail()
     root = tmp_path_factory.mktemp(f"jailed-{name}")
     url = _fake_model_session.url
     runtime: dict[str, object] = {"type": case.type, "cli_path": str(case.binary)}

@@ -8,8 +8,12 @@ import signal
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import butler_client, wait_until
 from tests.sandbox.conftest import Jailed
+
+pytestmark = pytest.mark.slow
 
 
 def processes_naming(token: str) -> list[int]:

@@ -10,6 +10,8 @@ import pytest
 from tests.helpers import get_json
 from tests.sandbox.conftest import Jailed, jailed_butler
 
+pytestmark = pytest.mark.slow
+
 #: A PATH on which no bubblewrap can be found, as on a machine without it.
 NO_BWRAP = {"PATH": "/nonexistent"}
 

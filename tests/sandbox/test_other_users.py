@@ -23,12 +23,22 @@ from tests.conformance.runtimes import FAKE_KEY
 from tests.conftest import TEST_DSN
 from tests.fakes.cli_recipes import CLAUDE_BUNDLED
 from tests.fakes.model_server import FakeModelServer, Hang
-from tests.helpers import DaemonProcess, butler_client, free_port, wait_until, write_butler
+from tests.helpers import (
+    DaemonProcess,
+    butler_client,
+    free_port,
+    require_cli,
+    wait_until,
+    write_butler,
+)
 
 SYSTEM_MARKER = "SYSTEM-PROMPT-MARKER-7f3a"
 PROMPT_MARKER = "PROMPT-MARKER-91c2"
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs commands as nobody")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="another user exists to run as only for root"),
+]
 
 
 def as_nobody(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -48,7 +58,7 @@ def claude_daemon(
     tmp_path: Path, fake_model: FakeModelServer
 ) -> Iterator[tuple[DaemonProcess, Path]]:
     if not CLAUDE_BUNDLED.exists():
-        pytest.skip("the claude-agent-sdk bundled CLI is missing")
+        require_cli(f"the claude-agent-sdk bundled CLI is missing at {CLAUDE_BUNDLED}")
     schema = f"t_{uuid.uuid4().hex[:12]}"
     port = free_port()
     roster = tmp_path / "roster"

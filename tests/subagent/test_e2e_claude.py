@@ -18,9 +18,8 @@ from pathlib import Path
 import claude_agent_sdk
 import pytest
 
-from butler.sandbox import probe
 from tests.fakes.model_server import FakeModelServer, Text, ToolCall
-from tests.helpers import REPO
+from tests.helpers import REPO, require_jail
 from tests.subagent.conftest import SourceTree, cli_env, leftovers, write_config
 
 #: The Claude Code butler's sessions run; `butler ask` must run it too, with no claude on PATH.
@@ -61,8 +60,8 @@ def path_without_claude() -> str:
 def test_butler_ask_with_genuine_claude(
     source_tree: SourceTree, temp_root: Path, tmp_path: Path, sandbox: str
 ) -> None:
-    if sandbox == "bwrap" and probe() is not None:
-        pytest.skip(f"no jail here: {probe()}")
+    if sandbox == "bwrap":
+        require_jail()
     assert BUNDLED.exists(), f"claude-agent-sdk ships no CLI at {BUNDLED}"
     (source_tree.folder / "notes.txt").write_text(SECRET + "\n", encoding="utf-8")
     # No [agents] table: the built-in claude-code command is what runs.

@@ -19,13 +19,10 @@ from typing import Any
 import pytest
 
 from butler.errors import ConfigError
-from butler.sandbox import probe
+from tests.helpers import require_jail
 from tests.subagent.conftest import FAKE_AGENT, RunnerFactory, SourceTree
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(probe() is not None, reason=f"no jail here: {probe()}"),
-]
+pytestmark = pytest.mark.slow
 
 
 class Answer(BaseHTTPRequestHandler):
@@ -55,7 +52,11 @@ def servers() -> Iterator[tuple[int, int]]:
 
 
 def jailed_config(extra: str = "") -> str:
-    """``[sandbox]`` in bwrap mode; the fake agent's own file readable."""
+    """``[sandbox]`` in bwrap mode; the fake agent's own file readable.
+
+    Fails the test, naming scripts/setup-dev, when the jail cannot start here.
+    """
+    require_jail()
     return f'\n[sandbox]\nmode = "bwrap"\nread_only = [{json.dumps(str(FAKE_AGENT))}]\n{extra}'
 
 
