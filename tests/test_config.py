@@ -146,6 +146,21 @@ def test_missing_claude_md_is_named(roster):
     assert line == f"butler: error: {folder}: missing CLAUDE.md (the butler's system prompt)"
 
 
+def test_a_codex_butler_with_only_agents_md_loads(roster):
+    folder = butler_toml(roster, '[butler]\nname = "tester"\n[butler.runtime]\ntype = "codex"\n')
+    (folder / "CLAUDE.md").rename(folder / "AGENTS.md")
+    assert load_config(folder).runtime.type == "codex"
+
+
+def test_a_codex_butler_without_its_prompt_file_names_both_it_reads(roster):
+    folder = butler_toml(roster, '[butler]\nname = "tester"\n[butler.runtime]\ntype = "codex"\n')
+    (folder / "CLAUDE.md").unlink()
+    line = one_line_error(run_butler(folder))
+    assert line == (
+        f"butler: error: {folder}: missing AGENTS.md or CLAUDE.md (the butler's system prompt)"
+    )
+
+
 def test_a_config_folder_that_does_not_exist_is_named(tmp_path):
     line = one_line_error(run_butler(tmp_path / "nowhere"))
     assert str(tmp_path / "nowhere") in line
@@ -194,7 +209,6 @@ def test_a_minimal_folder_gets_the_documented_defaults(roster, monkeypatch):
     assert config.runtime.max_turns == 20
     assert config.butler.db.url is None  # the embedded database
     assert config.db_schema == "my_butler"  # its own schema, named after it
-    assert config.system_prompt_path == folder / "CLAUDE.md"
 
 
 def test_a_full_butler_toml_loads(roster):

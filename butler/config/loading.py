@@ -58,10 +58,15 @@ def load_config(config_dir: str | Path, **overrides: Any) -> ButlerConfig:
     for name, table in section.builders.runtimes.items():
         table = table.model_copy(update={"type": name})
         _check_runtime_type(table, path, str(path), f"butler.builders.runtimes.{name}")
-    prompt = folder / "CLAUDE.md"
-    if not prompt.is_file():
-        raise ConfigError(f"{folder}: missing CLAUDE.md (the butler's system prompt)")
-    return ButlerConfig(butler=section, config_dir=folder, system_prompt_path=prompt)
+    _check_prompt_file(folder, section.runtime)
+    return ButlerConfig(butler=section, config_dir=folder)
+
+
+def _check_prompt_file(folder: Path, runtime: RuntimeConfig) -> None:
+    """The butler's system prompt, in a file its runtime reads (Codex: ``AGENTS.md``...)."""
+    names = adapter_class(runtime.type, folder.parent).prompt_files
+    if not any((folder / name).is_file() for name in names):
+        raise ConfigError(f"{folder}: missing {' or '.join(names)} (the butler's system prompt)")
 
 
 def _check_runtime_type(runtime: RuntimeConfig, path: Path, where: str, key: str) -> None:

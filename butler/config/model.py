@@ -78,7 +78,6 @@ class ButlerConfig(BaseModel):
 
     butler: ButlerSection
     config_dir: Path
-    system_prompt_path: Path
 
     @property
     def name(self) -> str:

@@ -57,7 +57,6 @@ class ProcessOutcome:
 
     returncode: int
     stderr: str
-    timed_out: bool = False
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
