@@ -1,9 +1,9 @@
 """The four ways to spawn a builder, and the flag combinations that make sense (pure).
 
-Mode detection follows spec 004: ``--project`` is spec mode, task text
-(positional or ``--task``) is task mode, ``--protocol`` is protocol mode,
-``--shell`` is shell mode, nothing is an error. Each refused combination is
-one :class:`UserError` whose message starts with spec 004's own words.
+As docs/builders.md says: ``--project`` is spec mode, task text (positional
+or ``--task``) is task mode, ``--protocol`` is protocol mode, ``--shell`` is
+shell mode, nothing is an error. Each refused combination is one
+:class:`UserError` whose message starts with the words that page uses.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``butler adapter``: the runtime adapter contract (spec 002) as a command.
+"""``butler adapter``: the runtime adapter contract (see the README) as a command.
 
 Any orchestrator, in any language, drives butler sessions through files and
 exit codes: ``spawn`` prints a session id, ``resume`` a message,

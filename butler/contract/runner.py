@@ -1,6 +1,6 @@
 """The adapter contract's operations, driven against a running butler daemon.
 
-spawn / resume / check_status (spec 002): sessions run in the daemon; this
+spawn / resume / check_status (README, "The adapter contract"): sessions run in the daemon; this
 side reads the brief, keeps the state file and the adapter log.
 """
 

@@ -1,6 +1,6 @@
 """The adapter contract's files: the session state JSON and the adapter log.
 
-The state file is the orchestrator's record of a run (spec 002): its name,
+The state file is the orchestrator's record of a run (README, "The adapter contract"): its name,
 status, current step, completed steps, failure count and artifacts. butler
 reads it before acting and writes it after, so a run can be resumed from it.
 """

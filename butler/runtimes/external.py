@@ -1,4 +1,4 @@
-"""External runtimes: any executable implementing the adapter contract (spec 002).
+"""External runtimes: any executable implementing the adapter contract (see the README).
 
 A roster registers them in ``agent_runtime.json`` beside its butlers:
 

@@ -1,6 +1,6 @@
 """Gemini CLI: ``gemini --output-format stream-json`` (verified against 0.61.0).
 
-Spec 000 says the adapter passes ``--system-prompt``; Gemini CLI 0.61 has no
+The first design had the adapter pass ``--system-prompt``; Gemini CLI 0.61 has no
 such flag. The system prompt goes the way the real CLI takes one: a file named
 by ``GEMINI_SYSTEM_MD``, which replaces Gemini's whole built-in system prompt.
 
@@ -47,7 +47,7 @@ from butler.runtimes.mcp_config import gemini_entry, servers
 from butler.runtimes.process import ProcessOutcome, RuntimeProcess
 from butler.runtimes.subprocess_adapter import SubprocessAdapter
 
-#: Spec 000: a Gemini runtime never sees the Anthropic key.
+#: A Gemini runtime never sees the Anthropic key (docs/runtimes.md).
 DROPPED_ENV = ("ANTHROPIC_API_KEY",)
 #: Tries of one model request (Gemini's default is 10, 5 s to 30 s apart: minutes past
 #: most session time limits, so the user would see "timeout" instead of the model's error).
@@ -119,7 +119,7 @@ def build_settings(existing: dict[str, Any], invocation: Invocation) -> dict[str
 
 
 def build_env(invocation: Invocation, system_md: Path) -> dict[str, str]:
-    """The spawner's environment minus what spec 000 excludes, plus a private home."""
+    """The spawner's environment minus the Anthropic key, plus a private home."""
     env = {k: v for k, v in invocation.env.items() if k not in DROPPED_ENV}
     home = str(invocation.home)
     env.update(

@@ -1,4 +1,4 @@
-"""Spec 004's functional scenarios that start a builder, through ``butler spawn``.
+"""The builder modes of docs/builders.md, through ``butler spawn``.
 
 Each runs the real CLI against a real daemon: a git worktree in a throwaway
 repository, a detached session on a private tmux server running the

@@ -1,4 +1,4 @@
-"""Spec 004's validation matrix and collision-safe ids, and the refusals a person sees.
+"""The flag rules of docs/builders.md and collision-safe ids, and the refusals a person sees.
 
 The flag matrix is checked by the CLI before it contacts the daemon; names
 that need the roster or the repository (protocols, specs, files) are checked

@@ -1,6 +1,6 @@
 """SubagentRunner.ask: temp folder isolation, symlinks, prompt file, the agent process.
 
-Each scenario of spec 003 runs the fake agent as a real process in the real
+Each scenario of docs/ask.md runs the fake agent as a real process in the real
 temp folder; what the agent reports is what any agent CLI would have seen.
 """
 
