@@ -65,8 +65,8 @@ def require_jail() -> None:
     reason = probe()
     if reason is not None:
         pytest.fail(
-            f"the runtime jail cannot start here: {reason}. Run {SETUP}; with bubblewrap "
-            "installed, the machine must also allow unprivileged user namespaces",
+            f"the runtime jail cannot start here: {reason.rstrip('.')}. Run {SETUP}; with "
+            "bubblewrap installed, the machine must also allow unprivileged user namespaces",
             False,
         )
 

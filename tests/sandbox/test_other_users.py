@@ -28,6 +28,7 @@ from tests.helpers import (
     butler_client,
     free_port,
     require_cli,
+    require_jail,
     wait_until,
     write_butler,
 )
@@ -59,6 +60,7 @@ def claude_daemon(
 ) -> Iterator[tuple[DaemonProcess, Path]]:
     if not CLAUDE_BUNDLED.exists():
         require_cli(f"the claude-agent-sdk bundled CLI is missing at {CLAUDE_BUNDLED}")
+    require_jail()
     schema = f"t_{uuid.uuid4().hex[:12]}"
     port = free_port()
     roster = tmp_path / "roster"

@@ -11,6 +11,7 @@ from butler.runtimes.process import RuntimeProcess
 from butler.sandbox import JailPolicy, open_jail
 from butler.sandbox.egress import Target
 from butler.sandbox.seccomp import filter_program
+from tests.helpers import require_jail
 
 pytestmark = pytest.mark.slow
 
@@ -46,6 +47,7 @@ print(json.dumps({
 
 
 async def attempts(tmp_path: Path) -> dict[str, str]:
+    require_jail()
     lines: list[str] = []
     policy = JailPolicy(writable=(tmp_path,), cwd=tmp_path)
     async with open_jail(policy, frozenset({Target("127.0.0.1", 9)})) as jail:

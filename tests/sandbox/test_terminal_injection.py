@@ -20,6 +20,7 @@ import pytest
 
 from butler.sandbox import JailPolicy, open_jail
 from butler.sandbox.egress import Target
+from tests.helpers import require_jail
 
 pytestmark = pytest.mark.slow
 
@@ -77,6 +78,7 @@ async def run_on_a_terminal(argv: list[str], env: dict[str, str], cwd: Path) -> 
 async def test_a_jailed_terminal_program_cannot_type_into_the_persons_terminal(
     tmp_path: Path,
 ) -> None:
+    require_jail()
     policy = JailPolicy(writable=(tmp_path,), cwd=tmp_path)
     async with open_jail(policy, frozenset({Target("127.0.0.1", 9)})) as jail:
         argv = jail.wrap(["/usr/bin/python3", "-I", "-c", INJECT], interactive=True)
