@@ -130,7 +130,7 @@ class NotifyConfig(Section):
     @classmethod
     def _quiet(cls, value: str | None) -> str | None:
         match = QUIET_PATTERN.match(value) if value is not None else None
-        if value is not None and (match is None or match[1:3] == match[3:5]):
+        if value is not None and (match is None or match.group(1, 2) == match.group(3, 4)):
             raise ValueError(
                 f"expected hours like '22:00-07:00' (start and end apart), found {value!r}"
             )

@@ -39,6 +39,7 @@ class Outcome:
 def _load() -> ModuleType:
     """Import Apprise (a fifth of a second: only when a message is first sent)."""
     module = importlib.import_module("apprise")
+    importlib.import_module("apprise.attachment.memory")  # an attachment held in memory
     apprise_log = logging.getLogger("apprise")
     # Not through the daemon's handler: at debug level Apprise logs whole URLs.
     apprise_log.propagate = False
@@ -71,7 +72,7 @@ def _prepared(apprise: ModuleType, urls: list[str], message: Message) -> tuple[A
         notifier.add(service)
     attach = None
     if message.attachment is not None:
-        memory = apprise.attachment.AttachMemory(
+        memory = apprise.attachment.memory.AttachMemory(
             content=message.attachment.content, name=message.attachment.name
         )
         attach = apprise.AppriseAttachment(memory, asset=asset)

@@ -17,6 +17,7 @@ requests and answer parsing all run unchanged.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import email
 import email.policy
@@ -202,6 +203,10 @@ class FakeTelegram:
                 _pipe(self.connection, upstream)
 
         return Tunnel
+
+    async def until(self, count: int = 1, timeout: float = 30.0) -> list[dict[str, Any]]:
+        """:meth:`wait` from a test's event loop, which goes on running meanwhile."""
+        return await asyncio.to_thread(self.wait, count, timeout)
 
     def __enter__(self) -> FakeTelegram:
         for server in (self._api, self._proxy):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import email
 import email.policy
 import threading
@@ -72,6 +73,10 @@ class MailServer:
                     )
                 self._arrived.wait(left)
             return list(self.received)
+
+    async def until(self, count: int = 1, timeout: float = 30.0) -> list[Received]:
+        """:meth:`wait` from a test's event loop, which goes on running meanwhile."""
+        return await asyncio.to_thread(self.wait, count, timeout)
 
     def __enter__(self) -> MailServer:
         self._controller.start()

@@ -5,6 +5,7 @@ The broker is shared by everyone on the machine: each test takes a fresh topic.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 import uuid
@@ -48,6 +49,10 @@ class Subscriber:
                     raise TimeoutError(f"fewer than {count} MQTT messages within {timeout} s")
                 self._arrived.wait(left)
             return list(self.payloads)
+
+    async def until(self, count: int = 1, timeout: float = 30.0) -> list[bytes]:
+        """:meth:`wait` from a test's event loop, which goes on running meanwhile."""
+        return await asyncio.to_thread(self.wait, count, timeout)
 
     def __enter__(self) -> Subscriber:
         try:

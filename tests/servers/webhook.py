@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -58,6 +59,10 @@ class Webhook:
                     raise TimeoutError(f"fewer than {count} requests within {timeout} s")
                 self._arrived.wait(left)
             return list(self.paths if requests else self.posts)
+
+    async def until(self, count: int = 1, timeout: float = 30.0) -> list[Any]:
+        """:meth:`wait` from a test's event loop, which goes on running meanwhile."""
+        return await asyncio.to_thread(self.wait, count, timeout)
 
     def __enter__(self) -> Webhook:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
