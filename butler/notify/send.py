@@ -45,6 +45,8 @@ def _load() -> ModuleType:
     apprise_log.propagate = False
     apprise_log.setLevel(logging.WARNING)  # what a result captures, whatever the root says
     apprise_log.addHandler(logging.NullHandler())
+    # requests' connection pool logs each request line, a secret in the path and all.
+    logging.getLogger("urllib3").setLevel(logging.WARNING)
     return module
 
 
