@@ -113,7 +113,8 @@ class DeliveryStore:
         error, _ = clean_text(attempt.get("error") or "")
         await self.db.execute(
             "UPDATE deliveries SET attempts = attempts || $2::jsonb, status = $3, next_at = $4,"
-            " error = $5, delivered_at = CASE WHEN $3 = 'delivered' THEN $6::timestamptz END WHERE id = $1",
+            " error = $5, delivered_at = CASE WHEN $3 = 'delivered' THEN $6::timestamptz END"
+            " WHERE id = $1",
             uuid.UUID(delivery_id),
             [{**attempt, "error": error or None}],
             status,

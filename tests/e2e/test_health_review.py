@@ -57,5 +57,10 @@ async def test_the_daily_review_and_an_urgent_note_reach_the_person_by_mail(
         shutil.rmtree(temp, ignore_errors=True)
     assert (urgent.subject, urgent.body.strip()) == ("health", "Iron is due now.")
     assert (review.subject, review.body.strip()) == ("health: daily-review", REVIEW)
-    assert [c["name"] for c in session.structured_content["tool_calls"]] == ["notify"]
+    row = session.structured_content
+    assert [c["name"] for c in row["tool_calls"]] == ["notify"]
+    assert [(d["source"], d["status"]) for d in row["deliveries"]] == [
+        ("tool", "delivered"),
+        ("schedule:daily-review", "delivered"),
+    ]
     assert "notification delivered" in daemon.logs()

@@ -99,7 +99,9 @@ async def test_the_secret_reaches_the_service_and_no_row_log_line_or_page(
     assert '"event": "notification delivered"' in logs and '"level": "debug"' in logs
     stored = await everything_stored(schema_name)
     assert "Pills refilled." in stored and "A Connection error occurred" in stored
-    assert 'id="deliveries"' in page and "dead" in page and "delivered" in page
+    # The session's page lists each channel, and the failed one's error line.
+    assert 'id="deliveries"' in page and "<code>dead</code>" in page and "<code>hook</code>" in page
+    assert "not delivered: JSON: A Connection error occurred" in page
     for where, text in {"log": logs, "rows": stored, "page": page, "api": api}.items():
         assert SECRET not in text, f"the secret is in the {where}"
 
