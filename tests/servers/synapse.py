@@ -230,6 +230,9 @@ def synapse() -> Iterator[Synapse]:
 
 
 if __name__ == "__main__":
+    # scripts/setup-dev: "--installed" answers by its exit status, "--install" installs.
+    if sys.argv[1:] == ["--installed"]:
+        sys.exit(0 if (venv() / "installed").exists() else 1)
     if sys.argv[1:] != ["--install"]:
-        sys.exit("usage: python -m tests.servers.synapse --install")
+        sys.exit("usage: python -m tests.servers.synapse --install | --installed")
     print(f"synapse {VERSION} in {install()}")
