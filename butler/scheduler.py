@@ -100,6 +100,12 @@ class Scheduler:
     async def start(self) -> None:
         """Catch up on missed slots and keep firing until :meth:`stop`."""
         await self._sync()
+        waiting = [s.name for s in self.schedules.values() if s.notify in ("always", "on-failure")]
+        if waiting and self.notifier is not None and not self.notifier.channels:
+            log.info(
+                "schedules send their answer once a channel is named (docs/notify.md)",
+                extra={"schedules": waiting},
+            )
         if self.schedules and self._loop is None:
             self._loop = asyncio.create_task(self._run(), name="butler-scheduler")
 

@@ -102,18 +102,23 @@ async def send(urls: list[str], message: Message, timeout_s: float = SEND_TIMEOU
     kind = apprise.NotifyType.FAILURE if message.kind == "failure" else apprise.NotifyType.INFO
     if message.priority == "high" and message.kind != "failure":
         kind = apprise.NotifyType.WARNING
-    result = await notifier.async_notify(
-        body=message.body,
-        title=message.title,
-        notify_type=kind,
-        body_format=apprise.NotifyFormat.TEXT,
-        attach=attach,
-        interpret_escapes=False,
-        timeout=timeout_s,
-    )
     try:
-        if result:
-            return Outcome(True)
-        return Outcome(False, _error_line(result)[:MAX_ERROR_CHARS])
+        result = await notifier.async_notify(
+            body=message.body,
+            title=message.title,
+            notify_type=kind,
+            body_format=apprise.NotifyFormat.TEXT,
+            attach=attach,
+            interpret_escapes=False,
+            timeout=timeout_s,
+        )
+        with result:
+            outcome = Outcome(True) if result else Outcome(False, _error_line(result))
+        del result
     finally:
-        result.close()
+        # A service may still talk to its server as it goes (a Matrix logout): let the
+        # last reference go in a thread, never on the event loop.
+        held = [notifier]
+        del notifier
+        await asyncio.to_thread(held.clear)
+    return Outcome(outcome.delivered, (outcome.error or "")[:MAX_ERROR_CHARS] or None)

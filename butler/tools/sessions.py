@@ -65,8 +65,7 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
 
     @mcp.tool
     async def session_get(session_id: str) -> dict[str, Any]:
-        """The whole record of one session: prompt, output, tool calls, usage, timing,
-        and what it sent the person (``deliveries``: channel, status, every attempt)."""
+        """One session's record: prompt, output, tool calls, usage, timing, and ``deliveries``."""
         row = await butler.sessions.get(session_id)
         if row is None:
             raise ToolError(f"session {session_id} not found")
