@@ -158,7 +158,7 @@ class Notifier:
             return
         settings = self.settings
         if session_id is not None and source == "tool":
-            sent = await self.store.messages_since(now, session_id)
+            sent = await self.store.messages_of(session_id)
             if sent >= settings.max_per_session:
                 raise NotifyRefused(
                     f"this session has sent {sent} messages, the most "

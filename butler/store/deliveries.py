@@ -65,16 +65,19 @@ class DeliveryStore:
                 [_values(row) for row in rows],
             )
 
-    async def messages_since(self, since: datetime, session_id: str | None = None) -> int:
-        """How many messages were recorded since ``since`` (by one session, when given)."""
-        if session_id is None:
-            return await self.db.fetchval(
-                "SELECT count(DISTINCT message) FROM deliveries"
-                " WHERE created_at > $1 AND source <> 'test'",
-                since,
-            )
+    async def messages_since(self, since: datetime) -> int:
+        """How many messages were recorded since ``since`` (the owner's tests aside)."""
         return await self.db.fetchval(
-            "SELECT count(DISTINCT message) FROM deliveries WHERE session_id = $1",
+            "SELECT count(DISTINCT message) FROM deliveries"
+            " WHERE created_at > $1 AND source <> 'test'",
+            since,
+        )
+
+    async def messages_of(self, session_id: str) -> int:
+        """How many messages the session's own notify calls recorded."""
+        return await self.db.fetchval(
+            "SELECT count(DISTINCT message) FROM deliveries"
+            " WHERE session_id = $1 AND source = 'tool'",
             uuid.UUID(session_id),
         )
 

@@ -6,9 +6,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.notify.conftest import notify_table
 from tests.sandbox.conftest import Jailed, jailed_butler
 from tests.servers.mail import MailServer
+
+pytestmark = pytest.mark.slow
 
 
 def tool_result(body: str) -> dict[str, Any]:
