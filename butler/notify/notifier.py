@@ -15,7 +15,7 @@ import asyncio
 import logging
 import uuid
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from butler.clock import Clock, SystemClock
@@ -112,17 +112,11 @@ class Notifier:
             attached = message.attachment
             stored = (attached.name, attached.content) if attached else None
             await self.store.add(rows, stored)
-        if until is not None:
-            self.outbox.ensure_running()
-            self.outbox.poke()
-            return [
-                {"channel": r.channel, "status": "held", "until": until.isoformat()} for r in rows
-            ]
-        if not wait:
-            self.outbox.ensure_running()
-            self.outbox.poke()
-            return [{"channel": r.channel, "status": "pending"} for r in rows]
         self.outbox.ensure_running()
+        if status != "sending":  # the outbox sends it, now or when quiet hours end
+            self.outbox.poke()
+            held = {"until": until.isoformat()} if until else {}
+            return [{"channel": r.channel, "status": status, **held} for r in rows]
         tasks = [self.outbox.spawn(self.outbox.attempt(_claimed(r))) for r in rows]
         # Shielded: a caller that goes away does not cut an attempt short.
         return list(await asyncio.shield(asyncio.gather(*tasks)))
@@ -153,7 +147,7 @@ class Notifier:
         body = bounded(message.body, self.settings.max_chars, link, session_id)
         return replace(message, body=body, title=one_line(message.title, self.config.name))
 
-    async def _check_limits(self, now: Any, session_id: str | None, source: str) -> None:
+    async def _check_limits(self, now: datetime, session_id: str | None, source: str) -> None:
         if source in UNLIMITED:
             return
         settings = self.settings
@@ -179,7 +173,7 @@ class Notifier:
         session_id: str | None,
         source: str,
         status: str,
-        next_at: Any,
+        next_at: datetime,
     ) -> NewDelivery:
         return NewDelivery(
             message=key,

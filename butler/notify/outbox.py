@@ -150,7 +150,9 @@ class Outbox:
             outcome = Outcome(False, f"{type(exc).__name__}: {exc}")
         return Outcome(outcome.delivered, channel.redact(outcome.error)), False
 
-    def _log(self, row: dict[str, Any], outcome: Outcome, done: int, retry: datetime | None):
+    def _log(
+        self, row: dict[str, Any], outcome: Outcome, done: int, retry: datetime | None
+    ) -> None:
         extra = {
             "delivery_id": row["id"],
             "channel": row["channel"],
