@@ -13,9 +13,8 @@ from email.message import EmailMessage
 from typing import Any
 
 import pytest
-from aiosmtpd.controller import Controller
 
-from tests.helpers import free_port
+from tests.helpers import free_port, missing_tool
 
 
 @dataclass(frozen=True)
@@ -49,6 +48,10 @@ class MailServer:
         self.port = free_port()
         self.received: list[Received] = []
         self._arrived = threading.Condition()
+        try:
+            from aiosmtpd.controller import Controller
+        except ImportError:
+            missing_tool("aiosmtpd (the tests' mail server)")
         self._controller = Controller(self, hostname="127.0.0.1", port=self.port)
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
