@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -90,13 +90,21 @@ def make_config(roster: Path, schema_name: str) -> Callable[..., ButlerConfig]:
 
 
 @pytest.fixture
-def make_butler(make_config, db: Database):
-    """An assembled butler (stores, spawner, scheduler, notifier) over the test database."""
+async def make_butler(make_config, db: Database) -> AsyncIterator[Callable[..., Any]]:
+    """An assembled butler (stores, spawner, scheduler, notifier) over the test database.
+
+    Its outbox (and any a test put in its place) is stopped when the test ends.
+    """
+    built: list[ButlerContext] = []
 
     async def build(extra: str = "", **kwargs: Any) -> ButlerContext:
-        return await assemble(make_config(extra, **kwargs), db)
+        butler = await assemble(make_config(extra, **kwargs), db)
+        built.append(butler)
+        return butler
 
-    return build
+    yield build
+    for butler in built:
+        await butler.notifier.stop()
 
 
 async def deliveries(db: Database, session_id: str | None = None) -> list[dict[str, Any]]:
