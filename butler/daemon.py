@@ -14,12 +14,14 @@ from pathlib import Path
 from butler import preflight
 from butler.builders.manager import BuilderManager
 from butler.config import ButlerConfig
+from butler.notify import Notifier
 from butler.runtimes.registry import get_adapter
 from butler.scheduler import Scheduler
 from butler.spawner.orphans import reap_orphans
 from butler.spawner.spawner import Spawner
 from butler.store.credentials import CredentialStore
 from butler.store.db import Database, redact_dsn
+from butler.store.deliveries import DeliveryStore
 from butler.store.embedded import EmbeddedPostgres
 from butler.store.memory import PostgresMemory
 from butler.store.migrations import Migration, migrate
@@ -121,12 +123,14 @@ async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
         )
     builders = BuilderManager(config, spawner, sessions)
     await builders.adopt_survivors()
+    notifier = Notifier(config, DeliveryStore(db), credentials)
     return ButlerContext(
         config=config,
         db=db,
         state=StateStore(db),
         sessions=sessions,
         spawner=spawner,
-        scheduler=Scheduler(config.butler.schedule, ScheduleStore(db), spawner),
+        scheduler=Scheduler(config.butler.schedule, ScheduleStore(db), spawner, notifier=notifier),
         builders=builders,
+        notifier=notifier,
     )

@@ -303,6 +303,7 @@ async def start_schedules(server: ButlerServer) -> None:
     while not server.started:
         await asyncio.sleep(0.02)
     server.butler.builders.start()
+    await server.butler.notifier.start()  # held and retried messages go on
     if server.butler.scheduler is not None:
         try:
             await server.butler.scheduler.start()
@@ -318,6 +319,7 @@ async def stop_schedules(starting: asyncio.Task[None], butler: ButlerContext) ->
     await butler.builders.stop()
     if butler.scheduler is not None:
         await butler.scheduler.stop()
+    await butler.notifier.stop()
 
 
 async def _announce(servers: Sequence[ButlerServer], started: float) -> None:

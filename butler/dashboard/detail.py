@@ -7,6 +7,7 @@ from typing import Any
 from urllib.parse import quote
 
 from butler.builders.records import is_builder
+from butler.dashboard.deliveries import render_deliveries
 from butler.dashboard.render import cost, duration, e, table, tokens, when
 
 
@@ -28,6 +29,7 @@ def _field(name: str, value: Any) -> str:
 def render_detail(
     row: dict[str, Any], screen: str | None, config_dir: str, *,
     trace_url: str | None = None, actions: str = "",
+    deliveries: list[dict[str, Any]] | None = None,
 ) -> str:  # fmt: skip
     """Everything recorded about one session; a live builder's terminal as its output."""
     meta = row.get("metadata") or {}
@@ -57,6 +59,7 @@ def render_detail(
         parts.append(f'<h2>Terminal (live)</h2><pre id="output" class="terminal">{e(screen)}</pre>')
     else:
         parts.append(f'<h2>Output</h2><pre id="output">{e(row.get("output") or "")}</pre>')
+    parts.append(render_deliveries(deliveries or []))
     parts.append(render_tool_calls(row.get("tool_calls") or []))
     return "".join(parts)
 

@@ -10,6 +10,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from butler.builders.records import is_builder
+from butler.dashboard.deliveries import still_open
 from butler.dashboard.detail import render_detail
 from butler.dashboard.forms import button
 from butler.dashboard.params import BadParam, session_query
@@ -75,6 +76,9 @@ class Listing:
         row = await self.butler.sessions.get(session_id)
         if row is None:
             return None, ""
+        deliveries = await self.butler.notifier.store.for_session(row["id"])
+        # Final once nothing more can change: a message may still be retried after the end.
+        row["final"] = row["status"] in FINAL and not still_open(deliveries)
         screen = await self.butler.builders.screen(row)
         actions = "" if is_builder(row) else button(
             f"/sessions/{row['id']}/run-again", "Run again", self.view.owner_token, "run-again"
@@ -85,6 +89,7 @@ class Listing:
             str(self.butler.config.config_dir),
             trace_url=self.view.trace_url,
             actions=actions,
+            deliveries=deliveries,
         )
         return row, body
 
@@ -97,14 +102,14 @@ class Listing:
         return self.view.page(
             title=f"session {row['id'][:8]}", subtitle=f"session {row['id']}",
             source=f"/api/sessions/{row['id']}", body=body + panel.html,
-            final=row["status"] in FINAL, headers=panel.headers(SECURITY_HEADERS),
+            final=row["final"], headers=panel.headers(SECURITY_HEADERS),
         )  # fmt: skip
 
     async def session_json(self, request: Request) -> Response:
         row, body = await self.detail(request.path_params["session_id"])
         if row is None:
             return JSONResponse({"error": "no such session"}, 404, SECURITY_HEADERS)
-        return live(body, row["status"] in FINAL, status=row["status"])
+        return live(body, row["final"], status=row["status"])
 
     async def run_again(self, request: Request) -> Response:
         refusal = await self.view.posted(request)
