@@ -46,6 +46,7 @@ from butler.runtimes.lazy import LazyModule, ready
 from butler.runtimes.mcp_config import claude_entry
 from butler.runtimes.process import KILL_GRACE_S, kill_group, terminate_group
 from butler.runtimes.transcripts import claude as claude_transcript
+from butler.security import untrusted
 
 if TYPE_CHECKING:
     import claude_agent_sdk as sdk
@@ -75,6 +76,9 @@ SDK_ENV = (
 )
 STDERR_LINES = 200
 MCP_FILE = "claude-mcp.json"
+#: Claude Code's own state in the home (``CLAUDE_CONFIG_DIR`` is ``home/.claude``).
+STATE_FILE = ".claude/.claude.json"
+MAX_STATE_BYTES = 4 * 1024 * 1024
 
 
 def bundled_cli() -> Path:
@@ -233,10 +237,12 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         if not os.access(cli, os.X_OK):
             raise RuntimeFailure(f"Claude Code not found at {cli}; expected an executable")
         env = {**runtime_env(invocation), **INTERACTIVE_ENV}
-        state_file = Path(env["CLAUDE_CONFIG_DIR"]) / ".claude.json"
+        state_file = invocation.home / STATE_FILE
         existing: dict[str, Any] = {}
         with contextlib.suppress(OSError, ValueError):
-            existing = json.loads(state_file.read_text(encoding="utf-8"))
+            # The runtime's own file (a resumed home): never through a link it planted.
+            text = untrusted.read_text(invocation.home, STATE_FILE, MAX_STATE_BYTES)
+            existing = json.loads(text or "{}")
         mcp_file = invocation.workdir / "claude-mcp.json"
         files = {
             state_file: json.dumps(interactive_state(invocation, existing), indent=2),
@@ -248,7 +254,7 @@ class ClaudeCodeAdapter(RuntimeAdapter):
 
     def transcript(self, home: Path, workdir: Path) -> Transcript | None:
         """The session's project JSONL under the private ``CLAUDE_CONFIG_DIR``."""
-        return claude_transcript(home / ".claude")
+        return claude_transcript(home)
 
 
 @dataclass
