@@ -128,12 +128,18 @@ async def _jail(root: Path) -> list[str]:
     machine cannot start one (and so jails no runtime either)."""
     if await asyncio.to_thread(probe) is not None:
         return []
-    policy = JailPolicy(
-        read_only=(root,),
-        writable=(root / ".git", root / BUILDERS_DIR),
-        guard_git=False,  # the daemon's git writes worktrees, refs and config sections
-    )
+    # Only real folders: a link would be mounted where it points.
+    writable = tuple(p for p in (root / ".git", root / BUILDERS_DIR) if _real_dir(p))
+    # guard_git off: the daemon's git writes worktrees, refs and config sections.
+    policy = JailPolicy(read_only=(root,), writable=writable, guard_git=False)
     return [*bwrap_argv(policy, shutil.which("bwrap") or "bwrap"), "--"]
+
+
+def _real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def top_of(path: Path) -> Path:
@@ -160,9 +166,12 @@ def top_of(path: Path) -> Path:
 async def repo_root(path: Path) -> Path:
     """The top of the repository holding ``path``, which must have a first commit."""
     top = top_of(path)
-    status, _ = await git(top, "rev-parse", "--verify", "--quiet", "HEAD", check=False)
-    if status != 0:
-        raise UserError(f"--repo {top}: the repository has no commit yet; builders branch off HEAD")
+    try:
+        await git(top, "rev-parse", "--verify", "HEAD")
+    except GitError as exc:
+        raise UserError(
+            f"--repo {top}: no commit to branch off ({exc}); builders branch off HEAD"
+        ) from None
     return top
 
 
