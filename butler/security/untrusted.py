@@ -30,7 +30,7 @@ import errno
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
 
@@ -292,6 +292,16 @@ def write(root: Path, relative: str | PurePosixPath, data: bytes, mode: int = 0o
             with contextlib.suppress(OSError):
                 os.unlink(spare, dir_fd=dir_fd)
             raise
+
+
+def write_below(roots: Sequence[Path], path: Path, data: bytes, mode: int = 0o600) -> None:
+    """:func:`write` ``path`` below whichever of ``roots`` holds it (a runtime's config file
+    in its home or workspace); Refused when none does."""
+    for root in roots:
+        if path.is_relative_to(root):
+            write(root, PurePosixPath(path.relative_to(root)), data, mode)
+            return
+    raise Refused(f"{path}: in none of the folders it may be written in")
 
 
 def add_line(
