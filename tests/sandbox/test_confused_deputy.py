@@ -16,7 +16,7 @@ import pytest
 
 from tests.builders import conftest as builder_fixtures
 from tests.conftest import TEST_DSN
-from tests.helpers import DaemonProcess, butler_client, free_port, write_butler
+from tests.helpers import TEST_TOKEN, DaemonProcess, butler_client, free_port, write_butler
 from tests.sandbox.conftest import PROBE, Jailed
 
 pytestmark = pytest.mark.slow  # a real daemon, real jails
@@ -52,8 +52,9 @@ async def test_claude_md_linked_to_a_secret_never_reaches_the_next_session(
     """The butler folder is the session's to write; the daemon reads CLAUDE.md outside the
     jail. Before, the link was followed and the next session got the token (or the
     daemon's whole environment) as its system prompt."""
+    token = TEST_TOKEN  # the daemon's, in its environment (BUTLER_TOKEN) and its data folder
     token_file = deputy.data / "butlers" / BUTLER / "token"
-    token = token_file.read_text().strip()
+    token_file.write_text(token)
     where = str(token_file) if target == "owner token" else target
     prompt = deputy.folder / "CLAUDE.md"
     planted = await deputy.run({"symlink": [[where, str(prompt)]]})
@@ -90,8 +91,7 @@ async def test_a_builder_leaves_nothing_the_daemons_or_the_owners_git_runs(
     git_dir = repo / ".git"
     hooks = ["post-checkout", "reference-transaction", "post-index-change"]
     plan = {
-        "plant": [[str(git_dir / "hooks" / h), marker_script(markers, h), 0o755] for h in hooks]
-        + [[str(git_dir / "commondir"), str(tmp_path), 0o644]],
+        "plant": [[str(git_dir / "hooks" / h), marker_script(markers, h), 0o755] for h in hooks],
         "append": [[str(git_dir / "config"), f"[core]\n\tfsmonitor = touch {markers}/fsm; true\n"]],
         "symlink": [[str(tmp_path / "owner-file"), str(git_dir / "info" / "exclude")]],
     }
