@@ -77,7 +77,7 @@ ENVIRONMENT = {
     "LC_ALL": "C",
 }
 #: Longest wait for one git command (a FIFO planted where git reads would hold it).
-TIMEOUT_S = 120.0
+TIMEOUT_S = 300.0
 #: Largest ``info/exclude`` the daemon reads before adding its line.
 MAX_EXCLUDE_BYTES = 1024 * 1024
 

@@ -41,10 +41,10 @@ from butler.runtimes.claude_lockdown import (
 )
 from butler.runtimes.claude_stream import claude_fold, message_dict
 from butler.runtimes.launch_main import PID_FILE
-from butler.runtimes.launcher import read_pid, write_launcher
+from butler.runtimes.launcher import write_launcher
 from butler.runtimes.lazy import LazyModule, ready
 from butler.runtimes.mcp_config import claude_entry
-from butler.runtimes.process import KILL_GRACE_S, kill_group, terminate_group
+from butler.runtimes.process import KILL_GRACE_S, child_group, kill_group, terminate_group
 from butler.runtimes.transcripts import claude as claude_transcript
 from butler.security import untrusted
 
@@ -266,16 +266,26 @@ class CliGroup:
 
     async def kill(self) -> None:
         """End the CLI's process group, if the launcher recorded one."""
-        pgid = read_pid(self.workdir)
+        pgid = self.group()
         if pgid is not None:
             await terminate_group(pgid, grace_s=1.0)
 
     def expire(self) -> None:
         """The time limit passed: signal the CLI's group so the SDK's stream ends now."""
         self.expired = True
-        pgid = read_pid(self.workdir)
+        pgid = self.group()
         if pgid is not None:
             kill_group(pgid, signal.SIGTERM)
+
+    def group(self) -> int | None:
+        """The group the launcher recorded, if a child of this daemon leads it: the pid
+        file lies in the workspace, which the runtime can write (a FIFO, a link to
+        /dev/zero, another process's number)."""
+        raw = untrusted.read_or_none(self.workdir, PID_FILE, 32)
+        try:
+            return child_group(int(raw or b""))
+        except ValueError:
+            return None
 
 
 def cli_launcher(invocation: Invocation, cli: str, env: dict[str, str]) -> Path:
