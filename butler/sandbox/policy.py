@@ -188,6 +188,9 @@ def worktree_folder(worktree: Path, git_dirs: list[Path]) -> Path | None:
         return None
     named = Path(pointer.removeprefix("gitdir:").strip())
     for git_dir in git_dirs:
-        if named.parent == git_dir / "worktrees" and _real_dir(named):
+        # Only a worktree inside that repository (its .builders/): a home or workspace
+        # holding a .git file of the runtime's making names no folder of it.
+        inside = git_dir.parent in worktree.parents
+        if inside and named.parent == git_dir / "worktrees" and _real_dir(named):
             return named
     return None

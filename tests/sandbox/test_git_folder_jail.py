@@ -77,3 +77,18 @@ def test_a_linked_git_folder_is_not_bound(repo: Path, tmp_path: Path):
     (repo / ".git").symlink_to(victim / ".git")
     said = attempts(JailPolicy(writable=(repo / ".git",)), tries(repo / ".git" / "config"))
     assert "WROTE" not in said, said
+
+
+def test_a_git_file_in_a_home_opens_no_other_worktree(repo: Path, tmp_path: Path):
+    """Only the builder's own worktree folder is writable: a ``.git`` file its runtime
+    left in its home, naming another builder's, is no way in."""
+    for name in ("b1", "b2"):
+        worktree = repo / ".builders" / name
+        run("git", "worktree", "add", "-q", "-b", f"builder/{name}", str(worktree), cwd=repo)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".git").write_text(f"gitdir: {repo / '.git' / 'worktrees' / 'b2'}\n")
+    policy = JailPolicy(writable=(repo / ".builders" / "b1", repo / ".git", home))
+    folders = repo / ".git" / "worktrees"
+    said = attempts(policy, tries(folders / "b1" / "ORIG_HEAD", folders / "b2" / "ORIG_HEAD"))
+    assert said.split() == ["WROTE", str(folders / "b1" / "ORIG_HEAD")], said
