@@ -172,7 +172,7 @@ def main() -> None:
     # A headless builder's prompt is its context, a blank line, then the task: the plan.
     text = open(sys.argv[1], encoding="utf-8").read()
     plan = json.loads(text.rsplit("\n\n", 1)[-1])
-    report: dict = {"uid": os.getuid()}
+    report: dict = {"uid": os.getuid(), "prompt": text}
     if len(sys.argv) > 3:  # given the system prompt's file: what the session was told
         report["system"] = open(sys.argv[3], encoding="utf-8").read()
     report["planted"] = {

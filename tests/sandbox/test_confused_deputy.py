@@ -68,6 +68,29 @@ async def test_claude_md_linked_to_a_secret_never_reaches_the_next_session(
         assert token not in text and "DATABASE_URL" not in text
 
 
+async def test_a_linked_role_or_include_never_reaches_a_builder(deputy: Jailed, repo: Path):
+    """A session links the builder role and an include to the owner token; the next
+    builder's prompt and system prompt hold neither the token nor the daemon's env."""
+    token_file = deputy.data / "butlers" / BUTLER / "token"
+    token_file.write_text(TEST_TOKEN)
+    role, include = deputy.folder / "roles" / "builder.md", deputy.folder / "inc.md"
+    role.parent.mkdir()
+    prompt = deputy.folder / "CLAUDE.md"
+    prompt.write_text(f"You are {BUTLER}.\n<!-- @include {BUTLER}/inc.md -->\n")
+    include.write_text("Included.\n")
+    planted = report(await deputy.run({"symlink": [[str(token_file), str(role)]]}))
+    assert planted["linked"] == {str(role): "linked"}
+    builder = await spawn(deputy, repo, {})
+    assert builder["result"]["success"], builder  # no role rather than the token as one
+    assert TEST_TOKEN not in json.dumps(builder)
+    planted = report(await deputy.run({"symlink": [["/proc/self/environ", str(include)]]}))
+    assert planted["linked"] == {str(include): "linked"}
+    builder = await spawn(deputy, repo, {})
+    text = json.dumps(builder)
+    assert TEST_TOKEN not in text and "DATABASE_URL" not in text
+    assert "inc.md" in builder["result"]["error"]  # the include refused, in one line
+
+
 def marker_script(markers: Path, name: str) -> str:
     return f"#!/bin/sh\ntouch {markers / name}\n"
 
