@@ -167,7 +167,8 @@ def git_binds(writable: list[Path]) -> list[str]:
         if folder.name == ".git":
             continue
         if _real_dir(folder / ".git"):
-            args += ["--ro-bind", str(folder / ".git"), str(folder / ".git")]
+            if folder / ".git" not in git_dirs:  # else a builder's, bound as above
+                args += ["--ro-bind", str(folder / ".git"), str(folder / ".git")]
             continue
         own = worktree_folder(folder, git_dirs)
         if own is None:

@@ -92,3 +92,22 @@ def test_a_git_file_in_a_home_opens_no_other_worktree(repo: Path, tmp_path: Path
     folders = repo / ".git" / "worktrees"
     said = attempts(policy, tries(folders / "b1" / "ORIG_HEAD", folders / "b2" / "ORIG_HEAD"))
     assert said.split() == ["WROTE", str(folders / "b1" / "ORIG_HEAD")], said
+
+
+def test_a_builder_of_the_butler_folders_own_repository_still_commits(tmp_path: Path):
+    """The butler folder (writable for its sessions, its .git read-only) is the builder's
+    repository: the builder's view of that .git wins, so it commits."""
+    folder = tmp_path / "butler"
+    folder.mkdir()
+    (folder / "CLAUDE.md").write_text("You are a butler.\n")
+    run("git", "init", "-q", cwd=folder)
+    run("git", "-c", "user.name=t", "-c", "user.email=t@t", "add", ".", cwd=folder)
+    run("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init", cwd=folder)
+    worktree = folder / ".builders" / "b1"
+    run("git", "worktree", "add", "-q", "-b", "builder/b1", str(worktree), cwd=folder)
+    policy = JailPolicy(writable=(folder, worktree, folder / ".git"), cwd=worktree)
+    commit = (
+        "git -c user.name=b -c user.email=b@b commit -q --allow-empty -m work && echo COMMITTED"
+    )
+    said = attempts(policy, f"{commit}\n{tries(folder / '.git' / 'config')}")
+    assert "COMMITTED" in said and "WROTE" not in said, said
