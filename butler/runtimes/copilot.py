@@ -53,8 +53,11 @@ from butler.runtimes.fold import Fold
 from butler.runtimes.mcp_config import claude_entry, servers
 from butler.runtimes.process import RuntimeProcess
 from butler.runtimes.subprocess_adapter import SubprocessAdapter
+from butler.security import untrusted
 
 USAGE_FILE = "copilot-usage.json"
+#: Largest usage report read (one entry per model).
+MAX_REPORT_BYTES = 1024 * 1024
 #: Flags that keep Copilot from phoning home, updating itself or waiting on a user.
 HARDENING_ARGS = [
     "--disable-builtin-mcps",
@@ -195,8 +198,8 @@ class CopilotAdapter(SubprocessAdapter):
 
 def read_usage(path: Path) -> Usage | None:
     """The usage report Copilot wrote at exit, if it got that far."""
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+    try:  # the runtime wrote it: never through a link, never a FIFO, bounded
+        report = json.loads(untrusted.read(path.parent, path.name, MAX_REPORT_BYTES))
+    except (OSError, ValueError):
         return None
     return parse_usage_report(report) if isinstance(report, dict) else None

@@ -26,6 +26,7 @@ from butler.runtimes.base import (
 )
 from butler.runtimes.jsonl import exit_message
 from butler.runtimes.process import ProcessOutcome, RuntimeProcess
+from butler.security import untrusted
 
 
 class StreamParser(Protocol):
@@ -82,8 +83,12 @@ class SubprocessAdapter(RuntimeAdapter):
         binary = self.binary(invocation.env)
         command = self.command(invocation, binary)
         for path, text in command.files.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            # A resumed home is the runtime's own: a link it left (``.codex`` -> /etc)
+            # is replaced, never written through.
+            try:
+                untrusted.write_below((invocation.home, invocation.workdir), path, text.encode())
+            except OSError as exc:
+                raise RuntimeFailure(f"{path}: cannot write the runtime's config: {exc}") from None
         process = RuntimeProcess()
         parser = self.parser(invocation, process)
         pending: set[asyncio.Task[None]] = set()

@@ -6,15 +6,27 @@ here (the data folder, the database and its socket, other butlers' homes,
 read-only; the session's workspace and home (and, for a builder, its
 worktree; for a butler, its own folder) are writable; a few files inside a
 writable folder (``butler.toml``) are bound again read-only on top.
+
+A repository's git folder is where a jailed runtime could leave code for
+someone outside to run: a hook, ``core.fsmonitor`` in its config, a
+``commondir`` naming another git folder. So a writable ``.git`` is never
+writable whole (:func:`git_binds`): a builder gets its objects, refs and
+logs and its own worktree's folder, and the rest (config, hooks, info/,
+HEAD, its worktree's pointers) stays read-only; a ``.git`` inside a writable
+folder (a butler folder that is a repository) is read-only; a linked ``.git``
+is not bound at all.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+from butler.security import untrusted
 
 #: Where the bridge script and the egress socket appear inside the jail.
 JAIL_RUN = Path("/run/butler")
@@ -25,6 +37,11 @@ EGRESS_SOCKET = "egress.sock"
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 #: Files of /etc a runtime has no business reading, hidden even where /etc is visible.
 MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers")
+#: What a builder may write of its repository's git folder: commits, branches, their logs.
+GIT_WRITABLE = ("objects", "refs", "logs")
+#: What stays read-only in a builder's own worktree folder (``.git/worktrees/<name>``):
+#: the pointers that say which git folder its worktree uses.
+WORKTREE_POINTERS = ("commondir", "gitdir")
 
 
 @dataclass(frozen=True)
@@ -38,6 +55,9 @@ class JailPolicy:
     interactive: bool = False
     #: The folder holding the egress proxy's socket (bound read-only: connecting needs no write).
     egress_dir: Path | None = None
+    #: A writable repository's git folder keeps what chooses code read-only (see above);
+    #: off only for the daemon's own git, which writes worktrees and config sections.
+    guard_git: bool = True
 
     def with_read_only(self, *paths: Path) -> JailPolicy:
         """The same policy, ``paths`` readable too."""
@@ -103,8 +123,13 @@ def bwrap_argv(policy: JailPolicy, bwrap: str = "bwrap") -> list[str]:
     for path in dict.fromkeys(policy.read_only):
         if not _under_system(path):
             args += ["--ro-bind-try", str(path), str(path)]
-    for path in dict.fromkeys(policy.writable):
-        args += ["--bind-try", str(path), str(path)]
+    writable = list(dict.fromkeys(policy.writable))
+    guarded = [p for p in writable if p.name == ".git"] if policy.guard_git else []
+    for path in writable:
+        if path not in guarded and not (path.name == ".git" and not _real_dir(path)):
+            args += ["--bind-try", str(path), str(path)]
+    if policy.guard_git:
+        args += git_binds(writable)
     for path in policy.read_only_over:
         args += ["--ro-bind-try", str(path), str(path)]
     bridge = Path(__file__).with_name("bridge.py")
@@ -114,3 +139,59 @@ def bwrap_argv(policy: JailPolicy, bwrap: str = "bwrap") -> list[str]:
     if policy.cwd is not None:
         args += ["--chdir", str(policy.cwd)]
     return args
+
+
+def _real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def git_binds(writable: list[Path]) -> list[str]:
+    """What a jail sees of the git folders among (and inside) ``writable`` folders.
+
+    A writable ``.git`` (a builder's repository): read-only, but for
+    :data:`GIT_WRITABLE` and the folder of each writable worktree that uses it,
+    whose :data:`WORKTREE_POINTERS` and ``.git`` file stay read-only too. A real
+    ``.git`` inside another writable folder: read-only. Links are never bound.
+    """
+    args: list[str] = []
+    git_dirs = [p for p in writable if p.name == ".git" and _real_dir(p)]
+    for git_dir in git_dirs:
+        args += ["--ro-bind", str(git_dir), str(git_dir)]
+        for name in GIT_WRITABLE:
+            if _real_dir(git_dir / name):
+                args += ["--bind", str(git_dir / name), str(git_dir / name)]
+    for folder in writable:
+        if folder.name == ".git":
+            continue
+        if _real_dir(folder / ".git"):
+            if folder / ".git" not in git_dirs:  # else a builder's, bound as above
+                args += ["--ro-bind", str(folder / ".git"), str(folder / ".git")]
+            continue
+        own = worktree_folder(folder, git_dirs)
+        if own is None:
+            continue
+        args += ["--bind", str(own), str(own)]
+        for name in WORKTREE_POINTERS:
+            args += ["--ro-bind-try", str(own / name), str(own / name)]
+        args += ["--ro-bind", str(folder / ".git"), str(folder / ".git")]
+    return args
+
+
+def worktree_folder(worktree: Path, git_dirs: list[Path]) -> Path | None:
+    """The folder ``.git/worktrees/<name>`` of one of ``git_dirs`` that ``worktree``'s
+    ``.git`` file names, if it is a real folder there; else None."""
+    try:
+        pointer = untrusted.read(worktree, ".git", 4096).decode("utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    named = Path(pointer.removeprefix("gitdir:").strip())
+    for git_dir in git_dirs:
+        # Only a worktree inside that repository (its .builders/): a home or workspace
+        # holding a .git file of the runtime's making names no folder of it.
+        inside = git_dir.parent in worktree.parents
+        if inside and named.parent == git_dir / "worktrees" and _real_dir(named):
+            return named
+    return None

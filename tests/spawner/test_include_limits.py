@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from pathlib import Path
 
@@ -12,8 +11,7 @@ import pytest
 
 from butler.errors import ConfigError
 from butler.server import build_app
-from butler.spawner import prompt as prompt_module
-from butler.spawner.prompt import compose_system_prompt, compose_system_prompt_async
+from butler.spawner.prompt import compose_system_prompt
 from butler.spawner.spawner import TriggerRequest
 from butler.store.state import StateStore
 from butler.tools.context import ButlerContext
@@ -79,22 +77,6 @@ def test_an_edited_include_is_read_again(roster):
     assert compose_system_prompt(prompt, roster) == "first\n"
     snippet.write_text("second, longer")
     assert compose_system_prompt(prompt, roster) == "second, longer\n"
-
-
-async def test_composition_runs_off_the_event_loop(roster, monkeypatch):
-    prompt = roster / "x.md"
-    prompt.write_text(fan_out(roster, 15, "ab\n"))
-    readers: set[threading.Thread] = set()
-    real_read = prompt_module._read
-
-    def spy(*args):
-        readers.add(threading.current_thread())
-        return real_read(*args)
-
-    monkeypatch.setattr(prompt_module, "_read", spy)
-    text = await compose_system_prompt_async(prompt, roster)
-    assert text.count("ab") == 2**15
-    assert readers and threading.current_thread() not in readers
 
 
 async def test_a_bomb_in_claude_md_fails_its_session_while_health_answers_fast(
