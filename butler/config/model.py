@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from butler.config.builders import BuildersConfig
+from butler.config.channels import ChannelsConfig
 from butler.config.sandbox import SandboxConfig
 from butler.config.schedule import ScheduleConfig
 from butler.config.section import NAME_PATTERN, Section
@@ -39,6 +40,7 @@ class ButlerSection(Section):
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     modules: dict[str, ModuleConfig] = Field(default_factory=dict)
     schedule: list[ScheduleConfig] = Field(default_factory=list)
+    channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
 
     @field_validator("name")
     @classmethod
