@@ -14,6 +14,7 @@ from butler.store.sessions import SessionStore
 from butler.store.state import StateStore
 
 if TYPE_CHECKING:
+    from butler.channels.service import ChannelService
     from butler.scheduler import Scheduler
 
 
@@ -32,6 +33,8 @@ class ButlerContext:
     peers: list[ButlerContext] = field(default_factory=list)
     #: The butler's one builder manager; built from the spawner when not given.
     builders: BuilderManager = None  # type: ignore[assignment]
+    #: The chat channels this butler keeps (its own and, as home, the switchboard's).
+    channels: ChannelService | None = None
 
     def __post_init__(self) -> None:
         if self.builders is None:
