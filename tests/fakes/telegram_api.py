@@ -72,6 +72,7 @@ class FakeTelegram:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: asyncio.Event | None = None
         self._port: int | None = None
+        self._closing = False
         self._http: ThreadedServer | None = None
 
     # -- the server -------------------------------------------------------
@@ -81,11 +82,14 @@ class FakeTelegram:
         return f"http://127.0.0.1:{self._port}"
 
     def start(self) -> FakeTelegram:
+        self._closing = False
         self._http = ThreadedServer(self._app(), "fake-telegram")
         self._port = self._http.start(self._port)
         return self
 
     def stop(self) -> None:
+        self._closing = True  # long polls in flight answer now, so the server stops at once
+        self._wake()
         if self._http is not None:
             self._http.stop()
             self._http = None
@@ -178,7 +182,7 @@ class FakeTelegram:
             self._changed.clear()
             waiting = [u for u in list(self.updates) if u["update_id"] >= self.confirmed]
             left = deadline - asyncio.get_running_loop().time()
-            if waiting or left <= 0:
+            if waiting or left <= 0 or self._closing:
                 return _ok(waiting[:100])
             try:
                 await asyncio.wait_for(self._changed.wait(), left)
