@@ -125,5 +125,10 @@ def setup_logging(level: str = "INFO", log_format: LogFormat = "auto") -> None:
         logger.propagate = True
         logger.setLevel(logging.NOTSET)  # --log-level decides, not a library's default
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
+    quiet_libraries()
+
+
+def quiet_libraries() -> None:
+    """Libraries log warnings and errors only, whatever ``--log-level`` says."""
     for noisy in _QUIET:
         logging.getLogger(noisy).setLevel(logging.WARNING)

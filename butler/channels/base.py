@@ -22,6 +22,10 @@ class ChannelError(ButlerError):
     """A channel's server refused or could not be reached; the service retries."""
 
 
+class Misconfigured(ChannelError):
+    """The channel's server refused who the daemon says it is: a person must fix a setting."""
+
+
 class TooLarge(ChannelError):
     """An attachment was larger than the channel's limit."""
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from butler.channels.backoff import Backoff
-from butler.channels.base import ChannelError
+from butler.channels.base import Misconfigured
 from butler.channels.inbox import Inbox
 from butler.channels.link import Link
 from butler.channels.message import Batch, Inbound
@@ -106,7 +106,7 @@ class ChannelService:
         name = self.secrets[link.kind]
         secret = await self.resolve(name)
         if not secret:
-            raise ChannelError(
+            raise Misconfigured(
                 f"credential {name} is not set; expected it in the credentials store "
                 f"({self.hint.format(name=name)})"
             )
@@ -120,7 +120,7 @@ class ChannelService:
     async def _lost(self, link: Link, exc: Exception) -> None:
         error = link.channel.redact(one_line(str(exc) or type(exc).__name__, 200))
         if link.state.status != "retrying" or link.state.error != error:
-            level = logging.ERROR if isinstance(exc, ChannelError) else logging.WARNING
+            level = logging.ERROR if isinstance(exc, Misconfigured) else logging.WARNING
             log.log(
                 level, "channel lost; reconnecting", extra={"channel": link.kind, "error": error}
             )

@@ -16,7 +16,7 @@ from telegram.constants import ChatAction
 from telegram.error import InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
-from butler.channels.base import Channel, ChannelError, TooLarge
+from butler.channels.base import Channel, ChannelError, Misconfigured, TooLarge
 from butler.channels.message import AttachmentRef, Batch, Inbound
 from butler.channels.text import utf16_units
 from butler.config.channels import TelegramSettings
@@ -68,7 +68,7 @@ class TelegramChannel(Channel):
         try:
             await bot.initialize()  # getMe: a wrong token fails here, with one clear line
         except InvalidToken:
-            raise ChannelError(
+            raise Misconfigured(
                 "telegram: the bot token was refused; expected BotFather's token"
             ) from None
         except TelegramError as exc:
