@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.table import Table
 
-from butler.cli.common import console, fail, run, sub_app
+from butler.cli.common import DatabaseUrlOption, console, fail, run, sub_app
 from butler.config import ButlerConfig
 from butler.errors import UserError
 
@@ -48,24 +48,24 @@ PAIR_EPILOG = (
 )
 
 
-def keeper(folder: Path, kind: str) -> ButlerConfig:
+def keeper(folder: Path, kind: str, db_url: str | None) -> ButlerConfig:
     """The butler that keeps ``kind``'s pairings; a mistake is one line and exit 2."""
     if kind not in KINDS:
         fail(f"KIND: expected telegram, matrix or email, found {kind[:40]!r}")
     try:
-        return _find(folder, kind)
+        return _find(folder, kind, db_url)
     except UserError as exc:
         fail(str(exc))
 
 
-def _find(folder: Path, kind: str) -> ButlerConfig:
+def _find(folder: Path, kind: str, db_url: str | None) -> ButlerConfig:
     from butler.roster import load_each
     from butler.roster_channels import keeper as find
 
     def roster(where: Path) -> list[ButlerConfig]:
         return [c for c in load_each(where) if isinstance(c, ButlerConfig)]
 
-    return find(folder.expanduser().resolve(), kind, roster)
+    return find(folder.expanduser().resolve(), kind, roster, db_url)
 
 
 def with_database(config: ButlerConfig, work: Callable[[Any], Awaitable[T]]) -> T:
@@ -90,11 +90,12 @@ def pair(
     minutes: Annotated[
         int, typer.Option(min=1, max=1440, help="Minutes before the code expires.")
     ] = 10,
+    database_url: DatabaseUrlOption = None,
 ) -> None:
     """Print a one-time code that pairs whoever sends it to the channel."""
     from butler.channels.pairing import issue
 
-    cfg = keeper(config, kind)
+    cfg = keeper(config, kind, database_url)
     code, expires = with_database(cfg, lambda senders: issue(senders, kind, minutes))
     typer.echo(code)
     typer.echo(
@@ -112,9 +113,10 @@ def pair(
 def list_senders(
     config: FolderOption,
     kind: Annotated[str | None, typer.Option("--kind", help="Only this channel.")] = None,
+    database_url: DatabaseUrlOption = None,
 ) -> None:
     """Show the paired senders: channel, sender id, name, when paired."""
-    cfg = keeper(config, kind) if kind else _any_keeper(config)
+    cfg = keeper(config, kind, database_url) if kind else _any_keeper(config, database_url)
     found = with_database(cfg, lambda senders: senders.senders(kind))
     if not found:
         typer.echo(f"no paired senders for {cfg.name}; pair one with butler channels pair")
@@ -134,19 +136,20 @@ def unpair(
     kind: Kind,
     sender: Annotated[str, typer.Argument(help="The sender id, as `butler channels list` shows.")],
     config: FolderOption,
+    database_url: DatabaseUrlOption = None,
 ) -> None:
     """Forget a paired sender: the channel ignores them from their next message on."""
-    cfg = keeper(config, kind)
+    cfg = keeper(config, kind, database_url)
     if not with_database(cfg, lambda senders: senders.unpair(kind, sender)):
         fail(f"{kind}: no paired sender {sender[:80]!r} for {cfg.name}; see butler channels list")
     typer.echo(f"unpaired {sender} from {kind} of {cfg.name}")
 
 
-def _any_keeper(folder: Path) -> ButlerConfig:
+def _any_keeper(folder: Path, db_url: str | None) -> ButlerConfig:
     """The keeper of the first channel kind the folder has."""
     for kind in KINDS:
         try:
-            return _find(folder, kind)
+            return _find(folder, kind, db_url)
         except UserError:
             continue
     fail(f"{folder}: no chat channel configured here; see docs/channels.md")

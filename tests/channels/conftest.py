@@ -42,15 +42,20 @@ def agent_runtime(name: str) -> dict[str, Any]:
     return {"type": "command", "command": [sys.executable, str(AGENT), name, "{prompt_file}"]}
 
 
-def write_roster(roster: Path, schema: str, extra: dict[str, str] | None = None) -> dict[str, Path]:
-    """health and general, each with the stand-in agent and a description; their folders."""
+def write_roster(
+    roster: Path, schema: str | dict[str, str], extra: dict[str, str] | None = None
+) -> dict[str, Path]:
+    """health and general, each with the stand-in agent and a description; their folders.
+
+    ``schema`` is one for both, or each butler's own by name.
+    """
     folders = {}
     for name, description in DESCRIPTIONS.items():
         folder = write_butler(
             roster,
             name,
             port=free_port(),
-            schema=schema,
+            schema=schema if isinstance(schema, str) else schema[name],
             runtime=agent_runtime(name),
             extra=(extra or {}).get(name, ""),
         )

@@ -1,0 +1,116 @@
+"""``butler up`` with the roster's single Telegram bot, end to end, as a person would use it.
+
+A real daemon process, each butler in its own schema, the ``command`` runtime,
+``butler channels pair`` from the command line, and a phone (the fake Bot
+API's test side) that pairs, asks, follows up, and a stranger who is ignored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import uuid
+
+import asyncpg
+import pytest
+
+from butler.store.db import quote_ident
+from tests.channels.conftest import switchboard_toml, write_roster
+from tests.conftest import TEST_DSN
+from tests.fakes.telegram_api import ALICE, MALLORY, TOKEN
+from tests.helpers import get_json, wait_until
+from tests.test_roster import butler_cli, roster_up, table_rows, wait_healthy
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def schemas():
+    names = {name: f"t_{uuid.uuid4().hex[:8]}_{name}" for name in ("health", "general")}
+    yield names
+
+    async def drop() -> None:
+        conn = await asyncpg.connect(TEST_DSN)
+        try:
+            for name in names.values():
+                await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(name)} CASCADE")
+        finally:
+            await conn.close()
+
+    asyncio.run(drop())
+
+
+async def rows(schema: str, query: str) -> list[dict]:
+    conn = await asyncpg.connect(TEST_DSN, server_settings={"search_path": schema})
+    try:
+        return [dict(r) for r in await conn.fetch(query)]
+    finally:
+        await conn.close()
+
+
+def reply_count(telegram, chat: int, count: int) -> list[str]:
+    wait_until(lambda: len(telegram.texts(chat)) >= count, timeout=90)
+    return telegram.texts(chat)
+
+
+def test_what_is_due_today_from_a_phone_reaches_health_through_the_rosters_one_bot(
+    roster, schemas, telegram, tmp_path
+):
+    folders = write_roster(roster, schemas)
+    switchboard_toml(roster, telegram)
+    ports = [
+        int(f.joinpath("butler.toml").read_text().split("port = ")[1].split()[0])
+        for f in folders.values()
+    ]
+    env = {**os.environ, "TELEGRAM_BOT_TOKEN": TOKEN, "DATABASE_URL": TEST_DSN}
+    log = tmp_path / "up.log"
+    with roster_up(roster, log, "--database-url", TEST_DSN, env=env) as proc:
+        wait_healthy(proc, ports, log)
+        paired = butler_cli(
+            "channels", "pair", "telegram", "--config", str(roster), "--database-url", TEST_DSN
+        )
+        assert paired.returncode == 0, paired.stderr
+        assert "within 10 minutes" in paired.stderr
+
+        telegram.send(paired.stdout.strip(), user=ALICE)
+        assert reply_count(telegram, ALICE.id, 1)[0].startswith("Paired, Alice.")
+        telegram.send("what is due today?", user=ALICE)
+        assert reply_count(telegram, ALICE.id, 2)[1] == "[health] health heard: what is due today?"
+        telegram.send("and tomorrow?", user=ALICE)
+        follow_up = reply_count(telegram, ALICE.id, 3)[2]
+        assert follow_up == "[health] health heard: and tomorrow?\nearlier turns: 2"
+        telegram.send("what is due today?", user=MALLORY)
+        assert reply_count(telegram, MALLORY.id, 1) == [
+            "This bot answers only people paired with it; ask its owner for a pairing code."
+        ]
+
+        general_port = ports[list(folders).index("general")]
+        status, body = get_json(f"http://127.0.0.1:{general_port}/api/status")
+        assert status == 200
+        [channel] = body["channels"]
+        assert channel["channel"] == "telegram" and channel["status"] == "connected"
+        assert channel["switchboard"] is True
+        listed = butler_cli("list", "--roster", str(roster))
+        assert table_rows(listed.stdout)["general"][-1] == "telegram connected"
+        assert table_rows(listed.stdout)["health"][-1] == "-"
+
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, log.read_text()
+
+    sessions = asyncio.run(rows(schemas["health"], "SELECT * FROM sessions ORDER BY created_at"))
+    assert [s["trigger_source"] for s in sessions] == ["route", "route"]
+    first, second = (json.loads(s["metadata"]) for s in sessions)
+    assert first["channel"] == second["channel"] == "telegram"
+    assert first["sender"] == second["sender"] == str(ALICE.id)
+    assert first["thread"] == second["thread"] == str(ALICE.id)
+    assert first["conversation_id"] == second["conversation_id"]
+    classify = asyncio.run(rows(schemas["general"], "SELECT type FROM sessions"))
+    assert [c["type"] for c in classify] == ["classify"]
+    strangers = asyncio.run(
+        rows(
+            schemas["general"], f"SELECT status FROM channel_messages WHERE sender = '{MALLORY.id}'"
+        )
+    )
+    assert strangers == [{"status": "refused"}]
