@@ -8,12 +8,16 @@ stand-in (the fake Telegram Bot API), or a real one (Synapse, dovecot).
 
 from __future__ import annotations
 
+import asyncio
+import json
 import sys
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 
 from butler.channels.assembly import Host, build_services
@@ -26,10 +30,11 @@ from butler.spawner.spawner import Spawner
 from butler.store.channel_senders import SenderStore
 from butler.store.conversations import ConversationStore
 from butler.store.credentials import CredentialStore
-from butler.store.db import Database
+from butler.store.db import Database, quote_ident
 from butler.store.sessions import SessionStore
+from tests.conftest import TEST_DSN
 from tests.fakes.telegram_api import TOKEN, FakeTelegram
-from tests.helpers import eventually, free_port, write_butler
+from tests.helpers import eventually, free_port, wait_until, write_butler
 
 AGENT = Path(__file__).with_name("agent.py")
 DESCRIPTIONS = {
@@ -148,3 +153,38 @@ async def replies(telegram: FakeTelegram, chat: int, count: int) -> list[str]:
     """The bot's first ``count`` messages to ``chat``, once there are that many."""
     await eventually(lambda: len(telegram.texts(chat)) >= count, timeout=60)
     return telegram.texts(chat)[:count]
+
+
+@pytest.fixture
+def schemas() -> Iterator[dict[str, str]]:
+    """A schema of its own for health and for general, dropped after the test."""
+    names = {name: f"t_{uuid.uuid4().hex[:8]}_{name}" for name in ("health", "general")}
+    yield names
+
+    async def drop() -> None:
+        conn = await asyncpg.connect(TEST_DSN)
+        try:
+            for name in names.values():
+                await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(name)} CASCADE")
+        finally:
+            await conn.close()
+
+    asyncio.run(drop())
+
+
+async def rows(schema: str, query: str) -> list[dict[str, Any]]:
+    """What ``query`` finds in ``schema``, JSON columns decoded."""
+    conn = await asyncpg.connect(TEST_DSN, server_settings={"search_path": schema})
+    try:
+        await conn.set_type_codec(
+            "jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog"
+        )
+        return [dict(r) for r in await conn.fetch(query)]
+    finally:
+        await conn.close()
+
+
+def reply_count(telegram: FakeTelegram, chat: int, count: int) -> list[str]:
+    """Every message the bot sent to ``chat``, once there are ``count`` (for sync tests)."""
+    wait_until(lambda: len(telegram.texts(chat)) >= count, timeout=90)
+    return telegram.texts(chat)

@@ -8,51 +8,18 @@ API's test side) that pairs, asks, follows up, and a stranger who is ignored.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
-import uuid
 
-import asyncpg
 import pytest
 
-from butler.store.db import quote_ident
-from tests.channels.conftest import switchboard_toml, write_roster
+from tests.channels.conftest import reply_count, rows, switchboard_toml, write_roster
 from tests.conftest import TEST_DSN
 from tests.fakes.telegram_api import ALICE, MALLORY, TOKEN
-from tests.helpers import get_json, wait_until
+from tests.helpers import get_json
 from tests.test_roster import butler_cli, roster_up, table_rows, wait_healthy
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def schemas():
-    names = {name: f"t_{uuid.uuid4().hex[:8]}_{name}" for name in ("health", "general")}
-    yield names
-
-    async def drop() -> None:
-        conn = await asyncpg.connect(TEST_DSN)
-        try:
-            for name in names.values():
-                await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(name)} CASCADE")
-        finally:
-            await conn.close()
-
-    asyncio.run(drop())
-
-
-async def rows(schema: str, query: str) -> list[dict]:
-    conn = await asyncpg.connect(TEST_DSN, server_settings={"search_path": schema})
-    try:
-        return [dict(r) for r in await conn.fetch(query)]
-    finally:
-        await conn.close()
-
-
-def reply_count(telegram, chat: int, count: int) -> list[str]:
-    wait_until(lambda: len(telegram.texts(chat)) >= count, timeout=90)
-    return telegram.texts(chat)
 
 
 def test_what_is_due_today_from_a_phone_reaches_health_through_the_rosters_one_bot(
@@ -101,7 +68,7 @@ def test_what_is_due_today_from_a_phone_reaches_health_through_the_rosters_one_b
 
     sessions = asyncio.run(rows(schemas["health"], "SELECT * FROM sessions ORDER BY created_at"))
     assert [s["trigger_source"] for s in sessions] == ["route", "route"]
-    first, second = (json.loads(s["metadata"]) for s in sessions)
+    first, second = (s["metadata"] for s in sessions)
     assert first["channel"] == second["channel"] == "telegram"
     assert first["sender"] == second["sender"] == str(ALICE.id)
     assert first["thread"] == second["thread"] == str(ALICE.id)
