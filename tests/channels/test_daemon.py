@@ -53,8 +53,24 @@ def test_what_is_due_today_from_a_phone_reaches_health_through_the_rosters_one_b
             "This bot answers only people paired with it; ask its owner for a pairing code."
         ]
 
+        telegram.send("<script>alert(1)</script> & more", user=ALICE)
+        reply_count(telegram, ALICE.id, 4)
+
         general_port = ports[list(folders).index("general")]
-        status, body = get_json(f"http://127.0.0.1:{general_port}/api/status")
+        general = f"http://127.0.0.1:{general_port}"
+        status, listing = get_json(f"{general}/api/conversations")
+        assert status == 200 and listing["html"].count('<tr data-conversation="') == 1
+        conversation = listing["html"].split('<tr data-conversation="')[1].split('"')[0]
+        status, thread = get_json(f"{general}/api/conversations/{conversation}")
+        html = thread["html"]
+        assert status == 200 and "telegram · sender 1001 · with health" in html
+        assert html.count('class="message message-in"') == 3
+        assert html.count('class="message message-out"') == 3
+        assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in html
+        assert "<script>" not in html
+        assert f'href="http://127.0.0.1:{ports[0]}/sessions/' in html
+
+        status, body = get_json(f"{general}/api/status")
         assert status == 200
         [channel] = body["channels"]
         assert channel["channel"] == "telegram" and channel["status"] == "connected"
@@ -67,8 +83,8 @@ def test_what_is_due_today_from_a_phone_reaches_health_through_the_rosters_one_b
         assert proc.wait(timeout=60) == 0, log.read_text()
 
     sessions = asyncio.run(rows(schemas["health"], "SELECT * FROM sessions ORDER BY created_at"))
-    assert [s["trigger_source"] for s in sessions] == ["route", "route"]
-    first, second = (s["metadata"] for s in sessions)
+    assert [s["trigger_source"] for s in sessions] == ["route", "route", "route"]
+    first, second, _ = (s["metadata"] for s in sessions)
     assert first["channel"] == second["channel"] == "telegram"
     assert first["sender"] == second["sender"] == str(ALICE.id)
     assert first["thread"] == second["thread"] == str(ALICE.id)
