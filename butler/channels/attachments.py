@@ -67,6 +67,8 @@ def check(attachments: Sequence[AttachmentRef], settings: ChannelSettings) -> No
             "a message may carry"
         )
     for ref in attachments:
+        if ref.refusal:
+            raise Refused(ref.refusal)
         if ref.media_type not in settings.attachment_types:
             raise Refused(
                 f"a {ref.kind} of type {one_line(ref.media_type, 80)} is not accepted; "

@@ -14,7 +14,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, replace
 
-from butler.channels.attachments import Refused, fetch_all
+from butler.channels.attachments import Refused, check, fetch_all
 from butler.channels.limits import REFUSAL_EVERY_S, SLOW_DOWN_EVERY_S, Notices, RateLimit
 from butler.channels.link import Link
 from butler.channels.message import Inbound
@@ -100,6 +100,11 @@ class Inbox:
     ) -> Exchange | None:
         """Route the message and fetch its attachments; None when it was answered already."""
         settings = link.channel.settings
+        try:  # what the declared types and sizes rule out costs no routing session
+            check(message.attachments, settings)
+        except Refused as exc:
+            await self._refuse(link, message, row_id, f"Not accepted: {exc}.")
+            return None
         current = None if fresh else await self.threads.current(message, settings.idle_minutes)
         route = await link.router.route(message, text, current["butler"] if current else None)
         if route.butler is None:

@@ -19,6 +19,8 @@ class AttachmentRef:
     ref: str
     #: The sender's own file name: shown to the runtime as data, never used as a path.
     name: str | None = None
+    #: Why the channel cannot take it at all, when it knows (an encrypted message).
+    refusal: str | None = None
 
     def describe(self) -> str:
         size = f", {self.size} bytes" if self.size is not None else ""
