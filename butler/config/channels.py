@@ -142,6 +142,8 @@ class MatrixSettings(ChannelSettings):
         return value
 
 
+#: How a connection is protected: TLS from the start, STARTTLS (SMTP only), or not at all
+#: (loopback only).
 Security = Literal["tls", "starttls", "none"]
 
 
@@ -152,7 +154,7 @@ class EmailSettings(ChannelSettings):
     address: str
     imap_host: str
     imap_port: int = Field(default=993, ge=1, le=65535)
-    imap_security: Security = "tls"
+    imap_security: Literal["tls", "none"] = "tls"
     smtp_host: str
     smtp_port: int = Field(default=587, ge=1, le=65535)
     smtp_security: Security = "starttls"
