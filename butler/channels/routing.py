@@ -14,7 +14,7 @@ from butler.config.switchboard import Rule
 RULE_WINDOW = 1000
 #: ``/health what is due?``, ``/health@my_bot ...``, ``@health: ...``
 _MENTION = re.compile(
-    r"^\s*[/@]([a-z][a-z0-9_-]{0,39})(?:@[A-Za-z0-9_]{1,64})?(?=$|[\s:,])[:,]?\s*(.*)$", re.S
+    r"^\s*[/@]([a-z][a-z0-9_-]{0,39})(?:@[a-z0-9_]{1,64})?(?=$|[\s:,])[:,]?\s*(.*)$", re.S | re.I
 )
 _NEW = re.compile(r"^\s*/new(?:@[A-Za-z0-9_]{1,64})?(?=$|\s)\s*(.*)$", re.S)
 

@@ -201,3 +201,19 @@ async def test_a_document_is_read_by_the_runtime_and_a_video_is_refused_in_one_l
     sessions = await running.sessions()
     assert len(sessions) == 1
     assert sessions[0]["metadata"]["attachments"][0]["name"] == "attachment-1.txt"
+
+
+async def test_a_channel_bound_to_one_butler_answers_as_that_butler_alone(
+    roster, schema_name, telegram, start_roster
+):
+    table = f'\n[butler.channels.telegram]\napi_url = "{telegram.api_url}"\npoll_timeout_s = 2\n'
+    write_roster(roster, schema_name, {"health": table})
+    running = await start_roster()
+    await paired(running, telegram)
+
+    assert await answer_to(telegram, "hmm") == "[health] health heard: hmm"
+    second = await answer_to(telegram, "/general hi")
+    assert second == "[health] health heard: /general hi\nearlier turns: 2"
+    sessions = await running.sessions()
+    assert [s["metadata"]["routed_by"] for s in sessions] == ["bound", "bound"]
+    assert running.state("telegram")["switchboard"] is False
