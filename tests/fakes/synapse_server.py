@@ -264,4 +264,7 @@ def synapse() -> Iterator[Synapse]:
 if __name__ == "__main__":
     if sys.argv[1:] != ["--install"]:
         sys.exit("usage: python -m tests.fakes.synapse_server --install")
-    print(f"synapse {VERSION} in {install()}")
+    fresh = not (CACHE / f"synapse-{VERSION}" / "installed").exists()
+    folder = install()
+    if fresh:  # said only when something was done (scripts/setup-dev reports it)
+        print(f"synapse {VERSION} installed in {folder}")
