@@ -129,18 +129,19 @@ class ChannelService:
             await link.channel.close()
 
     async def _take(self, link: Link, batch: Batch) -> None:
-        """Record a batch, then move the cursor past it, then answer what is new."""
-        fresh: list[tuple[Inbound, int]] = []
+        """Record each message and answer it if it is new; then move the cursor past them.
+
+        A message recorded before a failure is answered all the same; delivered
+        again after the reconnect, it is recognised and not answered twice.
+        """
         for message in batch.messages:
             row_id = await self.conversations.record(_record_of(message))
             if row_id is not None:
-                fresh.append((message, row_id))
-        if batch.position is not None:
-            await self.conversations.set_cursor(link.kind, batch.position)
+                self._answer(link, message, row_id, self.inbox.handle)
         if batch.messages:
             link.state.last_message_at = time.time()
-        for message, row_id in fresh:
-            self._answer(link, message, row_id, self.inbox.handle)
+        if batch.position is not None:
+            await self.conversations.set_cursor(link.kind, batch.position)
 
     async def _recover(self, link: Link) -> None:
         for row in await self.conversations.open_messages(link.kind):

@@ -75,6 +75,12 @@ def test_what_is_due_today_from_a_phone_reaches_health_through_the_rosters_one_b
         [channel] = body["channels"]
         assert channel["channel"] == "telegram" and channel["status"] == "connected"
         assert channel["switchboard"] is True
+        status, page = get_json(f"{general}/api/roster")
+        assert status == 200
+        assert (
+            '<span class="channel" data-status="connected">telegram connected</span>'
+            in page["html"]
+        )
         listed = butler_cli("list", "--roster", str(roster))
         assert table_rows(listed.stdout)["general"][-1] == "telegram connected"
         assert table_rows(listed.stdout)["health"][-1] == "-"

@@ -8,9 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.channels.conftest import replies, switchboard_toml, write_roster
 from tests.fakes.telegram_api import ALICE, MALLORY, Person
 from tests.helpers import eventually
+
+#: Each answer runs the command runtime: a real process.
+pytestmark = pytest.mark.slow
 
 RULES = """
 [[switchboard.rules]]

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from butler.logs import quiet_libraries
 from tests.channels.conftest import replies, switchboard_toml, write_roster
 from tests.channels.test_telegram import answer_to, paired
 from tests.fakes.telegram_api import ALICE, FakeTelegram
 from tests.helpers import eventually
+
+#: Each answer runs the command runtime: a real process.
+pytestmark = pytest.mark.slow
 
 GATED = '\n[butler.env]\noptional = ["AGENT_GATE"]\n'
 
