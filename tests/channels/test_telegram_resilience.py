@@ -7,7 +7,9 @@ import logging
 
 import pytest
 
+from butler.channels.message import Inbound
 from butler.logs import quiet_libraries
+from butler.store.conversations import ConversationStore, MessageRecord
 from tests.channels.conftest import replies, switchboard_toml, write_roster
 from tests.channels.test_telegram import answer_to, paired
 from tests.fakes.telegram_api import ALICE, FakeTelegram
@@ -142,3 +144,34 @@ async def test_a_refused_token_shows_in_the_state_and_never_in_a_log_line(
     assert state["error"] == "telegram: the bot token was refused; expected BotFather's token"
     assert state["butler"] == "general" and state["switchboard"] is True
     assert wrong not in caplog.text and "the-wrong-token" not in caplog.text
+
+
+async def test_a_message_whose_session_a_crash_cut_short_is_named_at_the_next_start(
+    roster, schema_name, telegram, start_roster, db
+):
+    write_roster(roster, schema_name)
+    switchboard_toml(roster, telegram)
+    first = await start_roster()
+    await paired(first, telegram)
+    for service in first.services.values():
+        await service.stop(5)
+    # What a killed daemon leaves: a message whose session had started, never answered.
+    cut = Inbound("telegram", "1001:900", str(ALICE.id), "", str(ALICE.id), "Alice", "what is due?")
+    record = MessageRecord(
+        channel="telegram",
+        direction="in",
+        external_id=cut.external_id,
+        chat=cut.chat,
+        sender=cut.sender,
+        body=cut.text,
+        payload=cut.payload(),
+        status="handling",
+    )
+    await ConversationStore(db).record(record)
+
+    await start_roster()
+    texts = await replies(telegram, ALICE.id, 2)
+
+    assert texts[1] == "The butler stopped while answering this; please send it again."
+    statuses = await db.fetch("SELECT status FROM channel_messages WHERE external_id = '1001:900'")
+    assert [r["status"] for r in statuses] == ["failed"]
