@@ -91,9 +91,10 @@ class Inbox:
             line = f"That message is longer than the {limit} characters a message may be."
             await self._refuse(link, message, row_id, line)
             return
-        exchange = await self._prepare(link, message, row_id, text, fresh)
-        if exchange is not None:
-            await self._converse(link, exchange)
+        async with link.typing(message):  # from routing (a classifier may run) to the answer
+            exchange = await self._prepare(link, message, row_id, text, fresh)
+            if exchange is not None:
+                await self._converse(link, exchange)
 
     async def _prepare(
         self, link: Link, message: Inbound, row_id: int, text: str, fresh: bool
@@ -132,8 +133,7 @@ class Inbox:
         """Run the butler's session and send its answer (or its failure) back."""
         message, thread, butler = exchange.message, exchange.thread, exchange.route.butler
         assert butler is not None
-        async with link.typing(message):
-            result = await self._run(exchange)
+        result = await self._run(exchange)
         if result.success:
             reply, status = result.output.strip() or "(no answer)", "answered"
         else:
