@@ -26,6 +26,8 @@ from butler.config.channels import EmailSettings
 
 #: Re-issue IDLE well before the 29 minutes RFC 2177 allows, and notice a dead link sooner.
 IDLE_S = 300.0
+#: How often a server without IDLE is asked for new mail.
+POLL_S = 60.0
 #: Messages read per batch, at most (the rest come with the next).
 BATCH = 50
 #: Raw messages kept for fetching their attachments without another connection.
@@ -90,10 +92,14 @@ class EmailChannel(Channel):
             imap = aioimaplib.IMAP4(host, port, timeout=30, conn_lost_cb=lambda _: lost())
         try:
             await imap.wait_hello_from_server()
-        except (OSError, TimeoutError) as exc:
+            login = await imap.login(
+                self.settings.username or self.settings.address, self._password
+            )
+        except (OSError, TimeoutError, aioimaplib.AioImapException) as exc:
+            _drop(imap)
             raise ChannelError(f"email: cannot reach {host}:{port}: {exc}") from None
-        login = await imap.login(self.settings.username or self.settings.address, self._password)
         if login.result != "OK":
+            _drop(imap)
             raise Misconfigured(f"email: {host} refused the login")
         return imap
 
@@ -120,6 +126,10 @@ class EmailChannel(Channel):
     async def _idle(self) -> None:
         """Wait until the server says something changed, the link drops, or IDLE_S pass."""
         assert self._imap is not None
+        if not self._imap.has_capability("IDLE"):  # a server without IDLE is asked each minute
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._lost.wait(), POLL_S)
+            return
         idle = await self._imap.idle_start(timeout=IDLE_S)
         push = asyncio.ensure_future(self._imap.wait_server_push(timeout=IDLE_S + 30))
         lost = asyncio.ensure_future(self._lost.wait())
@@ -226,6 +236,13 @@ class EmailChannel(Channel):
                 if imap.has_pending_idle():
                     imap.idle_done()
                 await asyncio.wait_for(imap.logout(), 5)
+
+
+def _drop(imap: aioimaplib.IMAP4) -> None:
+    """Close a connection that never got as far as a login."""
+    transport = getattr(imap.protocol, "transport", None)
+    if transport is not None:
+        transport.close()
 
 
 def _number(lines: list[bytes], name: bytes) -> int | None:
