@@ -16,6 +16,7 @@ from butler import __version__
 from butler.cli import (
     ask,
     builders,
+    channels,
     contract,
     credentials,
     dashboard,
@@ -30,7 +31,9 @@ app = sub_app(
     name="butler",
     help="Personal AI agent daemons: one MCP server per butler, locked-down agent sessions.",
 )
-for group in (run, ask, roster, dashboard, contract, builders, credentials, notify, token):
+for group in (
+    run, ask, roster, dashboard, contract, builders, credentials, notify, channels, token
+):
     app.add_typer(group.app)
 
 

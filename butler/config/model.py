@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from butler.config.builders import BuildersConfig
+from butler.config.channels import ChannelsConfig
 from butler.config.notify import NotifyConfig
 from butler.config.sandbox import SandboxConfig
 from butler.config.schedule import ScheduleConfig
@@ -45,6 +46,7 @@ class ButlerSection(Section):
     #: Before ``schedule``: a schedule's channels are checked against it.
     notify: NotifyConfig = Field(default_factory=NotifyConfig)
     schedule: list[ScheduleConfig] = Field(default_factory=list)
+    channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
 
     @field_validator("name")
     @classmethod

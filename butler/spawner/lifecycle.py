@@ -59,13 +59,14 @@ class SessionLifecycle:
         metadata: dict[str, Any] | None = None,
         parent_id: str | None = None,
         trace_id: str | None = None,
+        model: str | None = None,
     ) -> NewSession:
-        """A session of this butler's runtime, not yet recorded."""
+        """A session of this butler's runtime (on its model unless ``model``), not yet recorded."""
         return NewSession(
             prompt=prompt,
             trigger_source=source,
             runtime=self.runtime,
-            model=self.config.runtime.model,
+            model=model or self.config.runtime.model,
             type=type,
             parent_session_id=uuid.UUID(parent_id) if parent_id else None,
             trace_id=trace_id,

@@ -16,9 +16,8 @@ import functools
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Status, StatusCode
@@ -44,6 +43,7 @@ from butler.spawner.invocation import InvocationRequest, build_invocation
 from butler.spawner.ledger import ToolCallLedger
 from butler.spawner.lifecycle import SessionLifecycle
 from butler.spawner.orphans import recorder
+from butler.spawner.request import TriggerRequest
 from butler.spawner.result import SpawnerResult, outcome_of, rejected, spawner_result
 from butler.spawner.sandboxing import jailed
 from butler.spawner.usage import TOTALS_KEY, own_share, totals
@@ -60,29 +60,6 @@ SHUTDOWN = "cancelled: the butler is shutting down"
 CLIENT_GONE = "cancelled by its client"
 #: Extra seconds the spawner grants an adapter past its own timeout to clean up.
 TIMEOUT_GRACE_S = 10.0
-
-
-@dataclass(frozen=True)
-class TriggerRequest:
-    """One request for a session."""
-
-    prompt: str
-    context: str | None = None
-    trigger_source: str = "external"
-    max_turns: int | None = None
-    timeout_s: float | None = None
-    resume_session_id: str | None = None
-    session_type: str = "trigger"
-    metadata: dict[str, Any] = field(default_factory=dict)
-    #: The running session of this butler that asked, as its token says.
-    caller_session_id: str | None = None
-    #: Folders the runtime may write besides its own (a headless builder's worktree).
-    writable: tuple[Path, ...] = ()
-
-    def full_prompt(self) -> str:
-        if self.context:
-            return f"{self.context.strip()}\n\n{self.prompt}"
-        return self.prompt
 
 
 class Spawner:
@@ -235,6 +212,7 @@ class Spawner:
                 metadata,
                 parent_id=parent_id,
                 trace_id=trace_id_of(span),
+                model=request.model,
             )
             span.set_attribute("butler.session_id", str(new.id))
             sid = await self.lifecycle.create(new, otel_context.get_current())
@@ -298,13 +276,14 @@ class Spawner:
     ) -> RuntimeResult:
         memory = await self._memory_context()
         with Workspace(self.workspace_prefix) as workspace:
+            placed = await asyncio.to_thread(workspace.place, request.files)
             invocation = await build_invocation(
                 self.config,
                 self.adapter,
                 self.credentials,
                 InvocationRequest(
                     session_id=sid,
-                    prompt=request.full_prompt(),
+                    prompt=request.full_prompt() + placed,
                     cwd=self.config.config_dir,
                     workdir=workspace.path,
                     memory=memory,
@@ -312,6 +291,7 @@ class Spawner:
                     resume=parent["runtime_session_id"] if parent else None,
                     max_turns=request.max_turns,
                     timeout_s=request.timeout_s,
+                    model=request.model,
                 ),
                 self.session_tokens,
             )

@@ -16,6 +16,7 @@ from butler.store.sessions import SessionStore
 from butler.store.state import StateStore
 
 if TYPE_CHECKING:
+    from butler.channels.service import ChannelService
     from butler.scheduler import Scheduler
 
 
@@ -36,6 +37,8 @@ class ButlerContext:
     builders: BuilderManager = None  # type: ignore[assignment]
     #: How the butler reaches its person; built over its database when not given.
     notifier: Notifier = None  # type: ignore[assignment]
+    #: The chat channels this butler keeps (its own and, as home, the switchboard's).
+    channels: ChannelService | None = None
 
     def __post_init__(self) -> None:
         if self.builders is None:
