@@ -32,7 +32,16 @@ app = sub_app(
     help="Personal AI agent daemons: one MCP server per butler, locked-down agent sessions.",
 )
 for group in (
-    run, ask, roster, dashboard, contract, builders, credentials, notify, channels, token
+    run,
+    ask,
+    roster,
+    dashboard,
+    contract,
+    builders,
+    credentials,
+    notify,
+    channels,
+    token,
 ):
     app.add_typer(group.app)
 
