@@ -56,7 +56,7 @@ async def start_jail_for(
     )
     invocation.home.mkdir(mode=0o700, parents=True, exist_ok=True)
     jail = await start_jail(policy, allowed, label=label, folder=folder)
-    env = {**invocation.env, **jail.env()}
+    env = {**invocation.env, **jail.env(invocation.env.get("PATH", ""))}
     return replace(invocation, env=env, sandbox=jail), jail
 
 
