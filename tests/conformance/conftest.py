@@ -135,7 +135,7 @@ def conformance(
         (folder / relative).write_text(text, encoding="utf-8")
     data = root / "data"
     env = {**values, "BUTLER_DATA_DIR": str(data), "BUTLER_CANARY_SECRET": "must-not-leak"}
-    env["BUTLER_SANDBOX"] = os.environ.get("CONFORMANCE_SANDBOX", "bwrap")
+    env["BUTLER_SANDBOX"] = "bwrap"
     env["PATH"] = f"{traced}:{os.environ.get('PATH', '/usr/bin:/bin')}"
     daemon = DaemonProcess(folder, port=port, database_url=TEST_DSN, env=env)
     try:

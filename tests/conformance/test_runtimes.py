@@ -126,6 +126,8 @@ async def test_a_model_error_fails_the_session_with_the_runtimes_message(
     assert "conformance boom 7731" in result["error"]
     row = await session(conformance, result["session_id"])
     assert row["status"] == "failed" and "conformance boom 7731" in row["error"]
+    # No model answered: the row names none but one the model API was asked for.
+    assert not row["model"] or row["model"] in json.dumps(fake_model.requests), row["model"]
 
 
 async def test_a_hanging_model_times_out_and_leaves_no_process(
