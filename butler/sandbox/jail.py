@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-from butler.sandbox.egress import Egress, Target
+from butler.sandbox.egress import ALLOW_SETTING, Egress, Target
 from butler.sandbox.folders import new_jail_folder
 from butler.sandbox.hosts import (
     allow_entry,
@@ -268,6 +268,7 @@ async def start_jail(
     label: str = "",
     bwrap: str = "bwrap",
     folder: Path | None = None,
+    setting: str = ALLOW_SETTING,
 ) -> Jail:
     """Start a jail's egress proxy (in ``folder``, or a fresh private one); close it when done.
 
@@ -281,7 +282,7 @@ async def start_jail(
     (folder / "egress").mkdir(mode=0o700, parents=True, exist_ok=True)
     forwards = loopback_ports(allowed)
     proxy_port = next(p for p in PROXY_PORTS if p not in forwards)
-    egress = await Egress(folder / "egress" / EGRESS_SOCKET, allowed, label).start()
+    egress = await Egress(folder / "egress" / EGRESS_SOCKET, allowed, label, setting).start()
     policy = replace(policy, egress_dir=folder / "egress")
     return Jail(policy, egress, proxy_port, forwards, shutil.which(bwrap) or bwrap)
 
@@ -293,9 +294,13 @@ async def open_jail(
     *,
     label: str = "",
     bwrap: str = "bwrap",
+    setting: str = ALLOW_SETTING,
 ) -> AsyncIterator[Jail]:
-    """Start the egress proxy of one run and yield its jail; the proxy ends with the block."""
-    jail = await start_jail(policy, allowed, label=label, bwrap=bwrap)
+    """Start the egress proxy of one run and yield its jail; the proxy ends with the block.
+
+    ``setting`` is what the owner writes to let the jail reach one more host.
+    """
+    jail = await start_jail(policy, allowed, label=label, bwrap=bwrap, setting=setting)
     try:
         yield jail
     finally:

@@ -15,13 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from butler.config import RuntimeConfig, load_config
-from butler.runtimes.base import Invocation, RuntimeFailure, RuntimeResult
-from butler.runtimes.command import CommandAdapter
+from butler.runtimes.base import RuntimeFailure, RuntimeResult
 from butler.sandbox.policy import JAIL_HOME
-from butler.spawner.sandboxing import jailed
-from tests.fakes.runtime import sample_invocation
-from tests.helpers import free_port, write_butler
+from tests.sandbox.session_path import run_jailed
 
 pytestmark = pytest.mark.slow
 
@@ -51,19 +47,7 @@ def hidden(tmp_path: Path) -> Path:
 
 async def run(tmp_path: Path, command: list[str], path: str) -> RuntimeResult:
     """``command`` as a butler's command runtime, jailed, with the daemon's ``PATH`` ``path``."""
-    roster = tmp_path / "roster"
-    (roster / "shared").mkdir(parents=True, exist_ok=True)
-    runtime = {"type": "command", "command": command}
-    folder = write_butler(roster, "progs", port=free_port(), runtime=runtime)
-    config = load_config(folder)
-    adapter = CommandAdapter(RuntimeConfig(type="command", command=command))
-    workdir = tmp_path / "work"
-    workdir.mkdir(exist_ok=True)
-    invocation: Invocation = sample_invocation(
-        tmp_path, cwd=folder, workdir=workdir, home=tmp_path / "home", env={"PATH": path}
-    )
-    async with jailed(config, "bwrap", invocation) as inside:
-        return await adapter.invoke(inside)
+    return await run_jailed(tmp_path, command, {"PATH": path})
 
 
 async def test_a_command_the_daemon_finds_in_a_hidden_home_runs_from_the_system(
