@@ -124,7 +124,7 @@ class Jail:
         set again there, naming it where the jail shows it.
         """
         options, command = self._bridged(argv[0], interactive=interactive, linger=linger)
-        moved = {k: self.inside(v) for k, v in (env or {}).items() if self.inside(v) != v}
+        moved = {k: inside for k, v in (env or {}).items() if (inside := self.inside(v)) != v}
         options += [part for k, v in moved.items() for part in ("--setenv", k, v)]
         return [str(self.launcher(options, command)), *map(self.inside, argv[1:])]
 
