@@ -192,7 +192,7 @@ class BuilderManager:
                 out.write(text)
         argv = command.argv
         if invocation.sandbox is not None:
-            argv = invocation.sandbox.wrap(argv, interactive=True)
+            argv = invocation.sandbox.wrap(argv, env=command.env, interactive=True)
         script = launcher.write_launcher(
             invocation.workdir.parent,  # the builder's folder, which the runtime cannot write
             argv,

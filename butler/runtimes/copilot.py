@@ -78,9 +78,21 @@ def mcp_config(invocation: Invocation) -> dict[str, Any]:
     return {"mcpServers": servers(invocation.mcp, entry)}
 
 
+def permission_args(invocation: Invocation) -> list[str]:
+    """Every tool allowed (required headless); in the butler's jail, every path too.
+
+    Copilot refuses a whole shell command that names a path outside its folder
+    (``/usr/bin/python3 skills/...``) when no one is there to approve it; inside
+    the jail, the jail decides what a path may reach. Unjailed, Copilot's own
+    guard stays.
+    """
+    jailed = ["--allow-all-paths"] if invocation.sandbox is not None else []
+    return ["--allow-all-tools", *jailed]
+
+
 def build_argv(invocation: Invocation, binary: str) -> list[str]:
     """The whole argv of one run; the prompt itself goes on stdin."""
-    argv = [binary, "--output-format", "json", "--allow-all-tools"]
+    argv = [binary, "--output-format", "json", *permission_args(invocation)]
     argv += ["--additional-mcp-config", json.dumps(mcp_config(invocation))]
     argv += ["--usage-output-file", str(invocation.workdir / USAGE_FILE)]
     argv += HARDENING_ARGS

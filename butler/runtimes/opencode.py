@@ -168,11 +168,20 @@ def parse_event(event: dict[str, Any], server: str | None = None) -> list[Event]
     return found
 
 
+#: OpenCode's stand-in for a call to a tool it does not offer: its input names the tool.
+INVALID_TOOL = "invalid"
+
+
 def _tool(part: dict[str, Any], server: str | None) -> ToolStarted:
-    name = bare_name(str(part.get("tool") or "?"), f"{server}_" if server else None)
     state = mapping(part.get("state"))
+    arguments = mapping(state.get("input"))
+    tool = str(part.get("tool") or "?")
     error = state.get("error") if state.get("status") == "error" else None
-    return ToolStarted(name, mapping(state.get("input")), part.get("callID"), error, verb="called")
+    if tool == INVALID_TOOL and isinstance(arguments.get("tool"), str):
+        # Recorded as the call the model made, with OpenCode's word on it.
+        tool, error, arguments = arguments["tool"], str(arguments.get("error") or tool), {}
+    name = bare_name(tool, f"{server}_" if server else None)
+    return ToolStarted(name, arguments, part.get("callID"), error, verb="called")
 
 
 def _step_finish(part: dict[str, Any]) -> list[Event]:

@@ -192,7 +192,7 @@ class RuntimeProcess:
         """
         exit_status: list[int] = []
         if sandbox is not None:
-            argv = sandbox.wrap(argv, linger=not reap_group)
+            argv = sandbox.wrap(argv, env=env, linger=not reap_group)
             on_line = _exit_marker(on_line, exit_status)
         proc = await asyncio.create_subprocess_exec(
             *argv,

@@ -58,8 +58,8 @@ class SubprocessAdapter(RuntimeAdapter):
         if found is None:
             hint = f" (install: {self.install_hint})" if self.install_hint else ""
             raise RuntimeFailure(
-                f"{self.binary_name} not found on PATH{hint}; expected it installed "
-                "or [butler.runtime] cli_path"
+                f"{self.binary_name} not found on PATH ({env.get('PATH', '')}){hint}; "
+                "expected it installed or [butler.runtime] cli_path"
             )
         return found
 
@@ -71,6 +71,9 @@ class SubprocessAdapter(RuntimeAdapter):
     def parser(self, invocation: Invocation, process: RuntimeProcess) -> StreamParser:
         """A fresh parser for one run; ``process`` is that run's, for a parser that must
         end it early."""
+
+    def read_stderr(self, invocation: Invocation, result: RuntimeResult, stderr: str) -> None:
+        """Add to ``result`` what the CLI said only on stderr (most say nothing worth it)."""
 
     def exit_error(self, outcome: ProcessOutcome) -> str:
         """A readable error for a non-zero exit that the stream did not explain."""
@@ -118,6 +121,7 @@ class SubprocessAdapter(RuntimeAdapter):
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
         result = parser.result()
+        self.read_stderr(invocation, result, outcome.stderr)
         if result.error:
             raise RuntimeFailure(result.error, result)
         if outcome.returncode != 0:

@@ -196,7 +196,8 @@ class CopilotTerminalAdapter(copilot.CopilotAdapter):
         binary = self.binary(invocation.env)
         headless = self.command(invocation, binary)
         mcp_file = invocation.workdir / "copilot-mcp.json"
-        argv = [binary, "--allow-all-tools", "--additional-mcp-config", f"@{mcp_file}"]
+        argv = [binary, *copilot.permission_args(invocation)]
+        argv += ["--additional-mcp-config", f"@{mcp_file}"]
         argv += ["--usage-output-file", str(invocation.workdir / copilot.USAGE_FILE)]
         argv += [a for a in copilot.HARDENING_ARGS if a != "--no-color"]
         if invocation.model:

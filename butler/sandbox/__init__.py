@@ -70,12 +70,14 @@ def butler_policy(
 
     The butler may edit its skills and files (spec 001) but never its
     ``butler.toml``, nor the roster's ``shared/`` folder every butler reads.
+    The home is shown at one fixed path (:data:`~butler.sandbox.policy.JAIL_HOME`).
     """
     folder = config.config_dir
     extra = tuple(Path(p) for p in config.butler.sandbox.read_only)
     return JailPolicy(
         read_only=(config.roster_dir / "shared", *extra),
-        writable=(workspace, home, folder, *writable),
+        writable=(workspace, folder, *writable),
         read_only_over=(folder / "butler.toml", config.roster_dir / "shared"),
         cwd=cwd,
+        home=home,
     )

@@ -2,10 +2,11 @@
 
 An allow-list: the jail starts from an empty root, so whatever is not named
 here (the data folder, the database and its socket, other butlers' homes,
-``/root``, ``/home``, ``/run``) is simply absent. The system folders are
-read-only; the session's workspace and home (and, for a builder, its
-worktree; for a butler, its own folder) are writable; a few files inside a
-writable folder (``butler.toml``) are bound again read-only on top.
+``/root``, ``/run``) is simply absent. The system folders are read-only; the
+session's workspace (and, for a builder, its worktree; for a butler, its own
+folder) are writable at their own paths; the session's home is writable at
+:data:`JAIL_HOME`, whatever its path outside; a few files inside a writable
+folder (``butler.toml``) are bound again read-only on top.
 
 A repository's git folder is where a jailed runtime could leave code for
 someone outside to run: a hook, ``core.fsmonitor`` in its config, a
@@ -33,6 +34,11 @@ JAIL_RUN = Path("/run/butler")
 BRIDGE_PATH = JAIL_RUN / "bridge.py"
 EGRESS_DIR = JAIL_RUN / "egress"
 EGRESS_SOCKET = "egress.sock"
+#: Where the session's home appears in the jail, whatever its path outside. A runtime
+#: stores absolute paths into its home (Codex keeps each transcript's path in its state
+#: database), and a resumed session runs in a copy of its parent's home: at one fixed
+#: path, what the parent stored stays true in the copy.
+JAIL_HOME = Path("/home/butler")
 #: The system, read-only. Missing ones are skipped; symlinked ones (merged /usr) stay links.
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 #: Files of /etc a runtime has no business reading, hidden even where /etc is visible.
@@ -42,6 +48,10 @@ GIT_WRITABLE = ("objects", "refs", "logs")
 #: What stays read-only in a builder's own worktree folder (``.git/worktrees/<name>``):
 #: the pointers that say which git folder its worktree uses.
 WORKTREE_POINTERS = ("commondir", "gitdir")
+#: Pythons of the system, which the jail shows anyway: the bridge runs on one when it can.
+SYSTEM_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
+#: The PATH of a jail that sees none of the folders of the daemon's own.
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 @dataclass(frozen=True)
@@ -58,10 +68,27 @@ class JailPolicy:
     #: A writable repository's git folder keeps what chooses code read-only (see above);
     #: off only for the daemon's own git, which writes worktrees and config sections.
     guard_git: bool = True
+    #: The session's home, bound writable at :data:`JAIL_HOME`.
+    home: Path | None = None
 
     def with_read_only(self, *paths: Path) -> JailPolicy:
         """The same policy, ``paths`` readable too."""
         return replace(self, read_only=(*self.read_only, *paths))
+
+    def sees(self, path: Path) -> bool:
+        """Whether the jail shows ``path`` at its own path (the system, or a bound folder)."""
+        bound = (*self.read_only, *self.writable, *self.read_only_over)
+        return _under_system(path) or any(path.is_relative_to(b) for b in bound)
+
+    def visible_path(self, search: str) -> str:
+        """``search`` (a ``PATH``) without the folders the jail does not show.
+
+        The daemon's ``PATH`` often names folders of a home the jail hides
+        (pyenv's shims, cargo's or nvm's bin): there a command would be found
+        and fail to start, instead of being found where the jail can run it.
+        """
+        kept = [d for d in search.split(os.pathsep) if d.startswith("/") and self.sees(Path(d))]
+        return os.pathsep.join(dict.fromkeys(kept)) or DEFAULT_PATH
 
 
 def install_root(executable: str) -> Path:
@@ -81,10 +108,37 @@ def install_root(executable: str) -> Path:
     return real.parent.parent if real.parent.name == "bin" else real.parent
 
 
-def bridge_interpreter() -> tuple[str, Path]:
-    """A Python to run the bridge with, and the prefix to bind for it (stdlib only)."""
+def bridge_interpreter() -> tuple[str, tuple[Path, ...]]:
+    """A Python to run the bridge with (stdlib only), and the folders to bind for it.
+
+    The system's own when there is one, which binds nothing; else the daemon's,
+    whose installation folder (say a pyenv one under ``/root``) the jail then
+    shows read-only.
+    """
+    for candidate in SYSTEM_PYTHONS:
+        if os.access(candidate, os.X_OK) and _under_system(Path(os.path.realpath(candidate))):
+            return candidate, ()
     exe = os.path.realpath(sys.executable)
-    return exe, Path(os.path.realpath(sys.base_prefix))
+    return exe, (Path(os.path.realpath(sys.base_prefix)),)
+
+
+def program_paths(program: str, search: str) -> tuple[str, tuple[Path, ...]]:
+    """How the jail starts ``program`` (found on ``search``), and the folders it needs.
+
+    Its folder by its real path: a symlinked folder on the way (a checkout's
+    ``node_modules`` link) is not in the jail, only what it points to. The file
+    itself by its own name: a virtualenv's ``python`` is a link to the base
+    interpreter, and only started by the link's path does it find its
+    ``pyvenv.cfg`` and its packages. Both the link's tree and the target's are bound.
+    """
+    located = shutil.which(program, path=search)
+    if located is None and "/" not in program:
+        return program, ()  # not there: the bridge says so, naming it
+    found = Path(os.path.abspath(located or program))
+    folder = Path(os.path.realpath(found.parent))
+    exe = folder / found.name
+    own = folder.parent if folder.name == "bin" else folder
+    return str(exe), tuple(dict.fromkeys((own, install_root(str(exe)))))
 
 
 def _system_args() -> list[str]:
@@ -136,6 +190,8 @@ def bwrap_argv(policy: JailPolicy, bwrap: str = "bwrap") -> list[str]:
     args += ["--ro-bind", str(bridge), str(BRIDGE_PATH)]
     if policy.egress_dir is not None:
         args += ["--ro-bind", str(policy.egress_dir), str(EGRESS_DIR)]
+    if policy.home is not None:
+        args += ["--bind", str(policy.home), str(JAIL_HOME)]
     if policy.cwd is not None:
         args += ["--chdir", str(policy.cwd)]
     return args

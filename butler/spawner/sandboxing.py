@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from butler.config import ButlerConfig
-from butler.runtimes.base import Invocation
+from butler.runtimes.base import Invocation, RuntimeFailure
 from butler.runtimes.settings import RuntimeConfig
 from butler.sandbox import Jail, allowed_targets, butler_policy
 from butler.sandbox.jail import start_jail
@@ -56,13 +56,13 @@ async def start_jail_for(
     )
     invocation.home.mkdir(mode=0o700, parents=True, exist_ok=True)
     jail = await start_jail(policy, allowed, label=label, folder=folder)
-    env = {**invocation.env, **jail.env()}
+    env = {**invocation.env, **jail.env(invocation.env.get("PATH", ""))}
     return replace(invocation, env=env, sandbox=jail), jail
 
 
 async def record_summary(jail: Jail, record: Recorder | None) -> None:
-    """Hand what the jail's proxy refused to ``record``, when it refused anything."""
-    if record is None or not jail.egress.blocked:
+    """Hand what the jail's proxy refused or could not reach to ``record``, if anything."""
+    if record is None or not (jail.egress.blocked or jail.egress.trouble):
         return
     try:
         await record({"sandbox": jail.summary()})
@@ -89,6 +89,13 @@ async def jailed(
     )
     try:
         yield jailed_invocation
+    except RuntimeFailure as exc:
+        # What the proxy saw comes first: a CLI shown a refused tunnel guesses at
+        # the cause ("check its credentials") when the host did not resolve.
+        account = jail.egress.account()
+        if account is None:
+            raise
+        raise RuntimeFailure(f"{account}; the runtime said: {exc}", exc.partial) from None
     finally:
         await record_summary(jail, record)
         await jail.close()

@@ -100,7 +100,8 @@ async def agent_run(
     home.mkdir(mode=0o700, exist_ok=True)
     allowed = allowed_targets(agent, model_env(env), argv, None, settings.allow_hosts)
     policy = agent_policy(settings, workspace, sources)
-    async with open_jail(policy, allowed, label=f"ask:{agent}") as jail:
+    setting = "[sandbox] allow_hosts of config.toml"
+    async with open_jail(policy, allowed, label=f"ask:{agent}", setting=setting) as jail:
         inner = {k: v for k, v in env.items() if k not in DROPPED_IN_JAIL}
-        inner.update(HOME=str(home), TMPDIR="/tmp", **jail.env())
+        inner.update(HOME=str(home), TMPDIR="/tmp", **jail.env(env.get("PATH", "")))
         yield AgentRun(inner, jail)
