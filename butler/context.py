@@ -8,12 +8,15 @@ from typing import TYPE_CHECKING
 
 from butler.builders.manager import BuilderManager
 from butler.config import ButlerConfig
+from butler.notify import Notifier
 from butler.spawner.spawner import Spawner
 from butler.store.db import Database
+from butler.store.deliveries import DeliveryStore
 from butler.store.sessions import SessionStore
 from butler.store.state import StateStore
 
 if TYPE_CHECKING:
+    from butler.channels.service import ChannelService
     from butler.scheduler import Scheduler
 
 
@@ -32,7 +35,13 @@ class ButlerContext:
     peers: list[ButlerContext] = field(default_factory=list)
     #: The butler's one builder manager; built from the spawner when not given.
     builders: BuilderManager = None  # type: ignore[assignment]
+    #: How the butler reaches its person; built over its database when not given.
+    notifier: Notifier = None  # type: ignore[assignment]
+    #: The chat channels this butler keeps (its own and, as home, the switchboard's).
+    channels: ChannelService | None = None
 
     def __post_init__(self) -> None:
         if self.builders is None:
             self.builders = BuilderManager(self.config, self.spawner, self.sessions)
+        if self.notifier is None:
+            self.notifier = Notifier(self.config, DeliveryStore(self.db), self.spawner.credentials)

@@ -14,6 +14,7 @@ from pathlib import Path
 from butler.builders.manager import BuilderManager
 from butler.config import ButlerConfig
 from butler.context import ButlerContext
+from butler.notify import Notifier
 from butler.runtimes.registry import get_adapter
 from butler.scheduler import Scheduler
 from butler.spawner import preflight
@@ -21,6 +22,7 @@ from butler.spawner.recovery import recover
 from butler.spawner.spawner import Spawner
 from butler.store.credentials import CredentialStore
 from butler.store.db import Database, redact_dsn
+from butler.store.deliveries import DeliveryStore
 from butler.store.embedded import EmbeddedPostgres
 from butler.store.memory import PostgresMemory
 from butler.store.migrations import Migration, migrate
@@ -110,12 +112,14 @@ async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
     await preflight.check(config, adapter, credentials)
     builders = BuilderManager(config, spawner, sessions)
     await builders.adopt_survivors()
+    notifier = Notifier(config, DeliveryStore(db), credentials)
     return ButlerContext(
         config=config,
         db=db,
         state=StateStore(db),
         sessions=sessions,
         spawner=spawner,
-        scheduler=Scheduler(config.butler.schedule, ScheduleStore(db), spawner),
+        scheduler=Scheduler(config.butler.schedule, ScheduleStore(db), spawner, notifier=notifier),
         builders=builders,
+        notifier=notifier,
     )

@@ -23,6 +23,11 @@ def read_json_object(
         raise error(f"{path}: not found; expected {what}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise error(f"{path}: cannot read it: {exc}") from None
+    return json_object(text, path, what, error)
+
+
+def json_object(text: str, path: Path, what: str, error: type[Exception]) -> dict[str, Any]:
+    """The JSON object ``text`` read from ``path`` (``{}`` when blank); else ``error``."""
     if not text.strip():
         return {}
     try:

@@ -33,7 +33,12 @@ _STANDARD = set(vars(logging.makeLogRecord({}))) | {
 }
 #: Libraries that install their own handlers; their records go to the root's instead.
 _ROUTED = ("uvicorn", "uvicorn.error", "uvicorn.access", "fastmcp", "mcp", "py.warnings")
-_QUIET = ("mcp", "fastmcp", "httpx", "httpx2", "sse_starlette", "docket")
+#: The chat libraries' debug lines hold what must not be logged: a bot token in a URL, an
+#: IMAP LOGIN with its password.
+_QUIET = (
+    *("mcp", "fastmcp", "httpx", "httpx2", "sse_starlette", "docket"),
+    *("telegram", "nio", "aioimaplib", "aiosmtplib"),
+)
 
 
 def extras(record: logging.LogRecord) -> dict[str, Any]:
@@ -120,5 +125,10 @@ def setup_logging(level: str = "INFO", log_format: LogFormat = "auto") -> None:
         logger.propagate = True
         logger.setLevel(logging.NOTSET)  # --log-level decides, not a library's default
     logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
+    quiet_libraries()
+
+
+def quiet_libraries() -> None:
+    """Libraries log warnings and errors only, whatever ``--log-level`` says."""
     for noisy in _QUIET:
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -11,22 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import http.client
-import json
 import logging
 import signal
 import socket
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
 import uvicorn
 
+from butler import roster_channels
 from butler.config import ButlerConfig, load_config
 from butler.context import ButlerContext
 from butler.daemon import OpenDatabase, assemble, open_database, start_embedded
@@ -66,6 +62,11 @@ def load_each(roster_dir: Path) -> list[ButlerConfig | ConfigError]:
         except ConfigError as exc:
             found.append(exc)
     return found
+
+
+def roster_names(roster_dir: Path) -> list[str]:
+    """The names of the roster's butlers that load."""
+    return [c.name for c in load_each(roster_dir) if isinstance(c, ButlerConfig)]
 
 
 def load_roster(
@@ -210,6 +211,7 @@ async def up(configs: Sequence[ButlerConfig], *, named: bool = True) -> None:
     setup_telemetry(f"butler-{configs[0].name}" if len(configs) == 1 else "butler")
     # Whether a jail starts here is asked by starting one: do it while the database opens.
     probing = asyncio.create_task(asyncio.to_thread(probe_if_used, configs))
+    switchboard = roster_channels.plan(configs, lambda: roster_names(configs[0].roster_dir))
     with bound(configs, named) as sockets:
         embedded = None
         opened: list[OpenDatabase] = []
@@ -225,6 +227,7 @@ async def up(configs: Sequence[ButlerConfig], *, named: bool = True) -> None:
                     current_butler.reset(token)
             await probing
             butlers = [await assemble(c, o.db) for c, o in zip(configs, opened, strict=True)]
+            roster_channels.attach(butlers, switchboard)
             await serve_all(butlers, sockets, started)
         finally:
             for database in opened:
@@ -255,6 +258,8 @@ async def serve_all(
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, on_signal, sig)
     schedules = [asyncio.create_task(start_schedules(s)) for s in servers]
+    serving = lambda: all(s.started for s in servers)  # noqa: E731
+    channels = asyncio.create_task(roster_channels.start_when_serving(butlers, serving))
     announce = asyncio.create_task(_announce(servers, started))
     tasks = [asyncio.create_task(_serve(s, sock)) for s, sock in zip(servers, sockets, strict=True)]
     try:
@@ -269,6 +274,8 @@ async def serve_all(
         for sig in STOP_SIGNALS:
             loop.remove_signal_handler(sig)
         announce.cancel()
+        channels.cancel()
+        await roster_channels.stop(butlers)
         for task, butler in zip(schedules, butlers, strict=True):
             await stop_schedules(task, butler)
         for butler in butlers:
@@ -303,6 +310,7 @@ async def start_schedules(server: ButlerServer) -> None:
     while not server.started:
         await asyncio.sleep(0.02)
     server.butler.builders.start()
+    await server.butler.notifier.start()  # held and retried messages go on
     if server.butler.scheduler is not None:
         try:
             await server.butler.scheduler.start()
@@ -318,6 +326,7 @@ async def stop_schedules(starting: asyncio.Task[None], butler: ButlerContext) ->
     await butler.builders.stop()
     if butler.scheduler is not None:
         await butler.scheduler.stop()
+    await butler.notifier.stop()
 
 
 async def _announce(servers: Sequence[ButlerServer], started: float) -> None:
@@ -348,50 +357,3 @@ def _login_link(config: ButlerConfig) -> None:
     else:
         hint = f"butler token --config {config.config_dir}"
         log.info("dashboard login link", extra={"butler": config.name, "print_it_with": hint})
-
-
-@dataclass(frozen=True)
-class ButlerStatus:
-    """One line of ``butler list``."""
-
-    name: str
-    port: int
-    runtime: str
-    schedules: int
-    status: str
-
-
-async def statuses(configs: Sequence[ButlerConfig], timeout: float = 1.0) -> list[ButlerStatus]:
-    """Each butler with whether its ``/health`` answers (probed all at once)."""
-    found = await asyncio.gather(*(asyncio.to_thread(probe, c, timeout) for c in configs))
-    return [
-        ButlerStatus(c.name, c.butler.port, c.runtime.type, len(c.butler.schedule), status)
-        for c, status in zip(configs, found, strict=True)
-    ]
-
-
-def probe(config: ButlerConfig, timeout: float = 1.0) -> str:
-    """``up``, ``degraded`` (database down), ``down``, or ``other`` (someone else's port)."""
-    host = "127.0.0.1" if config.butler.host in ("0.0.0.0", "::", "") else config.butler.host
-    try:
-        socket.create_connection((host, config.butler.port), timeout=timeout).close()
-    except OSError:
-        return "down"
-    # Something accepts on the port: from here on, anything but this butler's
-    # own /health answer means another program holds it.
-    try:
-        with urllib.request.urlopen(f"{config.mcp_base_url}/health", timeout=timeout) as response:
-            body = json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return "degraded" if exc.code == 503 and _is_ours(exc, config) else "other"
-    except (OSError, ValueError, http.client.HTTPException):
-        return "other"
-    return "up" if isinstance(body, dict) and body.get("butler") == config.name else "other"
-
-
-def _is_ours(error: urllib.error.HTTPError, config: ButlerConfig) -> bool:
-    try:
-        body = json.loads(error.read())
-    except (OSError, ValueError):
-        return False
-    return isinstance(body, dict) and body.get("butler") == config.name

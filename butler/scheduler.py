@@ -19,13 +19,15 @@ import logging
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
+from butler.clock import Clock, SystemClock
 from butler.config import ScheduleConfig
 from butler.errors import UserError
+from butler.notify import Message, Notifier, NotifyRefused
 from butler.spawner.result import SpawnerResult
 from butler.spawner.spawner import SHUTDOWN, Spawner, TriggerRequest
 from butler.store.schedules import FiredVia, ScheduleEntry, ScheduleRecord, ScheduleStore
@@ -40,31 +42,6 @@ RETRY_SOON = timedelta(seconds=1)
 
 class ScheduleNotFound(UserError):
     """A schedule name that the butler does not have."""
-
-
-class Clock(Protocol):
-    """Where the scheduler reads the time and waits for it."""
-
-    def now(self) -> datetime:
-        """The current time, timezone-aware."""
-        ...
-
-    async def sleep_until(self, when: datetime) -> None:
-        """Wait until ``when``; may return early, callers look at :meth:`now` again."""
-        ...
-
-
-class SystemClock:
-    """The wall clock. Naps at most a minute, so a suspend or clock step is noticed."""
-
-    max_nap_s = 60.0
-
-    def now(self) -> datetime:
-        return datetime.now(UTC)
-
-    async def sleep_until(self, when: datetime) -> None:
-        delay = (when - self.now()).total_seconds()
-        await asyncio.sleep(min(max(delay, 0.0), self.max_nap_s))
 
 
 def next_due(cron: str, timezone: str, after: datetime) -> datetime:
@@ -108,11 +85,14 @@ class Scheduler:
         store: ScheduleStore,
         spawner: Spawner,
         clock: Clock | None = None,
+        notifier: Notifier | None = None,
     ) -> None:
         self.schedules = {s.name: s for s in schedules}
         self.store = store
         self.spawner = spawner
         self.clock = clock or SystemClock()
+        #: Sends each schedule's answer to the person, as its ``notify`` says.
+        self.notifier = notifier
         self._synced = False
         self._loop: asyncio.Task[None] | None = None
         self._sessions: set[asyncio.Task[SpawnerResult | None]] = set()
@@ -120,6 +100,12 @@ class Scheduler:
     async def start(self) -> None:
         """Catch up on missed slots and keep firing until :meth:`stop`."""
         await self._sync()
+        waiting = [s.name for s in self.schedules.values() if s.notify in ("always", "on-failure")]
+        if waiting and self.notifier is not None and not self.notifier.channels:
+            log.info(
+                "schedules send their answer once a channel is named (docs/notify.md)",
+                extra={"schedules": waiting},
+            )
         if self.schedules and self._loop is None:
             self._loop = asyncio.create_task(self._run(), name="butler-scheduler")
 
@@ -239,7 +225,7 @@ class Scheduler:
         except Exception:
             log.exception("scheduled session crashed", extra={"schedule": schedule.name})
             return None
-        return self._logged(schedule, result)
+        return await self._ended(schedule, result)
 
     async def _outcome(
         self, schedule: ScheduleConfig, started: asyncio.Task[SpawnerResult]
@@ -255,16 +241,41 @@ class Scheduler:
         except Exception:
             log.exception("scheduled session crashed", extra={"schedule": schedule.name})
             return None
-        return self._logged(schedule, result)
+        return await self._ended(schedule, result)
 
-    @staticmethod
-    def _logged(schedule: ScheduleConfig, result: SpawnerResult) -> SpawnerResult:
+    async def _ended(self, schedule: ScheduleConfig, result: SpawnerResult) -> SpawnerResult:
+        """Log how the session ended and send its answer as the schedule says."""
         if not result.success:
             log.warning(
                 "scheduled session failed",
                 extra={"schedule": schedule.name, "error": result.error},
             )
+        await self._deliver(schedule, result)
         return result
+
+    async def _deliver(self, schedule: ScheduleConfig, result: SpawnerResult) -> None:
+        """Hand the answer (or the failure) to the notifier; never fails the session."""
+        notifier = self.notifier
+        if notifier is None or not notifier.channels:
+            return
+        mode = schedule.notify or notifier.settings.schedules
+        if mode == "never" or (mode == "on-failure" and result.success):
+            return
+        try:
+            await notifier.deliver(
+                answer(notifier.config.name, schedule.name, result),
+                schedule.channels(),
+                session_id=result.session_id,
+                source=f"schedule:{schedule.name}",
+            )
+        except NotifyRefused as exc:
+            log.warning(
+                "the schedule's answer was not sent: %s", exc, extra={"schedule": schedule.name}
+            )
+        except Exception:
+            log.exception(
+                "the schedule's answer could not be handed over", extra={"schedule": schedule.name}
+            )
 
     async def _run(self) -> None:
         while True:
@@ -286,3 +297,14 @@ class Scheduler:
         # A slot still due was not claimed (another process has it, or the spawner
         # is draining): look again shortly rather than spin.
         return max(min(slots), now + RETRY_SOON)
+
+
+def answer(butler: str, schedule: str, result: SpawnerResult) -> Message:
+    """What the person receives when a schedule's session ends."""
+    title = f"{butler}: {schedule}"
+    if result.success:
+        return Message(body=result.output.strip() or "(the session gave no answer)", title=title)
+    body = f"The schedule {schedule} failed: {result.error or 'no reason recorded'}"
+    if result.output.strip():
+        body += f"\n\nWhat it wrote before:\n{result.output.strip()}"
+    return Message(body=body, title=f"{title} failed", kind="failure")

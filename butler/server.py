@@ -34,6 +34,7 @@ from butler.tools.contract import register_contract_tools
 from butler.tools.core import register_core_tools, status_of
 from butler.tools.ledger_middleware import LedgerMiddleware
 from butler.tools.limits import ArgumentErrors
+from butler.tools.notify import register_notify_tools
 from butler.tools.schedules import register_schedule_tools
 from butler.tools.sessions import register_session_tools
 from butler.webterm.endpoint import Terminals
@@ -51,6 +52,7 @@ def build_mcp(butler: ButlerContext) -> FastMCP:
     register_contract_tools(mcp, butler)
     register_schedule_tools(mcp, butler)
     register_builder_tools(mcp, butler)
+    register_notify_tools(mcp, butler)
     return mcp
 
 

@@ -23,8 +23,9 @@ from tests.database import SuiteDatabase
 from tests.fakes.runtime import FakeAdapter
 from tests.helpers import TEST_TOKEN, free_port, write_butler
 
-#: The fake model server and MCP probe fixtures serve every test package.
-pytest_plugins = ["tests.fakes.fixtures"]
+#: The fake model server and MCP probe fixtures serve every test package, and so do the
+#: real servers tests run (a Matrix homeserver, a mail server, an MQTT subscriber, a webhook).
+pytest_plugins = ["tests.fakes.fixtures", "tests.servers.fixtures"]
 
 #: Suites that are not about the jail run their fakes (which live in this repository,
 #: outside any jail) unjailed; tests/sandbox turns it on for every runtime it starts.

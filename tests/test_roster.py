@@ -135,8 +135,8 @@ def test_up_serves_three_butlers_from_one_process_each_in_its_own_schema(roster,
         listed = butler_cli("list", "--roster", str(roster))
         assert listed.returncode == 0, listed.stderr
         rows = table_rows(listed.stdout)
-        assert rows["alpha"] == ["alpha", str(four["alpha"]), "claude-code", "1", "up"]
-        assert [rows[n][-1] for n in ("beta", "gamma", "delta")] == ["up", "up", "down"]
+        assert rows["alpha"] == ["alpha", str(four["alpha"]), "claude-code", "1", "up", "-"]
+        assert [rows[n][-2] for n in ("beta", "gamma", "delta")] == ["up", "up", "down"]
 
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0

@@ -27,5 +27,7 @@ def test_a_start_leaves_the_runtime_library_and_websockets_for_later(
     # FastMCP is warmed through the server's own API, not an in-memory client.
     assert not any(name.startswith("fastmcp.client") for name in imported)
     assert not any(name.startswith("websockets") for name in imported)
+    # Apprise is a fifth of a second: loaded by the first message sent, not by a start.
+    assert "apprise" not in imported
     # No metric exporter configured: the API's no-op meter, not the metrics SDK.
     assert "opentelemetry.sdk.metrics" not in imported

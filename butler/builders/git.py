@@ -1,13 +1,85 @@
-"""The git side of a builder: its branch and its worktree, by argv, never a shell."""
+"""The git side of a builder: its branch and its worktree, by argv, never a shell.
+
+A builder writes its repository's ``.git`` from its jail (its commits land
+there), and a session writes its butler folder, which may be a repository:
+git reads its config, hooks and attributes from there, and git can run
+programs they name. So no git command the daemon runs lets the repository
+choose what runs (docs/security.md, "The daemon's git"):
+
+- its environment is built from nothing: no system or global config
+  (``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL=/dev/null``, no ``HOME``),
+  no system attributes, no replace refs, no terminal prompt, and none of the
+  daemon's own ``GIT_*`` variables;
+- :data:`OVERRIDES` go on its command line, which git applies after every
+  config file (includes and ``includeIf`` included): hooks, fsmonitor and
+  each program a setting names are off, and no transport may run (a lazy
+  fetch of a partial clone would run ``uploadpack`` or ``sshCommand``);
+- where this machine can start a jail, it runs inside one of its own that
+  holds the repository and nothing else of the owner's (no token, no data
+  folder, no network), so a program no setting can switch off by name (a
+  filter driver of any name, set in a config the owner wrote) reaches
+  nothing a builder could not;
+- the repository's ``.git`` must be a real folder, and ``.git/info/exclude``
+  and ``.builders/`` are written through :mod:`butler.security.untrusted`,
+  so a link planted there is refused, never followed.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import shutil
+import stat
 from pathlib import Path
 
 from butler.builders.plan import BUILDERS_DIR
 from butler.errors import ButlerError, UserError
+from butler.sandbox.jail import probe
+from butler.sandbox.policy import JailPolicy, bwrap_argv
+from butler.security import untrusted
+
+#: Command-line config: applied after every config file git reads, so none can undo it.
+OVERRIDES = (
+    "core.hooksPath=/dev/null",  # no hook: /dev/null is no folder
+    "core.fsmonitor=false",
+    "core.sshCommand=false",
+    "core.gitProxy=",
+    "core.askPass=",
+    "core.editor=false",
+    "sequence.editor=false",
+    "core.pager=cat",
+    "core.alternateRefsCommand=",
+    "diff.external=",
+    "credential.helper=",  # an empty value empties the list
+    "gpg.program=false",
+    "gpg.openpgp.program=false",
+    "gpg.x509.program=false",
+    "gpg.ssh.program=false",
+    "gpg.ssh.defaultKeyCommand=false",
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "uploadpack.packObjectsHook=",
+    "protocol.allow=never",  # no transport at all, lazy fetches included
+    "submodule.recurse=false",
+)
+#: The environment of every git command, whole: nothing of the daemon's.
+ENVIRONMENT = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_ATTR_NOSYSTEM": "1",
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_ASKPASS": "",
+    "HOME": "/nonexistent",
+    "XDG_CONFIG_HOME": "/nonexistent",
+    "LC_ALL": "C",
+}
+#: Longest wait for one git command (a FIFO planted where git reads would hold it).
+TIMEOUT_S = 300.0
+#: Largest ``info/exclude`` the daemon reads before adding its line.
+MAX_EXCLUDE_BYTES = 1024 * 1024
 
 
 class GitError(ButlerError):
@@ -15,33 +87,92 @@ class GitError(ButlerError):
 
 
 async def git(repo: Path, *args: str, check: bool = True) -> tuple[int, str]:
-    """Run ``git -C repo args...``; return (status, stdout). GitError on failure when ``check``."""
+    """Run ``git -C repo args...`` hardened (and jailed where it can be); return (status,
+    stdout). GitError on failure when ``check``."""
+    argv = [shutil.which("git") or "git", *_config_args(), "-C", str(repo), *args]
+    jail = await _jail(_root_of(repo))
+    env = {**ENVIRONMENT, "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     proc = await asyncio.create_subprocess_exec(
-        "git",
-        "-C",
-        str(repo),
-        *args,
+        *jail,
+        *argv,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         stdin=asyncio.subprocess.DEVNULL,
-        env={**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"},
+        env=env,
     )
-    out, err = await proc.communicate()
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), TIMEOUT_S)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+        raise GitError(f"git {args[0]}: no answer within {TIMEOUT_S:g} s; stopped") from None
     if check and proc.returncode != 0:
         detail = err.decode(errors="replace").strip().splitlines()
         raise GitError(f"git {args[0]}: {detail[-1] if detail else f'exit {proc.returncode}'}")
     return proc.returncode or 0, out.decode(errors="replace").strip()
 
 
+def _config_args() -> list[str]:
+    return [part for setting in OVERRIDES for part in ("-c", setting)]
+
+
+def _root_of(path: Path) -> Path:
+    """The repository a daemon's git command works in: a builder's worktree is in its
+    ``.builders/`` folder."""
+    return path.parent.parent if path.parent.name == BUILDERS_DIR else path
+
+
+async def _jail(root: Path) -> list[str]:
+    """The bubblewrap argv (ending in ``--``) of a git jail for ``root``; ``[]`` where this
+    machine cannot start one (and so jails no runtime either)."""
+    if await asyncio.to_thread(probe) is not None:
+        return []
+    # Only real folders: a link would be mounted where it points.
+    writable = tuple(p for p in (root / ".git", root / BUILDERS_DIR) if _real_dir(p))
+    # guard_git off: the daemon's git writes worktrees, refs and config sections.
+    policy = JailPolicy(read_only=(root,), writable=writable, guard_git=False)
+    return [*bwrap_argv(policy, shutil.which("bwrap") or "bwrap"), "--"]
+
+
+def _real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def top_of(path: Path) -> Path:
+    """The nearest of ``path`` and its parents holding ``.git``, which must be a real
+    folder: a linked ``.git`` would let the repository name any folder as its git
+    folder (and the builder's jail bind it writable); a ``.git`` file is a linked worktree."""
+    path = path.resolve()
+    for folder in [path, *path.parents]:
+        try:
+            found = os.lstat(folder / ".git")
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise UserError(f"--repo {path}: cannot look for .git: {exc.strerror}") from None
+        if not stat.S_ISDIR(found.st_mode):
+            raise UserError(
+                f"--repo {folder}: its .git is a link or a file, not a folder; expected the "
+                "main checkout of a repository"
+            )
+        return folder
+    raise UserError(f"--repo {path}: not a git repository; expected a folder inside one")
+
+
 async def repo_root(path: Path) -> Path:
     """The top of the repository holding ``path``, which must have a first commit."""
-    status, top = await git(path, "rev-parse", "--show-toplevel", check=False)
-    if status != 0:
-        raise UserError(f"--repo {path}: not a git repository; expected a folder inside one")
-    status, _ = await git(path, "rev-parse", "--verify", "--quiet", "HEAD", check=False)
-    if status != 0:
-        raise UserError(f"--repo {top}: the repository has no commit yet; builders branch off HEAD")
-    return Path(top)  # git gives the real, absolute path
+    top = top_of(path)
+    try:
+        await git(top, "rev-parse", "--verify", "HEAD")
+    except GitError as exc:
+        raise UserError(
+            f"--repo {top}: no commit to branch off ({exc}); builders branch off HEAD"
+        ) from None
+    return top
 
 
 async def builder_names(repo: Path) -> set[str]:
@@ -52,23 +183,27 @@ async def builder_names(repo: Path) -> set[str]:
 
 
 def worktree_folders(repo: Path) -> set[str]:
-    folder = repo / BUILDERS_DIR
-    return {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+    return set(untrusted.names(repo, BUILDERS_DIR))
 
 
 async def add_worktree(repo: Path, worktree: Path, branch: str) -> None:
     """A new branch off HEAD checked out at ``worktree``; ``.builders/`` kept out of git status."""
-    _, exclude = await git(repo, "rev-parse", "--git-path", "info/exclude")
-    exclude_builders(repo / exclude)  # a relative answer is relative to the repository
+    await asyncio.to_thread(prepare, repo)
     await git(repo, "worktree", "add", "--quiet", "-b", branch, str(worktree), "HEAD")
 
 
-def exclude_builders(exclude: Path) -> None:
-    """List ``/.builders/`` in the repository's own ``info/exclude``, which git never shares."""
-    exclude.parent.mkdir(parents=True, exist_ok=True)
-    lines = exclude.read_text(encoding="utf-8").splitlines() if exclude.is_file() else []
-    if f"/{BUILDERS_DIR}/" not in lines:
-        exclude.write_text("\n".join([*lines, f"/{BUILDERS_DIR}/"]) + "\n", encoding="utf-8")
+def prepare(repo: Path) -> None:
+    """Make ``.builders/`` and ``.git/hooks/`` (so a builder's jail binds the folder
+    read-only rather than letting it make one) and list ``/.builders/`` in the
+    repository's own ``info/exclude``, which git never shares: all without following a
+    link a builder planted (a linked ``info/exclude`` would have the daemon create or
+    append any file)."""
+    try:
+        untrusted.make_folders(repo, BUILDERS_DIR)
+        untrusted.make_folders(repo, ".git/hooks")
+        untrusted.add_line(repo, ".git/info/exclude", f"/{BUILDERS_DIR}/", MAX_EXCLUDE_BYTES)
+    except untrusted.Refused as exc:
+        raise UserError(f"--repo {repo}: {exc}; a link there is never followed") from None
 
 
 async def worktrees(repo: Path) -> set[str]:

@@ -2,7 +2,10 @@
 
 Reads the roster (protocols and roles of the butler) and the target
 repository (specs, plans, context files); every name a person gives is
-checked against what exists, so no path can leave those folders.
+checked against what exists, so no path can leave those folders. Sessions
+write the butler folder and builders the repository, so each of those files
+is found and read through :mod:`butler.security.untrusted`: a role or
+protocol that is a link (to the owner token, say) is not there at all.
 """
 
 from __future__ import annotations
@@ -16,8 +19,34 @@ from typing import Any
 from butler.builders import ids
 from butler.builders.modes import SAFE_NAME, Mode, SpawnOptions, check_name
 from butler.errors import UserError
+from butler.security import untrusted
 
 BUILDERS_DIR = ".builders"
+#: Longest role file read into a builder's prompt.
+MAX_ROLE_BYTES = 256 * 1024
+
+
+@dataclass(frozen=True)
+class RoleFile:
+    """A role: a file below a folder the daemon trusts (the butler's, the repository)."""
+
+    root: Path
+    relative: str
+
+    @property
+    def path(self) -> Path:
+        return self.root / self.relative
+
+    def text(self) -> str:
+        """Its text, read with no link followed; one line naming it when it cannot be."""
+        try:
+            data = untrusted.read(self.root, self.relative, MAX_ROLE_BYTES)
+            return data.decode("utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise UserError(
+                f"role {self.path}: cannot be used ({exc}); expected a UTF-8 regular file of "
+                f"at most {MAX_ROLE_BYTES} bytes, not a link"
+            ) from None
 
 
 @dataclass(frozen=True)
@@ -29,7 +58,7 @@ class BuilderPlan:
     branch: str
     repo: Path
     prompt: str
-    role: Path | None = None
+    role: RoleFile | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -37,7 +66,7 @@ class BuilderPlan:
         return self.repo / BUILDERS_DIR / self.id
 
     def role_text(self) -> str:
-        return self.role.read_text(encoding="utf-8").strip() if self.role else ""
+        return self.role.text() if self.role else ""
 
     def metadata(self) -> dict[str, Any]:
         """What the session row records about this builder, for people and for prune."""
@@ -46,21 +75,18 @@ class BuilderPlan:
             "branch": self.branch,
             "worktree": str(self.worktree),
             "repo": str(self.repo),
-            "role": str(self.role) if self.role else None,
+            "role": str(self.role.path) if self.role else None,
             **self.details,
         }
 
 
 def available_protocols(config_dir: Path) -> list[str]:
-    """Protocol names of a butler: ``protocols/<name>/protocol.md`` folders."""
-    folder = config_dir / "protocols"
-    if not folder.is_dir():
-        return []
-    return sorted(
-        p.name
-        for p in folder.iterdir()
-        if (p / "protocol.md").is_file() and SAFE_NAME.match(p.name)
-    )
+    """Protocol names of a butler: ``protocols/<name>/protocol.md`` folders (no links)."""
+    return [
+        name
+        for name in untrusted.names(config_dir, "protocols")
+        if SAFE_NAME.match(name) and untrusted.is_file(config_dir, f"protocols/{name}/protocol.md")
+    ]
 
 
 def find_protocol(config_dir: Path, name: str) -> Path:
@@ -74,34 +100,43 @@ def find_protocol(config_dir: Path, name: str) -> Path:
     return config_dir / "protocols" / name / "protocol.md"
 
 
-def builder_role(config_dir: Path) -> Path | None:
-    role = config_dir / "roles" / "builder.md"
-    return role if role.is_file() else None
+def _role(root: Path, relative: str) -> RoleFile | None:
+    return RoleFile(root, relative) if untrusted.is_file(root, relative) else None
 
 
-def protocol_role(config_dir: Path, name: str) -> Path | None:
+def builder_role(config_dir: Path) -> RoleFile | None:
+    return _role(config_dir, "roles/builder.md")
+
+
+def protocol_role(config_dir: Path, name: str) -> RoleFile | None:
     """The protocol's own ``role.md``, else the butler's builder role."""
-    own = config_dir / "protocols" / name / "role.md"
-    return own if own.is_file() else builder_role(config_dir)
+    return _role(config_dir, f"protocols/{name}/role.md") or builder_role(config_dir)
 
 
-def find_role(config_dir: Path, role: str, repo: Path | None = None) -> Path:
+def find_role(config_dir: Path, role: str, repo: Path | None = None) -> RoleFile:
     """``--role``: a role by name, ``roles/<name>.md`` of the butler, else of the repository.
 
     Never a path: a caller (perhaps a runtime) must not make the daemon read a
-    file of its choosing into a prompt.
+    file of its choosing into a prompt; nor is a role that is a link.
     """
     name = role.removesuffix(".md")
-    folders = [config_dir / "roles"] + ([repo / "roles"] if repo is not None else [])
+    roots = [config_dir] + ([repo] if repo is not None else [])
     if SAFE_NAME.match(name):
-        for folder in folders:
-            path = (folder / f"{name}.md").resolve()
-            if path.is_file() and path.is_relative_to(folder.resolve()):
-                return path
-    known = sorted({p.stem for f in folders if f.is_dir() for p in f.glob("*.md")})
+        for root in roots:
+            found = _role(root, f"roles/{name}.md")
+            if found is not None:
+                return found
+    known = sorted(
+        {
+            n.removesuffix(".md")
+            for root in roots
+            for n in untrusted.regular_names(root, "roles", "*.md")
+        }
+    )
     listing = ", ".join(known) or "none"
+    folders = " or ".join(str(root / "roles") for root in roots)
     raise UserError(
-        f"--role {role!r}: expected the name of a role in {' or '.join(map(str, folders))} "
+        f"--role {role!r}: expected the name of a role in {folders} "
         f"(letters, digits, '-' or '_'; no path); known roles: {listing}"
     )
 
@@ -109,17 +144,17 @@ def find_role(config_dir: Path, role: str, repo: Path | None = None) -> Path:
 def find_spec(repo: Path, project: str) -> tuple[str, str | None]:
     """``specs/<id>-*.md`` and ``plans/<id>-*.md`` (if any), relative to the repository."""
     check_name(project, "--project")
-    specs = sorted((repo / "specs").glob(f"{project}-*.md"))
+    specs = untrusted.regular_names(repo, "specs", f"{project}-*.md")
     if not specs:
-        known = sorted(p.stem for p in (repo / "specs").glob("*.md"))
+        known = [n.removesuffix(".md") for n in untrusted.regular_names(repo, "specs", "*.md")]
         listing = ", ".join(known) if known else "none"
         raise UserError(f"no spec specs/{project}-*.md in {repo}; available specs: {listing}")
     if len(specs) > 1:
-        names = ", ".join(p.name for p in specs)
-        raise UserError(f"--project {project} matches several specs ({names}); expected one")
-    plans = sorted((repo / "plans").glob(f"{project}-*.md"))
-    plan = str(plans[0].relative_to(repo)) if plans else None
-    return str(specs[0].relative_to(repo)), plan
+        raise UserError(
+            f"--project {project} matches several specs ({', '.join(specs)}); expected one"
+        )
+    plans = untrusted.regular_names(repo, "plans", f"{project}-*.md")
+    return f"specs/{specs[0]}", f"plans/{plans[0]}" if plans else None
 
 
 def check_files(repo: Path, files: tuple[str, ...]) -> tuple[str, ...]:

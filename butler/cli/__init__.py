@@ -13,14 +13,36 @@ from typing import Annotated
 import typer
 
 from butler import __version__
-from butler.cli import ask, builders, contract, credentials, dashboard, roster, run, token
+from butler.cli import (
+    ask,
+    builders,
+    channels,
+    contract,
+    credentials,
+    dashboard,
+    notify,
+    roster,
+    run,
+    token,
+)
 from butler.cli.common import sub_app
 
 app = sub_app(
     name="butler",
     help="Personal AI agent daemons: one MCP server per butler, locked-down agent sessions.",
 )
-for group in (run, ask, roster, dashboard, contract, builders, credentials, token):
+for group in (
+    run,
+    ask,
+    roster,
+    dashboard,
+    contract,
+    builders,
+    credentials,
+    notify,
+    channels,
+    token,
+):
     app.add_typer(group.app)
 
 

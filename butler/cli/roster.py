@@ -95,7 +95,8 @@ def up(
 @app.command("list", epilog=LIST_EPILOG)
 def list_butlers(roster: RosterOption = Path("roster")) -> None:
     """Show the roster's butlers: port, runtime, schedules and whether each is up."""
-    from butler.roster import load_each, statuses
+    from butler.roster import load_each
+    from butler.roster_status import statuses
 
     try:
         loaded = load_each(roster)
@@ -106,14 +107,16 @@ def list_butlers(roster: RosterOption = Path("roster")) -> None:
     if not loaded:
         fail(f"{roster}: no butler folders (sub-folders holding butler.toml)")
     found = run(statuses(configs))
-    table = Table("butler", "port", "runtime", "schedules", "status")
+    table = Table("butler", "port", "runtime", "schedules", "status", "channels")
     colour = {"up": "green", "down": "red"}
     for row in found:
         style = colour.get(row.status, "yellow")
         status = f"[{style}]{row.status}[/{style}]"
-        table.add_row(row.name, str(row.port), row.runtime, str(row.schedules), status)
+        table.add_row(
+            row.name, str(row.port), row.runtime, str(row.schedules), status, row.channels
+        )
     for error in broken:
-        table.add_row(_folder_of(error), "-", "-", "-", "[red]invalid[/red]")
+        table.add_row(_folder_of(error), "-", "-", "-", "[red]invalid[/red]", "-")
     console().print(table)
     # One bad folder does not hide the others; what is wrong with it comes after.
     for error in broken:

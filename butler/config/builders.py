@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from butler.config.section import Section
 from butler.runtimes.settings import RuntimeConfig
 
 
 class BuildersConfig(Section):
-    """``[butler.builders]``: how many may run at once; runtimes to pick with ``--runtime``."""
+    """``[butler.builders]``: how many may run at once; runtimes to pick with ``--runtime``;
+    the repositories a session may start builders in.
+
+    ``repos`` is for sessions only (a runtime's ``builder_spawn``): a builder writes its
+    repository's objects and refs, so a session reaches no other repository than these.
+    Unset, it is the repository holding the butler folder, if there is one. The
+    owner's own ``butler spawn`` may use any repository the owner can read.
+    """
 
     max_running: int = Field(default=4, ge=1, le=64)
     runtimes: dict[str, RuntimeConfig] = Field(default_factory=dict, max_length=32)
+    repos: list[str] | None = Field(default=None, max_length=100)
+
+    @field_validator("repos")
+    @classmethod
+    def _absolute(cls, paths: list[str] | None) -> list[str] | None:
+        for path in paths or ():
+            if not path.startswith("/"):
+                raise ValueError(f"expected an absolute path, found {path!r}")
+        return paths

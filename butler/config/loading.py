@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from butler.config.errors import validation_error_line
 from butler.config.model import ButlerConfig, ButlerSection
+from butler.config.notify import with_roster_defaults
 from butler.config.overrides import apply_env, env_overrides, put
 from butler.errors import ConfigError
 from butler.runtimes.registry import adapter_class, available_runtimes
@@ -42,6 +43,7 @@ def load_config(config_dir: str | Path, **overrides: Any) -> ButlerConfig:
         raise ConfigError(f"{path}: [butler]: missing required key 'name' (the butler's name)")
     sources: dict[tuple[str, ...], str] = {}
     table = apply_env(table, env_overrides(), sources)
+    table = with_roster_defaults(table, folder.parent)
     if overrides.get("port") is not None:
         put(table, ("port",), overrides["port"])
         sources[("port",)] = "--port"

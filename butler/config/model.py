@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from butler.config.builders import BuildersConfig
+from butler.config.channels import ChannelsConfig
+from butler.config.notify import NotifyConfig
 from butler.config.sandbox import SandboxConfig
 from butler.config.schedule import ScheduleConfig
 from butler.config.section import NAME_PATTERN, Section
@@ -25,6 +28,8 @@ class ButlerSection(Section):
     allowed_hosts: list[str] = Field(default_factory=list)
     #: Browser origins (besides the dashboard's own) a request may come from.
     allowed_origins: list[str] = Field(default_factory=list)
+    #: Where the owner reaches the dashboard from elsewhere (links in notifications).
+    public_url: str | None = Field(default=None, max_length=2000)
     shutdown_timeout_s: float = Field(default=30.0, ge=0, allow_inf_nan=False)
     #: Longest output, error or prompt stored for one session; the rest is cut with a marker.
     max_output_bytes: int = Field(default=1024 * 1024, ge=1024, le=256 * 1024 * 1024)
@@ -38,7 +43,10 @@ class ButlerSection(Section):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     modules: dict[str, ModuleConfig] = Field(default_factory=dict)
+    #: Before ``schedule``: a schedule's channels are checked against it.
+    notify: NotifyConfig = Field(default_factory=NotifyConfig)
     schedule: list[ScheduleConfig] = Field(default_factory=list)
+    channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
 
     @field_validator("name")
     @classmethod
@@ -61,6 +69,26 @@ class ButlerSection(Section):
                     "expected each schedule to have its own name"
                 )
             seen.add(entry.name)
+        return entries
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^/?#\s]+(/[^?#\s]*)?$", value):
+            raise ValueError(
+                f"expected the dashboard's address like 'https://butler.example.net', "
+                f"found {value[:80]!r}"
+            )
+        return value.rstrip("/") if value else value
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule_channels_exist(
+        cls, entries: list[ScheduleConfig], info: ValidationInfo
+    ) -> list[ScheduleConfig]:
+        notify = info.data.get("notify")
+        for entry in entries if isinstance(notify, NotifyConfig) else []:
+            notify.unknown(entry.channels() or [], f"schedule {entry.name!r}: notify_channel")
         return entries
 
     @field_validator("port")

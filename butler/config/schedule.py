@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from croniter import croniter
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
+from butler.config.notify import Delivery
 from butler.config.section import NAME_PATTERN, Section
 
 
@@ -15,6 +16,16 @@ class ScheduleConfig(Section):
     cron: str
     prompt: str
     timezone: str = "UTC"
+    #: Whether the session's answer is sent when it ends; ``[butler.notify] schedules`` if unset.
+    notify: Delivery | None = None
+    #: The channels it goes to (one name or several); the butler's default channels if unset.
+    notify_channel: str | list[str] | None = Field(default=None)
+
+    def channels(self) -> list[str] | None:
+        """``notify_channel`` as a list, or None to use the butler's default channels."""
+        if isinstance(self.notify_channel, str):
+            return [self.notify_channel]
+        return self.notify_channel
 
     @field_validator("name")
     @classmethod

@@ -7,6 +7,7 @@ from typing import Any
 from urllib.parse import quote
 
 from butler.builders.records import is_builder
+from butler.dashboard.deliveries import render_deliveries
 from butler.dashboard.render import cost, duration, e, table, tokens, when
 
 
@@ -32,6 +33,7 @@ def render_detail(
     *,
     trace_url: str | None = None,
     actions: str = "",
+    deliveries: list[dict[str, Any]] | None = None,
 ) -> str:
     """Everything recorded about one session; a live builder's terminal as its output."""
     meta = row.get("metadata") or {}
@@ -69,6 +71,7 @@ def render_detail(
         parts.append(f'<h2>Terminal (live)</h2><pre id="output" class="terminal">{e(screen)}</pre>')
     else:
         parts.append(f'<h2>Output</h2><pre id="output">{e(row.get("output") or "")}</pre>')
+    parts.append(render_deliveries(deliveries or []))
     parts.append(render_tool_calls(row.get("tool_calls") or []))
     return "".join(parts)
 

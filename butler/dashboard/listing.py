@@ -10,6 +10,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from butler.builders.records import is_builder
+from butler.dashboard.deliveries import still_open
 from butler.dashboard.detail import render_detail
 from butler.dashboard.forms import button
 from butler.dashboard.params import BadParam, session_query
@@ -80,6 +81,9 @@ class Listing:
         row = await self.butler.sessions.get(session_id)
         if row is None:
             return None, ""
+        deliveries = await self.butler.notifier.store.for_session(row["id"])
+        # Final once nothing more can change: a message may still be retried after the end.
+        row["final"] = row["status"] in FINAL and not still_open(deliveries)
         screen = await self.butler.builders.screen(row)
         actions = ""
         if not is_builder(row):
@@ -91,6 +95,7 @@ class Listing:
             str(self.butler.config.config_dir),
             trace_url=self.view.trace_url,
             actions=actions,
+            deliveries=deliveries,
         )
         return row, body
 
@@ -106,7 +111,7 @@ class Listing:
                 subtitle=f"session {row['id']}",
                 source=f"/api/sessions/{row['id']}",
                 body=body + panel.html,
-                final=row["status"] in FINAL,
+                final=row["final"],
                 headers=panel.headers(SECURITY_HEADERS),
             )
         )
@@ -115,7 +120,7 @@ class Listing:
         row, body = await self.detail(request.path_params["session_id"])
         if row is None:
             return JSONResponse({"error": "no such session"}, 404, SECURITY_HEADERS)
-        return live(body, row["status"] in FINAL, status=row["status"])
+        return live(body, row["final"], status=row["status"])
 
     async def run_again(self, request: Request) -> Response:
         refusal = await self.view.posted(request)

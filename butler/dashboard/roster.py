@@ -54,6 +54,7 @@ async def summary(butler: ButlerContext, days: int = 7) -> dict[str, Any]:
         if upcoming
         else None,
         "daily": daily_series(counts, today - timedelta(days=days - 1)),
+        "channels": butler.channels.states() if butler.channels else [],
     }
 
 
@@ -78,12 +79,25 @@ def _row(s: dict[str, Any]) -> str:
         ("Sessions 7 days", 'class="num"', e(s.get("sessions_week", "—"))),
         ("Spend 7 days", 'class="num"', e(spend_week)),
         ("Next schedule", "", e(_next(s.get("next_schedule")))),
+        ("Channels", "", _channels(s.get("channels"))),
     ]
     # data-label: on a phone each row becomes a card whose cells say what they are.
     tds = "".join(f'<td {attrs} data-label="{label}">{text}</td>' for label, attrs, text in cells)
     return (
         f'<tr data-butler="{e(s["name"])}"><th scope="row"><a href="{e(s["url"])}/">'
         f"{e(s['name'])}</a></th>{tds}</tr>"
+    )
+
+
+def _channels(found: Any) -> str:
+    """Each chat channel and its state; a link to the conversations of the butler keeping it."""
+    if not isinstance(found, list) or not found:
+        return "—"
+    return ", ".join(
+        f'<span class="channel" data-status="{e(c.get("status"))}">{e(c.get("channel"))} '
+        f"{e(c.get('status'))}</span>"
+        for c in found
+        if isinstance(c, dict)
     )
 
 
@@ -101,10 +115,11 @@ def render_roster(summaries: list[dict[str, Any]], days: list[date]) -> str:
     cells = "".join(f'<td class="num" data-label="{k}">{v}</td>' for k, v in sums.items())
     total = (
         f'<tr class="total"><th scope="row">all {len(summaries)}</th><td></td><td></td><td></td>'
-        f"{cells}<td></td></tr>"
+        f"{cells}<td></td><td></td></tr>"
     )
     head = ["Butler", "Status", "Runtime", "Sandbox", "Sessions today", "Failures today",
-            "Spend today", "Sessions 7 days", "Spend 7 days", "Next schedule"]  # fmt: skip
+            "Spend today", "Sessions 7 days", "Spend 7 days", "Next schedule",
+            "Channels"]  # fmt: skip
     rows = [_row(s) for s in summaries] + [total]
     caption = "Today and the last 7 days (UTC)"
     charts = render_butler_charts(summaries, days)

@@ -8,6 +8,7 @@ from starlette.routing import Route
 
 from butler.context import ButlerContext
 from butler.dashboard.charts import chart_routes
+from butler.dashboard.conversations import conversation_routes
 from butler.dashboard.listing import listing_routes
 from butler.dashboard.render import ASSETS, SECURITY_HEADERS, asset_text
 from butler.dashboard.roster import roster_routes
@@ -26,6 +27,7 @@ def dashboard_routes(butler: ButlerContext) -> list[Route]:
         *schedule_routes(view),
         *state_routes(view),
         *roster_routes(view),
+        *conversation_routes(view),
         Route("/assets/{name}", asset, methods=["GET"]),
     ]
 

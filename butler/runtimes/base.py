@@ -62,10 +62,17 @@ class Sandbox(Protocol):
     """What a runtime process is started inside (the jail); adapters only wrap argv with it."""
 
     def wrap(
-        self, argv: Sequence[str], *, interactive: bool = False, linger: bool = False
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        interactive: bool = False,
+        linger: bool = False,
     ) -> list[str]:
-        """``argv`` as it runs inside the sandbox.
+        """``argv`` as it runs inside the sandbox, ``env`` the environment it is started with.
 
+        The sandbox may show a path at another place than outside (the session's
+        home): ``argv`` and the values of ``env`` that name it are moved there.
         With ``linger`` the sandbox outlives the process (what it started in the
         background keeps running) and reports the process's end on stdout as a
         last line ``"\\0butler-jail-exit <wait status>"``.

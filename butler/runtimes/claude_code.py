@@ -41,11 +41,12 @@ from butler.runtimes.claude_lockdown import (
 )
 from butler.runtimes.claude_stream import claude_fold, message_dict
 from butler.runtimes.launch_main import PID_FILE
-from butler.runtimes.launcher import read_pid, write_launcher
+from butler.runtimes.launcher import write_launcher
 from butler.runtimes.lazy import LazyModule, ready
-from butler.runtimes.mcp_config import claude_entry, write_files
-from butler.runtimes.process import KILL_GRACE_S, kill_group, terminate_group
+from butler.runtimes.mcp_config import ConfigFileError, claude_entry, write_files
+from butler.runtimes.process import KILL_GRACE_S, child_group, kill_group, terminate_group
 from butler.runtimes.transcripts import claude as claude_transcript
+from butler.security import untrusted
 
 if TYPE_CHECKING:
     import claude_agent_sdk as sdk
@@ -75,6 +76,9 @@ SDK_ENV = (
 )
 STDERR_LINES = 200
 MCP_FILE = "claude-mcp.json"
+#: Claude Code's own state in the home (``CLAUDE_CONFIG_DIR`` is ``home/.claude``).
+STATE_FILE = ".claude/.claude.json"
+MAX_STATE_BYTES = 4 * 1024 * 1024
 
 
 def bundled_cli() -> Path:
@@ -188,7 +192,10 @@ class ClaudeCodeAdapter(RuntimeAdapter):
                 "or an executable [butler.runtime] cli_path"
             )
         invocation.home.mkdir(parents=True, exist_ok=True)
-        write_files(session_files(invocation))
+        try:
+            write_files(session_files(invocation), (invocation.workdir,))
+        except ConfigFileError as exc:
+            raise RuntimeFailure(str(exc)) from None
         env = runtime_env(invocation)
         try:
             launcher = cli_launcher(invocation, cli, env)
@@ -232,10 +239,12 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         if not os.access(cli, os.X_OK):
             raise RuntimeFailure(f"Claude Code not found at {cli}; expected an executable")
         env = {**runtime_env(invocation), **INTERACTIVE_ENV}
-        state_file = Path(env["CLAUDE_CONFIG_DIR"]) / ".claude.json"
+        state_file = invocation.home / STATE_FILE
         existing: dict[str, Any] = {}
         with contextlib.suppress(OSError, ValueError):
-            existing = json.loads(state_file.read_text(encoding="utf-8"))
+            # The runtime's own file (a resumed home): never through a link it planted.
+            text = untrusted.read_text(invocation.home, STATE_FILE, MAX_STATE_BYTES)
+            existing = json.loads(text or "{}")
         mcp_file = invocation.workdir / "claude-mcp.json"
         files = {
             state_file: json.dumps(interactive_state(invocation, existing), indent=2),
@@ -247,7 +256,7 @@ class ClaudeCodeAdapter(RuntimeAdapter):
 
     def transcript(self, home: Path, workdir: Path) -> Transcript | None:
         """The session's project JSONL under the private ``CLAUDE_CONFIG_DIR``."""
-        return claude_transcript(home / ".claude")
+        return claude_transcript(home)
 
 
 @dataclass
@@ -259,16 +268,26 @@ class CliGroup:
 
     async def kill(self) -> None:
         """End the CLI's process group, if the launcher recorded one."""
-        pgid = read_pid(self.workdir)
+        pgid = self.group()
         if pgid is not None:
             await terminate_group(pgid, grace_s=1.0)
 
     def expire(self) -> None:
         """The time limit passed: signal the CLI's group so the SDK's stream ends now."""
         self.expired = True
-        pgid = read_pid(self.workdir)
+        pgid = self.group()
         if pgid is not None:
             kill_group(pgid, signal.SIGTERM)
+
+    def group(self) -> int | None:
+        """The group the launcher recorded, if a child of this daemon leads it: the pid
+        file lies in the workspace, which the runtime can write (a FIFO, a link to
+        /dev/zero, another process's number)."""
+        raw = untrusted.read_or_none(self.workdir, PID_FILE, 32)
+        try:
+            return child_group(int(raw or b""))
+        except ValueError:
+            return None
 
 
 def cli_launcher(invocation: Invocation, cli: str, env: dict[str, str]) -> Path:

@@ -51,10 +51,15 @@ def parse_event(event: dict[str, Any], server: str | None = None) -> list[Event]
     return []
 
 
+#: The model Claude Code names on a message it wrote itself (an API error's text), no model's.
+SYNTHETIC_MODEL = "<synthetic>"
+
+
 def _assistant(message: dict[str, Any], server: str | None) -> list[Event]:
     found: list[Event] = []
-    if isinstance(message.get("model"), str) and message["model"]:
-        found.append(Model(message["model"]))
+    model = message.get("model")
+    if isinstance(model, str) and model and model != SYNTHETIC_MODEL:
+        found.append(Model(model))
     content = message.get("content")
     for block in content if isinstance(content, list) else []:
         block = mapping(block)

@@ -6,16 +6,28 @@ it through ``-c mcp_servers.<name>...`` overrides (streamable HTTP only; no
 SSE in Codex), with tool approval granted since ``exec`` never asks. State
 lives in ``CODEX_HOME`` inside the session's private home, so resume works
 (``codex exec resume <thread_id>``) and nothing touches the user's ``~/.codex``.
+In the butler's jail Codex's own sandbox is off (the jail is the boundary);
+unjailed, it keeps it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
-from butler.runtimes.base import Command, Invocation, Usage
+from butler.runtimes.base import (
+    Command,
+    Invocation,
+    ProgressSink,
+    RuntimeResult,
+    ToolCall,
+    Usage,
+)
+from butler.runtimes.codex_state import adopt_rollouts
 from butler.runtimes.events import (
     Event,
     Failure,
@@ -64,14 +76,27 @@ def bearer_token(headers: dict[str, str]) -> tuple[str | None, dict[str, str]]:
     return (token if scheme.lower() == "bearer" and token else None), rest
 
 
+#: Seconds Codex waits for the butler's server to list its tools (its default is 10).
+MCP_STARTUP_TIMEOUT_S = 30
+
+
 def mcp_overrides(invocation: Invocation) -> list[str]:
-    """``-c`` overrides naming exactly this butler's server, approvals granted."""
+    """``-c`` overrides naming exactly this butler's server, approvals granted.
+
+    The server is ``required``: Codex then waits for its tool list before the
+    first model request (otherwise it asks the model at once and offers the
+    tools of a server that answered late only on later turns, so a slow first
+    ``tools/list`` left a session without its butler's tools) and fails the run
+    when the server cannot be reached, instead of running without it.
+    """
     mcp = invocation.mcp
     if mcp is None:
         return []
     key = f"mcp_servers.{mcp.name}"
     args = ["-c", f"{key}.url={toml_string(mcp.url)}"]
     args += ["-c", f'{key}.default_tools_approval_mode="approve"']
+    args += ["-c", f"{key}.required=true"]
+    args += ["-c", f"{key}.startup_timeout_sec={MCP_STARTUP_TIMEOUT_S}"]
     token, headers = bearer_token(dict(mcp.headers))
     if token:
         args += ["-c", f"{key}.bearer_token_env_var={toml_string(TOKEN_ENV)}"]
@@ -112,8 +137,20 @@ def retry_caps(args: tuple[str, ...] | list[str]) -> list[str]:
     return [item for key in RETRY_KEYS for item in ("-c", f"{table}.{key}={MAX_RETRIES}")]
 
 
+#: Codex's own sandbox off, for a run inside the butler's jail. Codex would start a
+#: bubblewrap of its own for every shell command, and the jail's system-call filter
+#: refuses it the new user namespace, so no command could run; inside the jail, the
+#: jail is the boundary (Codex's documented setting for an externally sandboxed run).
+#: A config key, not ``-s``: ``exec resume`` takes no ``-s``.
+SANDBOX_OFF = ["-c", 'sandbox_mode="danger-full-access"']
+
+
 def build_argv(invocation: Invocation, binary: str) -> list[str]:
-    """The whole argv of one run; the prompt itself goes on stdin (``-``)."""
+    """The whole argv of one run; the prompt itself goes on stdin (``-``).
+
+    Unjailed, Codex keeps its own sandbox (its default, read-only with no
+    network for shell commands): then it is the only boundary there is.
+    """
     argv = [binary, "exec"]
     if invocation.resume:
         argv += ["resume", "--json"]
@@ -122,7 +159,10 @@ def build_argv(invocation: Invocation, binary: str) -> list[str]:
     argv += ["--skip-git-repo-check", "--ignore-user-config"]
     if invocation.model:
         argv += ["-m", invocation.model]
-    argv += mcp_overrides(invocation) + HARDENING_ARGS + list(invocation.args)
+    argv += mcp_overrides(invocation) + HARDENING_ARGS
+    if invocation.sandbox is not None:
+        argv += SANDBOX_OFF
+    argv += list(invocation.args)
     argv += retry_caps(invocation.args)
     if invocation.resume:
         argv.append(invocation.resume)
@@ -188,6 +228,26 @@ def explain(message: str) -> str:
     return message
 
 
+#: Codex's log line for a call to a tool it does not offer (nothing of it is on stdout).
+UNSUPPORTED_CALL = re.compile(r"codex_core::tools::router: error=unsupported call: (\S{1,300})")
+
+
+def unsupported_calls(stderr: str, server: str | None) -> list[ToolCall]:
+    """The calls to tools Codex never offered, from its stderr, with Codex's error.
+
+    Codex names them by namespace and tool run together (``mcp__<server>`` and
+    the tool's name); the butler's own server's prefix is dropped.
+    """
+    prefix = f"mcp__{server}" if server else None
+    calls = []
+    for name in UNSUPPORTED_CALL.findall(stderr):
+        error = f"unsupported call: {name}"
+        if prefix and name.startswith(prefix) and len(name) > len(prefix):
+            name = name[len(prefix) :]
+        calls.append(ToolCall(name, {}, None, error))
+    return calls
+
+
 def _item(item: dict[str, Any], server: str | None) -> list[Event]:
     kind = item.get("type")
     if kind == "agent_message" and item.get("text"):
@@ -244,3 +304,16 @@ class CodexAdapter(SubprocessAdapter):
 
     def parser(self, invocation: Invocation, process: RuntimeProcess) -> Fold:
         return Fold(parse_event, invocation.mcp.name if invocation.mcp else None)
+
+    async def invoke(
+        self, invocation: Invocation, progress: ProgressSink | None = None
+    ) -> RuntimeResult:
+        if invocation.resume and invocation.sandbox is None:
+            # Unjailed, the copied home names the parent's transcripts (see codex_state).
+            await asyncio.to_thread(adopt_rollouts, invocation.home / ".codex")
+        return await super().invoke(invocation, progress)
+
+    def read_stderr(self, invocation: Invocation, result: RuntimeResult, stderr: str) -> None:
+        """Calls to tools Codex did not offer are only in its log: record them too."""
+        server = invocation.mcp.name if invocation.mcp else None
+        result.tool_calls += unsupported_calls(stderr, server)

@@ -124,9 +124,11 @@ class CommandAdapter(SubprocessAdapter):
         program = getattr(self.config, key)[0]
         found = shutil.which(program, path=env.get("PATH"))
         if found is None:
+            # In the jail, PATH holds only the folders the jail shows: say which it was.
             raise RuntimeFailure(
-                f"command runtime: {program!r} not found on PATH; expected an installed program "
-                f"or an absolute path as the first element of [butler.runtime] {key}"
+                f"command runtime: {program!r} not found on PATH ({env.get('PATH', '')}); "
+                "expected an installed program or an absolute path as the first element "
+                f"of [butler.runtime] {key}"
             )
         return found
 

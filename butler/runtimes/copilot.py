@@ -53,8 +53,11 @@ from butler.runtimes.fold import Fold
 from butler.runtimes.mcp_config import claude_entry, servers
 from butler.runtimes.process import RuntimeProcess
 from butler.runtimes.subprocess_adapter import SubprocessAdapter
+from butler.security import untrusted
 
 USAGE_FILE = "copilot-usage.json"
+#: Largest usage report read (one entry per model).
+MAX_REPORT_BYTES = 1024 * 1024
 #: Flags that keep Copilot from phoning home, updating itself or waiting on a user.
 HARDENING_ARGS = [
     "--disable-builtin-mcps",
@@ -75,9 +78,21 @@ def mcp_config(invocation: Invocation) -> dict[str, Any]:
     return {"mcpServers": servers(invocation.mcp, entry)}
 
 
+def permission_args(invocation: Invocation) -> list[str]:
+    """Every tool allowed (required headless); in the butler's jail, every path too.
+
+    Copilot refuses a whole shell command that names a path outside its folder
+    (``/usr/bin/python3 skills/...``) when no one is there to approve it; inside
+    the jail, the jail decides what a path may reach. Unjailed, Copilot's own
+    guard stays.
+    """
+    jailed = ["--allow-all-paths"] if invocation.sandbox is not None else []
+    return ["--allow-all-tools", *jailed]
+
+
 def build_argv(invocation: Invocation, binary: str) -> list[str]:
     """The whole argv of one run; the prompt itself goes on stdin."""
-    argv = [binary, "--output-format", "json", "--allow-all-tools"]
+    argv = [binary, "--output-format", "json", *permission_args(invocation)]
     argv += ["--additional-mcp-config", json.dumps(mcp_config(invocation))]
     argv += ["--usage-output-file", str(invocation.workdir / USAGE_FILE)]
     argv += HARDENING_ARGS
@@ -195,8 +210,8 @@ class CopilotAdapter(SubprocessAdapter):
 
 def read_usage(path: Path) -> Usage | None:
     """The usage report Copilot wrote at exit, if it got that far."""
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+    try:  # the runtime wrote it: never through a link, never a FIFO, bounded
+        report = json.loads(untrusted.read(path.parent, path.name, MAX_REPORT_BYTES))
+    except (OSError, ValueError):
         return None
     return parse_usage_report(report) if isinstance(report, dict) else None

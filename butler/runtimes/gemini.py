@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from butler.jsonfile import read_json_object
+from butler.jsonfile import json_object
 from butler.runtimes.base import Command, Invocation, RuntimeFailure, Usage
 from butler.runtimes.events import (
     Ended,
@@ -46,9 +46,13 @@ from butler.runtimes.jsonl import stderr_summary
 from butler.runtimes.mcp_config import gemini_entry, servers
 from butler.runtimes.process import ProcessOutcome, RuntimeProcess
 from butler.runtimes.subprocess_adapter import SubprocessAdapter
+from butler.security import untrusted
 
 #: A Gemini runtime never sees the Anthropic key (docs/runtimes.md).
 DROPPED_ENV = ("ANTHROPIC_API_KEY",)
+#: Gemini's user settings in the session home, and the most of them read.
+SETTINGS = ".gemini/settings.json"
+MAX_SETTINGS_BYTES = 1024 * 1024
 #: Tries of one model request (Gemini's default is 10, 5 s to 30 s apart: minutes past
 #: most session time limits, so the user would see "timeout" instead of the model's error).
 MAX_ATTEMPTS = 3
@@ -214,9 +218,9 @@ class GeminiAdapter(SubprocessAdapter):
         return {}  # in the settings file its command writes
 
     def command(self, invocation: Invocation, binary: str) -> Command:
-        settings_path = invocation.home / ".gemini" / "settings.json"
+        settings_path = invocation.home / SETTINGS
         system_md = invocation.workdir / "gemini-system.md"
-        settings = build_settings(read_settings(settings_path), invocation)
+        settings = build_settings(read_settings(invocation.home), invocation)
         return Command(
             argv=build_argv(invocation, binary),
             env=build_env(invocation, system_md),
@@ -237,6 +241,16 @@ class GeminiAdapter(SubprocessAdapter):
         return f"gemini failed: {reason}" + (f": {detail}" if detail else "")
 
 
-def read_settings(path: Path) -> dict[str, Any]:
-    """The user settings seeded into the session home, if any."""
-    return read_json_object(path, "Gemini user settings as a JSON object", RuntimeFailure)
+def read_settings(home: Path) -> dict[str, Any]:
+    """The user settings seeded into the session home, if any.
+
+    A resumed home is the runtime's own: its settings are read never through a link,
+    so one to a file of the owner's is not copied into the settings written back.
+    """
+    try:
+        text = untrusted.read_text(home, SETTINGS, MAX_SETTINGS_BYTES)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RuntimeFailure(f"{home / SETTINGS}: cannot read it: {exc}") from None
+    return json_object(
+        text, home / SETTINGS, "Gemini user settings as a JSON object", RuntimeFailure
+    )

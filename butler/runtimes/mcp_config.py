@@ -9,12 +9,12 @@ endpoint a table is empty, so a runtime cannot call back into any server.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from butler.security.private_files import write_private
+from butler.security import untrusted
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,25 @@ def empty_files(folder: Path) -> dict[Path, str]:
     return {folder / name: to_json({}) for name in EMPTY_FILES}
 
 
-def write_files(files: Mapping[Path, str]) -> None:
-    """Write config files (they hold the session's token): private, never through a link."""
+class ConfigFileError(OSError):
+    """A runtime's config file could not be written; ``str()`` names the file and why."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def write_files(files: Mapping[Path, str], roots: Sequence[Path]) -> None:
+    """Write a runtime's config files (they hold its session token), each below one of
+    ``roots``: its home and workspace, folders the runtime itself can write.
+
+    So each is written as the untrusted-file module writes there: ``0600``, no link
+    below the root followed (a linked folder on the way is refused), and whatever
+    the runtime left at the file's own name (a link, a FIFO) replaced, never written
+    through. :class:`ConfigFileError` for a file it cannot write.
+    """
     for path, text in files.items():
-        write_private(path, text, parents=True)
+        try:
+            untrusted.write_below(roots, path, text.encode("utf-8"))
+        except OSError as exc:
+            reason = f"{path}: cannot write the runtime's config: {exc}"
+            raise ConfigFileError(exc.errno, reason) from None

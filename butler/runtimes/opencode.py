@@ -25,7 +25,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from butler.jsonfile import read_json_object
+from butler.jsonfile import json_object
 from butler.runtimes.base import Command, Invocation, RuntimeFailure, Usage
 from butler.runtimes.events import (
     Cost,
@@ -47,9 +47,12 @@ from butler.runtimes.fold import Fold
 from butler.runtimes.mcp_config import opencode_entry, servers
 from butler.runtimes.process import RuntimeProcess, kill_group
 from butler.runtimes.subprocess_adapter import SubprocessAdapter
+from butler.security import untrusted
 
 #: The owner's provider config, in the butler folder.
 OWNER_CONFIG = "opencode.json"
+#: Largest ``opencode.json`` read: a provider table is a few KiB.
+MAX_OWNER_CONFIG_BYTES = 1024 * 1024
 AGENT = "butler"
 #: Offline by default; a butler that declares one of these in [butler.env] overrides it.
 DEFAULT_ENV = {
@@ -74,7 +77,11 @@ def read_owner_config(config_dir: Path) -> dict[str, Any]:
     Its ``mcp`` table is ignored: a butler session reaches only its butler.
     """
     path = config_dir / OWNER_CONFIG
-    return read_json_object(path, "an OpenCode config object", RuntimeFailure)
+    try:  # a session may write the butler folder: never through a link it planted
+        text = untrusted.read_text(config_dir, OWNER_CONFIG, MAX_OWNER_CONFIG_BYTES)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RuntimeFailure(f"{path}: cannot read it: {exc}") from None
+    return json_object(text, path, "an OpenCode config object", RuntimeFailure)
 
 
 def build_config(owner: dict[str, Any], invocation: Invocation, prompt_file: Path) -> dict:
@@ -161,11 +168,20 @@ def parse_event(event: dict[str, Any], server: str | None = None) -> list[Event]
     return found
 
 
+#: OpenCode's stand-in for a call to a tool it does not offer: its input names the tool.
+INVALID_TOOL = "invalid"
+
+
 def _tool(part: dict[str, Any], server: str | None) -> ToolStarted:
-    name = bare_name(str(part.get("tool") or "?"), f"{server}_" if server else None)
     state = mapping(part.get("state"))
+    arguments = mapping(state.get("input"))
+    tool = str(part.get("tool") or "?")
     error = state.get("error") if state.get("status") == "error" else None
-    return ToolStarted(name, mapping(state.get("input")), part.get("callID"), error, verb="called")
+    if tool == INVALID_TOOL and isinstance(arguments.get("tool"), str):
+        # Recorded as the call the model made, with OpenCode's word on it.
+        tool, error, arguments = arguments["tool"], str(arguments.get("error") or tool), {}
+    name = bare_name(tool, f"{server}_" if server else None)
+    return ToolStarted(name, arguments, part.get("callID"), error, verb="called")
 
 
 def _step_finish(part: dict[str, Any]) -> list[Event]:

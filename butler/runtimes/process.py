@@ -68,6 +68,24 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> bool:
     return True
 
 
+def child_group(pgid: int | None) -> int | None:
+    """``pgid`` when it is a process group led by a child of this process, else None.
+
+    For a pid read from a file a runtime can write (Claude Code's launcher records
+    its pid in the session's workspace, which the jail leaves writable): a planted
+    ``0`` would signal the daemon's own group, any other number someone else's.
+    """
+    if pgid is None or pgid <= 1:
+        return None
+    try:
+        # /proc/<pid>/stat: "pid (comm) state ppid pgrp ..."; comm may hold spaces.
+        fields = Path(f"/proc/{pgid}/stat").read_text().rsplit(")", 1)[1].split()
+        ppid, group = int(fields[1]), int(fields[2])
+    except (OSError, IndexError, ValueError):
+        return None
+    return pgid if ppid == os.getpid() and group == pgid else None
+
+
 def group_alive(pgid: int) -> bool:
     """Whether any process of the group is still running (zombies do not count)."""
     try:
@@ -173,7 +191,7 @@ class RuntimeProcess:
         """
         exit_status: list[int] = []
         if sandbox is not None:
-            argv = sandbox.wrap(argv, linger=not reap_group)
+            argv = sandbox.wrap(argv, env=env, linger=not reap_group)
             on_line = _exit_marker(on_line, exit_status)
         proc = await asyncio.create_subprocess_exec(
             *argv,

@@ -25,7 +25,7 @@ from butler.runtimes.base import (
     RuntimeResult,
 )
 from butler.runtimes.jsonl import exit_message
-from butler.runtimes.mcp_config import write_files
+from butler.runtimes.mcp_config import ConfigFileError, write_files
 from butler.runtimes.process import ProcessOutcome, RuntimeProcess
 
 
@@ -58,8 +58,8 @@ class SubprocessAdapter(RuntimeAdapter):
         if found is None:
             hint = f" (install: {self.install_hint})" if self.install_hint else ""
             raise RuntimeFailure(
-                f"{self.binary_name} not found on PATH{hint}; expected it installed "
-                "or [butler.runtime] cli_path"
+                f"{self.binary_name} not found on PATH ({env.get('PATH', '')}){hint}; "
+                "expected it installed or [butler.runtime] cli_path"
             )
         return found
 
@@ -72,6 +72,9 @@ class SubprocessAdapter(RuntimeAdapter):
         """A fresh parser for one run; ``process`` is that run's, for a parser that must
         end it early."""
 
+    def read_stderr(self, invocation: Invocation, result: RuntimeResult, stderr: str) -> None:
+        """Add to ``result`` what the CLI said only on stderr (most say nothing worth it)."""
+
     def exit_error(self, outcome: ProcessOutcome) -> str:
         """A readable error for a non-zero exit that the stream did not explain."""
         return exit_message(self.binary_name, outcome.returncode, outcome.stderr)
@@ -82,7 +85,12 @@ class SubprocessAdapter(RuntimeAdapter):
         invocation.home.mkdir(parents=True, exist_ok=True)
         binary = self.binary(invocation.env)
         command = self.command(invocation, binary)
-        write_files(command.files)
+        try:
+            # A resumed home is the runtime's own: a link it left (``.codex`` -> /etc)
+            # is refused or replaced, never written through.
+            write_files(command.files, (invocation.home, invocation.workdir))
+        except ConfigFileError as exc:
+            raise RuntimeFailure(str(exc)) from None
         process = RuntimeProcess()
         parser = self.parser(invocation, process)
         pending: set[asyncio.Task[None]] = set()
@@ -112,6 +120,7 @@ class SubprocessAdapter(RuntimeAdapter):
             if pending:
                 await asyncio.gather(*pending, return_exceptions=True)
         result = parser.result()
+        self.read_stderr(invocation, result, outcome.stderr)
         if result.error:
             raise RuntimeFailure(result.error, result)
         if outcome.returncode != 0:

@@ -15,14 +15,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from butler.runtimes import codex, copilot, gemini, opencode, transcripts, untrusted
+from butler.runtimes import codex, copilot, gemini, opencode, transcripts
 from butler.runtimes.base import Command, Invocation, RuntimeFailure, Transcript
+from butler.security import untrusted
 
 #: Codex's own approvals and sandbox are off: the butler's jail is the sandbox,
 #: and a builder commits into the repository's git folder outside its worktree.
@@ -32,6 +32,8 @@ CODEX_PROJECT_CONFIG = Path(".codex") / "config.toml"
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 #: Most of a project config read: it is repository content any earlier builder could commit.
 MAX_CONFIG_BYTES = 1024 * 1024
+#: Copilot's own state in its home, which the daemon extends with the worktree's trust.
+COPILOT_STATE = ".copilot/config.json"
 
 
 def project_folders(cwd: Path) -> list[Path]:
@@ -53,7 +55,7 @@ def codex_project_servers(cwd: Path) -> list[str]:
     """
     names: list[str] = []
     for folder in project_folders(cwd):
-        raw = _project_config(folder / CODEX_PROJECT_CONFIG)
+        raw = _project_config(folder)
         with contextlib.suppress(UnicodeDecodeError, tomllib.TOMLDecodeError):
             data = tomllib.loads(raw.decode("utf-8"))
             servers = data.get("mcp_servers")
@@ -63,7 +65,7 @@ def codex_project_servers(cwd: Path) -> list[str]:
     return names
 
 
-def _project_config(path: Path) -> bytes:
+def _project_config(folder: Path) -> bytes:
     """A project config's bytes, read bounded and never through a link: a FIFO or a link
     to ``/dev/zero`` committed there would hang or flood the daemon.
 
@@ -71,19 +73,15 @@ def _project_config(path: Path) -> bytes:
     link and reads past any cap, so a server named only there would stay switched on.
     """
     try:
-        os.lstat(path)
+        return untrusted.read(folder, CODEX_PROJECT_CONFIG, MAX_CONFIG_BYTES)
     except FileNotFoundError:
         return b""
     except OSError as e:
-        raise RuntimeFailure(f"codex project config {path}: cannot be read ({e})") from e
-    raw = untrusted.read(path, MAX_CONFIG_BYTES + 1)
-    if raw is None or len(raw) > MAX_CONFIG_BYTES:
         raise RuntimeFailure(
-            f"codex project config {path}: must be a regular file of at most "
-            f"{MAX_CONFIG_BYTES} bytes (not a link, FIFO or device); its MCP servers "
-            "could not be switched off"
-        )
-    return raw
+            f"codex project config {folder / CODEX_PROJECT_CONFIG}: must be a regular file of "
+            f"at most {MAX_CONFIG_BYTES} bytes (not a link, FIFO or device) ({e}); its MCP "
+            "servers could not be switched off"
+        ) from None
 
 
 def codex_config(invocation: Invocation) -> str:
@@ -128,7 +126,7 @@ class CodexTerminalAdapter(codex.CodexAdapter):
         )
 
     def transcript(self, home: Path, workdir: Path) -> Transcript | None:
-        return transcripts.codex(home / ".codex")
+        return transcripts.codex(home)
 
 
 class GeminiTerminalAdapter(gemini.GeminiAdapter):
@@ -151,7 +149,7 @@ class GeminiTerminalAdapter(gemini.GeminiAdapter):
         )
 
     def transcript(self, home: Path, workdir: Path) -> Transcript | None:
-        return transcripts.gemini(home / ".gemini")
+        return transcripts.gemini(home)
 
 
 class OpenCodeTerminalAdapter(opencode.OpenCodeAdapter):
@@ -174,15 +172,16 @@ class OpenCodeTerminalAdapter(opencode.OpenCodeAdapter):
         )
 
     def transcript(self, home: Path, workdir: Path) -> Transcript | None:
-        return transcripts.opencode(home / ".local" / "share")
+        return transcripts.opencode(home)
 
 
-def copilot_state(path: Path, cwd: Path) -> str:
+def copilot_state(home: Path, path: str, cwd: Path) -> str:
     """``$COPILOT_HOME/config.json`` trusting the worktree, so no trust dialog shows."""
     state: dict[str, Any] = {}
     with contextlib.suppress(OSError, ValueError):
+        # The runtime's own file (a resumed home): never through a link it planted.
+        text = untrusted.read(home, path, MAX_CONFIG_BYTES).decode("utf-8")
         # Copilot writes a comment line above the object.
-        text = path.read_text(encoding="utf-8")
         loaded = json.loads(text[text.index("{") :])
         state = loaded if isinstance(loaded, dict) else {}
     folders = [f for f in state.get("trustedFolders") or [] if isinstance(f, str)]
@@ -197,17 +196,18 @@ class CopilotTerminalAdapter(copilot.CopilotAdapter):
         binary = self.binary(invocation.env)
         headless = self.command(invocation, binary)
         mcp_file = invocation.workdir / "copilot-mcp.json"
-        argv = [binary, "--allow-all-tools", "--additional-mcp-config", f"@{mcp_file}"]
+        argv = [binary, *copilot.permission_args(invocation)]
+        argv += ["--additional-mcp-config", f"@{mcp_file}"]
         argv += ["--usage-output-file", str(invocation.workdir / copilot.USAGE_FILE)]
         argv += [a for a in copilot.HARDENING_ARGS if a != "--no-color"]
         if invocation.model:
             argv += ["--model", invocation.model]
-        state = invocation.home / ".copilot" / "config.json"
+        state = invocation.home / COPILOT_STATE
         files = {
             **headless.files,
             # The session token is in the headers: a file, never the command line.
             mcp_file: json.dumps(copilot.mcp_config(invocation)),
-            state: copilot_state(state, invocation.cwd),
+            state: copilot_state(invocation.home, COPILOT_STATE, invocation.cwd),
         }
         env = {k: v for k, v in headless.env.items() if k != "NO_COLOR"}
         prompt = invocation.prompt
@@ -222,4 +222,4 @@ class CopilotTerminalAdapter(copilot.CopilotAdapter):
         )
 
     def transcript(self, home: Path, workdir: Path) -> Transcript | None:
-        return transcripts.copilot(workdir / copilot.USAGE_FILE)
+        return transcripts.copilot(workdir, copilot.USAGE_FILE)

@@ -8,6 +8,11 @@ rollout JSONL, Gemini a chat JSONL, OpenCode a SQLite store, Copilot the
 is bounded (at most :data:`MAX_BYTES` read per file) and returns None when
 the CLI wrote nothing, so a builder that never reached its model records no
 usage rather than zeros.
+
+The runtime wrote all of it: each reader takes the folder the daemon made
+(the home, the workspace) and reads below it only through
+:mod:`butler.security.untrusted`, so no link the runtime planted (``.codex``
+linked to another session's, ``.claude.json`` to the owner token) is followed.
 """
 
 from __future__ import annotations
@@ -15,17 +20,16 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import os
 import sqlite3
-import stat
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from butler.runtimes import untrusted
 from butler.runtimes.base import Transcript, Usage
 from butler.runtimes.events import as_int
 from butler.runtimes.fold import add_usage as _add
+from butler.security import untrusted
 
 #: Most of one transcript file read: a long session stays far below it.
 MAX_BYTES = 64 * 1024 * 1024
@@ -41,37 +45,40 @@ PROGRESS_EVERY = 10_000
 MAX_FILES = 200
 #: Most folder entries looked at while finding them (a CLI keeps far fewer).
 MAX_ENTRIES = 20_000
+#: Where OpenCode keeps its store, under the home (its XDG data folder).
+OPENCODE_STORE = ".local/share/opencode/opencode.db"
 
 
-def _files(folder: Path, pattern: str) -> list[Path]:
-    """The newest :data:`MAX_FILES` regular files matching ``pattern``, oldest first.
+def _files(home: Path, start: str, pattern: str) -> list[str]:
+    """The newest :data:`MAX_FILES` regular files under ``home/start`` matching ``pattern``,
+    oldest first, as paths relative to ``home``.
 
     A bounded walk that never enters a linked folder: ``sessions -> /`` in the runtime's
     home would otherwise walk (and stat) the whole filesystem.
     """
-    found = sorted(untrusted.find(folder, pattern, MAX_ENTRIES), key=lambda hit: hit[0])
+    found = sorted(untrusted.find(home, start, pattern, MAX_ENTRIES), key=lambda hit: hit[0])
     return [path for _, path in found[-MAX_FILES:]]
 
 
-def _json_object(path: Path) -> Any:
+def _json_object(home: Path, path: str) -> Any:
     """The JSON in a bounded regular file, or None."""
     try:
-        return json.loads(untrusted.read(path, MAX_BYTES) or b"null")
+        return json.loads(untrusted.read_or_none(home, path, MAX_BYTES) or b"null")
     except ValueError:
         return None
 
 
-def _json_lines(path: Path) -> Iterator[dict[str, Any]]:
+def _json_lines(home: Path, path: str) -> Iterator[dict[str, Any]]:
     """The JSON objects of a JSONL file, skipping lines that are not one (a torn last line)."""
-    for line in (untrusted.read(path, MAX_BYTES) or b"").splitlines():
+    for line in (untrusted.read_or_none(home, path, MAX_BYTES) or b"").splitlines():
         with contextlib.suppress(ValueError):
             value = json.loads(line)
             if isinstance(value, dict):
                 yield value
 
 
-def claude(config_dir: Path) -> Transcript | None:
-    """Claude Code's ``projects/<cwd>/<session>.jsonl``: usage per assistant message.
+def claude(home: Path) -> Transcript | None:
+    """Claude Code's ``.claude/projects/<cwd>/<session>.jsonl``: usage per assistant message.
 
     One message is written once per content block, each line with the same usage:
     the last line of each message id counts, once.
@@ -79,8 +86,8 @@ def claude(config_dir: Path) -> Transcript | None:
     per_message: dict[str, Usage] = {}
     model = session = None
     cost: float | None = None
-    for path in _files(config_dir / "projects", "*/*.jsonl"):
-        for entry in _json_lines(path):
+    for path in _files(home, ".claude/projects", "*/*.jsonl"):
+        for entry in _json_lines(home, path):
             message = entry.get("message")
             if entry.get("type") != "assistant" or not isinstance(message, dict):
                 continue
@@ -101,14 +108,14 @@ def claude(config_dir: Path) -> Transcript | None:
     total = Usage()
     for usage in per_message.values():
         total = _add(total, usage)
-    return Transcript(total, _claude_cost(config_dir, session) if cost is None else cost,
-                      model, session)  # fmt: skip
+    cost = _claude_cost(home, session) if cost is None else cost
+    return Transcript(total, cost, model, session)
 
 
-def _claude_cost(config_dir: Path, session: str | None) -> float | None:
+def _claude_cost(home: Path, session: str | None) -> float | None:
     """The cost Claude Code records in ``.claude.json`` when a session shuts down cleanly
     (``projects[<cwd>].lastCost`` beside ``lastSessionId``); its JSONL has none."""
-    state = _json_object(config_dir / ".claude.json")
+    state = _json_object(home, ".claude/.claude.json")
     projects = state.get("projects") if isinstance(state, dict) else None
     for project in (projects or {}).values() if isinstance(projects, dict) else ():
         if isinstance(project, dict) and project.get("lastSessionId") == session:
@@ -117,13 +124,14 @@ def _claude_cost(config_dir: Path, session: str | None) -> float | None:
     return None
 
 
-def codex(codex_home: Path) -> Transcript | None:
-    """Codex's rollout: its last ``token_count`` event holds the thread's running total."""
+def codex(home: Path) -> Transcript | None:
+    """Codex's rollout (``CODEX_HOME`` is ``home/.codex``): its last ``token_count`` event
+    holds the thread's running total."""
     found: Transcript | None = None
-    for path in _files(codex_home / "sessions", "**/rollout-*.jsonl"):
+    for path in _files(home, ".codex/sessions", "**/rollout-*.jsonl"):
         model = session = None
         total: dict[str, Any] | None = None
-        for entry in _json_lines(path):
+        for entry in _json_lines(home, path):
             payload = entry.get("payload") if isinstance(entry.get("payload"), dict) else {}
             if entry.get("type") == "session_meta":
                 session = payload.get("id") or session
@@ -142,12 +150,12 @@ def codex(codex_home: Path) -> Transcript | None:
     return found
 
 
-def gemini(gemini_dir: Path) -> Transcript | None:
-    """Gemini's ``tmp/<project>/chats/session-*.jsonl``: tokens per model message, by id."""
+def gemini(home: Path) -> Transcript | None:
+    """Gemini's ``.gemini/tmp/<project>/chats/session-*.jsonl``: tokens per model message."""
     per_message: dict[str, Usage] = {}
     model = session = None
-    for path in _files(gemini_dir / "tmp", "*/chats/session-*.jsonl"):
-        for entry in _json_lines(path):
+    for path in _files(home, ".gemini/tmp", "*/chats/session-*.jsonl"):
+        for entry in _json_lines(home, path):
             session = entry.get("sessionId") or session
             update = entry.get("$set") if isinstance(entry.get("$set"), dict) else {}
             messages = update.get("messages") if isinstance(update.get("messages"), list) else []
@@ -169,9 +177,10 @@ def gemini(gemini_dir: Path) -> Transcript | None:
     return Transcript(total, None, model, session)
 
 
-def opencode(data_home: Path) -> Transcript | None:
-    """OpenCode's SQLite store: tokens and cost of every assistant message, opened read-only."""
-    rows = _opencode_rows(data_home / "opencode" / "opencode.db")
+def opencode(home: Path) -> Transcript | None:
+    """OpenCode's SQLite store (``.local/share/opencode/opencode.db``): tokens and cost of
+    every assistant message."""
+    rows = _opencode_rows(home)
     if rows is None:
         return None
     total, cost, model, session, seen = Usage(), None, None, None, False
@@ -196,27 +205,36 @@ def opencode(data_home: Path) -> Transcript | None:
     return Transcript(total, cost, model, session) if seen else None
 
 
-def _opencode_rows(database: Path) -> list[tuple[Any, Any]] | None:
+def _opencode_rows(home: Path) -> list[tuple[Any, Any]] | None:
     """``(session_id, data)`` of the store's messages, or None.
 
-    The runtime wrote this database: it is opened only when a regular file of at most
-    :data:`MAX_DB_BYTES`, with its schema untrusted, ``message`` must be a real table
-    (a view could be an endless recursive query: a LIMIT caps rows, not work), every
-    query stops after :data:`MAX_QUERY_STEPS`, and oversized ``data`` is skipped.
+    The runtime wrote this database: its file (and its write-ahead log) is copied
+    into a private folder through :mod:`butler.security.untrusted` (a regular file of
+    at most :data:`MAX_DB_BYTES`, no link on the way) and only the copy is opened. Its
+    schema is untrusted: ``message`` must be a real table (a view could be an endless
+    recursive query: a LIMIT caps rows, not work), every query stops after
+    :data:`MAX_QUERY_STEPS`, and oversized ``data`` is skipped.
     """
     try:
-        found = os.lstat(database)
+        store = untrusted.read(home, OPENCODE_STORE, MAX_DB_BYTES)
     except OSError:
         return None
-    if not stat.S_ISREG(found.st_mode) or found.st_size > MAX_DB_BYTES:
-        return None
-    if not untrusted.unlinked(database.parent, 2):  # opencode/, share/, .local/: all the runtime's
-        return None
+    log = untrusted.read_or_none(home, f"{OPENCODE_STORE}-wal", MAX_DB_BYTES) or b""
+    with tempfile.TemporaryDirectory(prefix="butler-opencode-") as private:
+        copy = Path(private) / "opencode.db"
+        copy.write_bytes(store)
+        if log:
+            copy.with_name("opencode.db-wal").write_bytes(log)
+        return _query_store(copy)
+
+
+def _query_store(database: Path) -> list[tuple[Any, Any]] | None:
     steps = itertools.count()
     try:
-        with contextlib.closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True)) as db:
-            db.set_progress_handler(lambda: next(steps) >= MAX_QUERY_STEPS // PROGRESS_EVERY,
-                                    PROGRESS_EVERY)  # fmt: skip
+        with contextlib.closing(sqlite3.connect(database)) as db:
+            db.set_progress_handler(
+                lambda: next(steps) >= MAX_QUERY_STEPS // PROGRESS_EVERY, PROGRESS_EVERY
+            )
             db.execute("PRAGMA trusted_schema=OFF")
             kinds = db.execute(
                 "SELECT type FROM sqlite_master WHERE name = 'message' COLLATE NOCASE"
@@ -232,9 +250,9 @@ def _opencode_rows(database: Path) -> list[tuple[Any, Any]] | None:
         return None
 
 
-def copilot(report: Path) -> Transcript | None:
-    """Copilot's ``--usage-output-file`` report, written when the CLI exits."""
-    data = _json_object(report)
+def copilot(workdir: Path, report: str) -> Transcript | None:
+    """Copilot's ``--usage-output-file`` report (``workdir/report``), written when it exits."""
+    data = _json_object(workdir, report)
     metrics = data.get("modelMetrics") if isinstance(data, dict) else None
     if not isinstance(metrics, dict) or not metrics:
         return None

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from butler.config import ButlerConfig, SandboxConfig
 from butler.errors import ConfigError
-from butler.sandbox.egress import Target
+from butler.sandbox.egress import ALLOW_SETTING, Target
 from butler.sandbox.jail import INSTALL_HINT, Jail, allowed_targets, open_jail, probe, start_jail
 from butler.sandbox.policy import JailPolicy
 
@@ -97,8 +97,10 @@ class JailRequest:
 
     #: Where the runtime starts.
     cwd: Path
-    #: Folders it may write (its workspace and home, a builder's worktree...).
+    #: Folders it may write at their own paths (its workspace, a builder's worktree...).
     writable: tuple[Path, ...]
+    #: The session's home, writable at one fixed path (:data:`~butler.sandbox.policy.JAIL_HOME`).
+    home: Path | None = None
     #: Paths it may read besides the system (sources of an ``ask``, the roster's shared folder).
     readable: tuple[Path, ...] = ()
     #: Paths inside a writable folder bound read-only again on top (a butler's ``butler.toml``).
@@ -110,6 +112,8 @@ class JailRequest:
     args: Sequence[str] = ()
     #: The butler's MCP server, when the runtime calls back into one.
     mcp_url: str | None = None
+    #: Where the owner lets this jail reach one more host: the proxy's refusals name it.
+    allow_setting: str = ALLOW_SETTING
 
 
 def jail_policy(settings: SandboxConfig, request: JailRequest) -> JailPolicy:
@@ -120,6 +124,7 @@ def jail_policy(settings: SandboxConfig, request: JailRequest) -> JailPolicy:
         writable=request.writable,
         read_only_over=request.protected,
         cwd=request.cwd,
+        home=request.home,
     )
 
 

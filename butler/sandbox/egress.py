@@ -4,8 +4,12 @@ It speaks just enough HTTP: ``CONNECT host:port`` (TLS and the bridge's
 loopback forwards) and absolute-form plain-HTTP requests
 (``GET http://host/path``). A target is allowed only when its ``host:port``
 is in the jail's allow-list; everything else gets a ``403`` naming the host
-and the reason, is logged, and is counted for the session's row. Every read
-is bounded in size and time.
+and the setting that opens it, is logged, and is counted for the session's
+row. An allowed target it cannot reach gets a ``502`` saying what happened
+(its name did not resolve, it refused the connection, it did not answer).
+What went wrong is kept, one line each, so that a session that fails says
+what the proxy saw, not only the runtime's guess (a CLI shown a refused
+tunnel blames the proxy's credentials). Every read is bounded in size and time.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import socket
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +32,22 @@ CONNECT_TIMEOUT_S = 10.0
 CHUNK = 64 * 1024
 #: At most this many distinct refused hosts are kept for the row; the count goes on.
 BLOCKED_HOSTS_LIMIT = 50
+#: At most this many distinct accounts of trouble are kept, and this many go into an error.
+TROUBLE_LIMIT = 20
+TROUBLE_SHOWN = 3
+#: The setting that lets a jail reach one more host.
+ALLOW_SETTING = "[butler.sandbox] allow_hosts"
+
+
+def unreachable(target: Target, exc: BaseException) -> str:
+    """What stopped the proxy reaching ``target``, in a person's words."""
+    if isinstance(exc, socket.gaierror):
+        return f"{target}: DNS lookup of {target.host} failed ({exc.strerror or exc})"
+    if isinstance(exc, ConnectionRefusedError):
+        return f"{target}: connection refused"
+    if isinstance(exc, TimeoutError):
+        return f"{target}: no answer within {CONNECT_TIMEOUT_S:g} s"
+    return f"{target}: {getattr(exc, 'strerror', None) or exc}"
 
 
 @dataclass(frozen=True)
@@ -47,7 +68,11 @@ class Egress:
     socket_path: Path
     allowed: frozenset[Target]
     label: str = ""
+    #: The setting that lets this jail reach one more host, named in a refusal.
+    setting: str = ALLOW_SETTING
     blocked: Counter[str] = field(default_factory=Counter)
+    #: What went wrong, one line each (refused and unreachable targets), first seen first.
+    trouble: Counter[str] = field(default_factory=Counter)
     _server: asyncio.AbstractServer | None = None
 
     async def start(self) -> Egress:
@@ -75,20 +100,40 @@ class Egress:
     def summary(self) -> dict[str, object]:
         """What goes on the session row under ``metadata.sandbox``."""
         hosts = [host for host, _ in self.blocked.most_common(BLOCKED_HOSTS_LIMIT)]
-        return {"blocked": sum(self.blocked.values()), "blocked_hosts": hosts}
+        summary: dict[str, object] = {"blocked": sum(self.blocked.values()), "blocked_hosts": hosts}
+        if self.trouble:
+            summary["proxy_saw"] = list(self.trouble)
+        return summary
+
+    def account(self) -> str | None:
+        """One line of what went wrong through this proxy, for a failed session's error."""
+        if not self.trouble:
+            return None
+        seen = list(self.trouble)
+        more = f" (and {len(seen) - TROUBLE_SHOWN} more)" if len(seen) > TROUBLE_SHOWN else ""
+        return "the jail's proxy saw: " + "; ".join(seen[:TROUBLE_SHOWN]) + more
+
+    def _note(self, line: str) -> None:
+        if line in self.trouble or len(self.trouble) < TROUBLE_LIMIT:
+            self.trouble[line] += 1
 
     def _refuse(self, host: str, why: str) -> bytes:
         self.blocked[host[:255]] += 1
+        self._note(f"{host[:255]} refused: {why}")
         log.warning(
             "sandbox refused a connection",
             extra={"session": self.label, "host": host[:255], "reason": why},
         )
-        body = f"butler sandbox: {host[:255]} refused: {why}\n".encode()
-        head = (
-            "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        return _answer("403 Forbidden", f"butler sandbox: {host[:255]} refused: {why}")
+
+    def _unreachable(self, target: Target, exc: BaseException) -> bytes:
+        what = unreachable(target, exc)
+        self._note(f"{what} (an allowed host)")
+        log.warning(
+            "sandbox target unreachable",
+            extra={"session": self.label, "target": str(target), "error": what},
         )
-        return head.encode() + body
+        return _answer("502 Bad Gateway", f"butler sandbox: {what}")
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -120,16 +165,14 @@ class Egress:
             writer.write(self._refuse(uri[:255] or "?", "not a host:port or http:// URL"))
             return
         if target not in self.allowed:
-            writer.write(
-                self._refuse(target.host, f"port {target.port} of {target.host} is not allowed")
-            )
+            why = f"port {target.port} of {target.host} is not allowed ({self.setting} opens it)"
+            writer.write(self._refuse(target.host, why))
             return
         try:
             async with asyncio.timeout(CONNECT_TIMEOUT_S):
                 up_reader, up_writer = await asyncio.open_connection(target.host, target.port)
         except (OSError, TimeoutError) as exc:
-            writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
-            log.info("sandbox target unreachable", extra={"target": str(target), "error": str(exc)})
+            writer.write(self._unreachable(target, exc))
             return
         if forward:
             up_writer.write(forward)
@@ -150,6 +193,16 @@ async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
             writer.write_eof()
     except (OSError, RuntimeError):
         pass
+
+
+def _answer(status: str, text: str) -> bytes:
+    """A whole HTTP response of one line of text, closing the connection."""
+    body = f"{text}\n".encode()
+    head = (
+        f"HTTP/1.1 {status}\r\nContent-Type: text/plain\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    return head.encode() + body
 
 
 def _strip_proxy_headers(rest: bytes) -> bytes:

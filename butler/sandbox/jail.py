@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
-from butler.sandbox.egress import Egress, Target
+from butler.sandbox.egress import ALLOW_SETTING, Egress, Target
 from butler.sandbox.folders import new_jail_folder
 from butler.sandbox.hosts import (
     allow_entry,
@@ -35,10 +35,11 @@ from butler.sandbox.policy import (
     BRIDGE_PATH,
     EGRESS_DIR,
     EGRESS_SOCKET,
+    JAIL_HOME,
     JailPolicy,
     bridge_interpreter,
     bwrap_argv,
-    install_root,
+    program_paths,
 )
 from butler.sandbox.seccomp import filter_program
 from butler.security.private_files import write_private
@@ -82,30 +83,51 @@ class Jail:
     forwards: tuple[int, ...]
     bwrap: str = "bwrap"
 
-    def env(self) -> dict[str, str]:
-        """Variables that send the runtime's HTTP(S) through the jail's proxy."""
+    def env(self, search: str | None = None) -> dict[str, str]:
+        """Variables that send the runtime's HTTP(S) through the jail's proxy.
+
+        With ``search`` (the runtime's ``PATH``), its ``PATH`` too: only the
+        folders of ``search`` the jail shows.
+        """
         proxy = f"http://127.0.0.1:{self.proxy_port}"
         names = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "ALL_PROXY")
+        path = {} if search is None else {"PATH": self.policy.visible_path(search)}
         return {
             **dict.fromkeys(names, proxy),
             "NO_PROXY": NO_PROXY,
             "no_proxy": NO_PROXY,
             # Node's own fetch follows the variables above only when asked to.
             "NODE_USE_ENV_PROXY": "1",
+            **path,
         }
 
+    def inside(self, text: str) -> str:
+        """``text`` (an argument, a variable's value) naming the home where the jail shows it."""
+        if self.policy.home is None:
+            return text
+        return _home_pattern(str(self.policy.home)).sub(str(JAIL_HOME), text)
+
     def wrap(
-        self, argv: Sequence[str], *, interactive: bool = False, linger: bool = False
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        interactive: bool = False,
+        linger: bool = False,
     ) -> list[str]:
         """``argv`` run inside the jail, behind the bridge to the proxy.
 
         The jail's own options (every path it binds, the session's home among
         them) go to bubblewrap through a file (``--args``), not its command
         line, which every local user reads; what is returned is a script that
-        starts it, followed by the runtime's own arguments.
+        starts it, followed by the runtime's own arguments. Variables of
+        ``env`` (the runtime's environment) that name the session's home are
+        set again there, naming it where the jail shows it.
         """
         options, command = self._bridged(argv[0], interactive=interactive, linger=linger)
-        return [str(self.launcher(options, command)), *argv[1:]]
+        moved = {k: inside for k, v in (env or {}).items() if (inside := self.inside(v)) != v}
+        options += [part for k, v in moved.items() for part in ("--setenv", k, v)]
+        return [str(self.launcher(options, command)), *map(self.inside, argv[1:])]
 
     def wrap_exact(
         self,
@@ -127,7 +149,7 @@ class Jail:
         Python process of its own, which every session would pay for.
         """
         options, command = self._bridged(argv[0])
-        pairs = [part for name, value in env.items() for part in ("--setenv", name, value)]
+        pairs = [part for k, v in env.items() for part in ("--setenv", k, self.inside(v))]
         options = ["--clearenv", *pairs, *options]
         kept = {*env, *passthrough}
         drop = sorted(
@@ -141,17 +163,17 @@ class Jail:
             if SHELL_NAME.match(n)
         ]
         lines += [*appends, f"echo $$ > {shlex.quote(str(pid_file))}"]
-        return [str(self.launcher(options, command, lines, setsid=True)), *argv[1:]]
+        script = self.launcher(options, command, lines, setsid=True)
+        return [str(script), *map(self.inside, argv[1:])]
 
     def _bridged(
         self, program: str, *, interactive: bool = False, linger: bool = False
     ) -> tuple[list[str], list[str]]:
         """bubblewrap's options for ``program``, and its command: the bridge, then it."""
-        python, prefix = bridge_interpreter()
-        # By its real path: a symlinked folder on the way (a checkout's node_modules
-        # link) does not exist in the jail, only what it points to.
-        exe = os.path.realpath(shutil.which(program) or program)
-        policy = self.policy.with_read_only(install_root(exe), prefix)
+        python, python_roots = bridge_interpreter()
+        search = self.policy.visible_path(os.environ.get("PATH", ""))
+        exe, roots = program_paths(program, search)
+        policy = self.policy.with_read_only(*roots, *python_roots)
         policy = replace(policy, interactive=interactive)
         forwards = ",".join(str(p) for p in self.forwards)
         bridge = [python, "-I", "-S", str(BRIDGE_PATH), str(EGRESS_DIR / EGRESS_SOCKET)]
@@ -209,6 +231,12 @@ class Jail:
             await asyncio.to_thread(shutil.rmtree, folder, ignore_errors=True)
 
 
+@lru_cache(maxsize=64)
+def _home_pattern(home: str) -> re.Pattern[str]:
+    """``home`` as a whole path or the head of one (not the head of a longer name)."""
+    return re.compile(re.escape(home) + r"(?![\w.-])")
+
+
 def allowed_targets(
     runtime_type: str,
     runtime_env: Mapping[str, str],
@@ -232,6 +260,7 @@ async def start_jail(
     label: str = "",
     bwrap: str = "bwrap",
     folder: Path | None = None,
+    setting: str = ALLOW_SETTING,
 ) -> Jail:
     """Start a jail's egress proxy (in ``folder``, or a fresh private one); close it when done.
 
@@ -245,7 +274,7 @@ async def start_jail(
     (folder / "egress").mkdir(mode=0o700, parents=True, exist_ok=True)
     forwards = loopback_ports(allowed)
     proxy_port = next(p for p in PROXY_PORTS if p not in forwards)
-    egress = await Egress(folder / "egress" / EGRESS_SOCKET, allowed, label).start()
+    egress = await Egress(folder / "egress" / EGRESS_SOCKET, allowed, label, setting).start()
     policy = replace(policy, egress_dir=folder / "egress")
     return Jail(policy, egress, proxy_port, forwards, shutil.which(bwrap) or bwrap)
 
@@ -257,9 +286,13 @@ async def open_jail(
     *,
     label: str = "",
     bwrap: str = "bwrap",
+    setting: str = ALLOW_SETTING,
 ) -> AsyncIterator[Jail]:
-    """Start the egress proxy of one run and yield its jail; the proxy ends with the block."""
-    jail = await start_jail(policy, allowed, label=label, bwrap=bwrap)
+    """Start the egress proxy of one run and yield its jail; the proxy ends with the block.
+
+    ``setting`` is what the owner writes to let the jail reach one more host.
+    """
+    jail = await start_jail(policy, allowed, label=label, bwrap=bwrap, setting=setting)
     try:
         yield jail
     finally:

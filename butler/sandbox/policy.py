@@ -2,29 +2,56 @@
 
 An allow-list: the jail starts from an empty root, so whatever is not named
 here (the data folder, the database and its socket, other butlers' homes,
-``/root``, ``/home``, ``/run``) is simply absent. The system folders are
-read-only; the session's workspace and home (and, for a builder, its
-worktree; for a butler, its own folder) are writable; a few files inside a
-writable folder (``butler.toml``) are bound again read-only on top.
+``/root``, ``/run``) is simply absent. The system folders are read-only; the
+session's workspace (and, for a builder, its worktree; for a butler, its own
+folder) are writable at their own paths; the session's home is writable at
+:data:`JAIL_HOME`, whatever its path outside; a few files inside a writable
+folder (``butler.toml``) are bound again read-only on top.
+
+A repository's git folder is where a jailed runtime could leave code for
+someone outside to run: a hook, ``core.fsmonitor`` in its config, a
+``commondir`` naming another git folder. So a writable ``.git`` is never
+writable whole (:func:`git_binds`): a builder gets its objects, refs and
+logs and its own worktree's folder, and the rest (config, hooks, info/,
+HEAD, its worktree's pointers) stays read-only; a ``.git`` inside a writable
+folder (a butler folder that is a repository) is read-only; a linked ``.git``
+is not bound at all.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+from butler.security import untrusted
 
 #: Where the bridge script and the egress socket appear inside the jail.
 JAIL_RUN = Path("/run/butler")
 BRIDGE_PATH = JAIL_RUN / "bridge.py"
 EGRESS_DIR = JAIL_RUN / "egress"
 EGRESS_SOCKET = "egress.sock"
+#: Where the session's home appears in the jail, whatever its path outside. A runtime
+#: stores absolute paths into its home (Codex keeps each transcript's path in its state
+#: database), and a resumed session runs in a copy of its parent's home: at one fixed
+#: path, what the parent stored stays true in the copy.
+JAIL_HOME = Path("/home/butler")
 #: The system, read-only. Missing ones are skipped; symlinked ones (merged /usr) stay links.
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 #: Files of /etc a runtime has no business reading, hidden even where /etc is visible.
 MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers")
+#: What a builder may write of its repository's git folder: commits, branches, their logs.
+GIT_WRITABLE = ("objects", "refs", "logs")
+#: What stays read-only in a builder's own worktree folder (``.git/worktrees/<name>``):
+#: the pointers that say which git folder its worktree uses.
+WORKTREE_POINTERS = ("commondir", "gitdir")
+#: Pythons of the system, which the jail shows anyway: the bridge runs on one when it can.
+SYSTEM_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
+#: The PATH of a jail that sees none of the folders of the daemon's own.
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 @dataclass(frozen=True)
@@ -38,10 +65,30 @@ class JailPolicy:
     interactive: bool = False
     #: The folder holding the egress proxy's socket (bound read-only: connecting needs no write).
     egress_dir: Path | None = None
+    #: A writable repository's git folder keeps what chooses code read-only (see above);
+    #: off only for the daemon's own git, which writes worktrees and config sections.
+    guard_git: bool = True
+    #: The session's home, bound writable at :data:`JAIL_HOME`.
+    home: Path | None = None
 
     def with_read_only(self, *paths: Path) -> JailPolicy:
         """The same policy, ``paths`` readable too."""
         return replace(self, read_only=(*self.read_only, *paths))
+
+    def sees(self, path: Path) -> bool:
+        """Whether the jail shows ``path`` at its own path (the system, or a bound folder)."""
+        bound = (*self.read_only, *self.writable, *self.read_only_over)
+        return _under_system(path) or any(path.is_relative_to(b) for b in bound)
+
+    def visible_path(self, search: str) -> str:
+        """``search`` (a ``PATH``) without the folders the jail does not show.
+
+        The daemon's ``PATH`` often names folders of a home the jail hides
+        (pyenv's shims, cargo's or nvm's bin): there a command would be found
+        and fail to start, instead of being found where the jail can run it.
+        """
+        kept = [d for d in search.split(os.pathsep) if d.startswith("/") and self.sees(Path(d))]
+        return os.pathsep.join(dict.fromkeys(kept)) or DEFAULT_PATH
 
 
 def install_root(executable: str) -> Path:
@@ -61,10 +108,37 @@ def install_root(executable: str) -> Path:
     return real.parent.parent if real.parent.name == "bin" else real.parent
 
 
-def bridge_interpreter() -> tuple[str, Path]:
-    """A Python to run the bridge with, and the prefix to bind for it (stdlib only)."""
+def bridge_interpreter() -> tuple[str, tuple[Path, ...]]:
+    """A Python to run the bridge with (stdlib only), and the folders to bind for it.
+
+    The system's own when there is one, which binds nothing; else the daemon's,
+    whose installation folder (say a pyenv one under ``/root``) the jail then
+    shows read-only.
+    """
+    for candidate in SYSTEM_PYTHONS:
+        if os.access(candidate, os.X_OK) and _under_system(Path(os.path.realpath(candidate))):
+            return candidate, ()
     exe = os.path.realpath(sys.executable)
-    return exe, Path(os.path.realpath(sys.base_prefix))
+    return exe, (Path(os.path.realpath(sys.base_prefix)),)
+
+
+def program_paths(program: str, search: str) -> tuple[str, tuple[Path, ...]]:
+    """How the jail starts ``program`` (found on ``search``), and the folders it needs.
+
+    Its folder by its real path: a symlinked folder on the way (a checkout's
+    ``node_modules`` link) is not in the jail, only what it points to. The file
+    itself by its own name: a virtualenv's ``python`` is a link to the base
+    interpreter, and only started by the link's path does it find its
+    ``pyvenv.cfg`` and its packages. Both the link's tree and the target's are bound.
+    """
+    located = shutil.which(program, path=search)
+    if located is None and "/" not in program:
+        return program, ()  # not there: the bridge says so, naming it
+    found = Path(os.path.abspath(located or program))
+    folder = Path(os.path.realpath(found.parent))
+    exe = folder / found.name
+    own = folder.parent if folder.name == "bin" else folder
+    return str(exe), tuple(dict.fromkeys((own, install_root(str(exe)))))
 
 
 def _system_args() -> list[str]:
@@ -103,14 +177,77 @@ def bwrap_argv(policy: JailPolicy, bwrap: str = "bwrap") -> list[str]:
     for path in dict.fromkeys(policy.read_only):
         if not _under_system(path):
             args += ["--ro-bind-try", str(path), str(path)]
-    for path in dict.fromkeys(policy.writable):
-        args += ["--bind-try", str(path), str(path)]
+    writable = list(dict.fromkeys(policy.writable))
+    guarded = [p for p in writable if p.name == ".git"] if policy.guard_git else []
+    for path in writable:
+        if path not in guarded and not (path.name == ".git" and not _real_dir(path)):
+            args += ["--bind-try", str(path), str(path)]
+    if policy.guard_git:
+        args += git_binds(writable)
     for path in policy.read_only_over:
         args += ["--ro-bind-try", str(path), str(path)]
     bridge = Path(__file__).with_name("bridge.py")
     args += ["--ro-bind", str(bridge), str(BRIDGE_PATH)]
     if policy.egress_dir is not None:
         args += ["--ro-bind", str(policy.egress_dir), str(EGRESS_DIR)]
+    if policy.home is not None:
+        args += ["--bind", str(policy.home), str(JAIL_HOME)]
     if policy.cwd is not None:
         args += ["--chdir", str(policy.cwd)]
     return args
+
+
+def _real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def git_binds(writable: list[Path]) -> list[str]:
+    """What a jail sees of the git folders among (and inside) ``writable`` folders.
+
+    A writable ``.git`` (a builder's repository): read-only, but for
+    :data:`GIT_WRITABLE` and the folder of each writable worktree that uses it,
+    whose :data:`WORKTREE_POINTERS` and ``.git`` file stay read-only too. A real
+    ``.git`` inside another writable folder: read-only. Links are never bound.
+    """
+    args: list[str] = []
+    git_dirs = [p for p in writable if p.name == ".git" and _real_dir(p)]
+    for git_dir in git_dirs:
+        args += ["--ro-bind", str(git_dir), str(git_dir)]
+        for name in GIT_WRITABLE:
+            if _real_dir(git_dir / name):
+                args += ["--bind", str(git_dir / name), str(git_dir / name)]
+    for folder in writable:
+        if folder.name == ".git":
+            continue
+        if _real_dir(folder / ".git"):
+            if folder / ".git" not in git_dirs:  # else a builder's, bound as above
+                args += ["--ro-bind", str(folder / ".git"), str(folder / ".git")]
+            continue
+        own = worktree_folder(folder, git_dirs)
+        if own is None:
+            continue
+        args += ["--bind", str(own), str(own)]
+        for name in WORKTREE_POINTERS:
+            args += ["--ro-bind-try", str(own / name), str(own / name)]
+        args += ["--ro-bind", str(folder / ".git"), str(folder / ".git")]
+    return args
+
+
+def worktree_folder(worktree: Path, git_dirs: list[Path]) -> Path | None:
+    """The folder ``.git/worktrees/<name>`` of one of ``git_dirs`` that ``worktree``'s
+    ``.git`` file names, if it is a real folder there; else None."""
+    try:
+        pointer = untrusted.read(worktree, ".git", 4096).decode("utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    named = Path(pointer.removeprefix("gitdir:").strip())
+    for git_dir in git_dirs:
+        # Only a worktree inside that repository (its .builders/): a home or workspace
+        # holding a .git file of the runtime's making names no folder of it.
+        inside = git_dir.parent in worktree.parents
+        if inside and named.parent == git_dir / "worktrees" and _real_dir(named):
+            return named
+    return None

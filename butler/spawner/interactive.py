@@ -35,7 +35,7 @@ from butler.errors import UserError
 from butler.paths import butler_dir
 from butler.runtimes.base import Command, Invocation, RuntimeAdapter, RuntimeFailure, Transcript
 from butler.runtimes.launcher import TERMINAL_VARS, write_launcher
-from butler.runtimes.mcp_config import write_files
+from butler.runtimes.mcp_config import ConfigFileError, write_files
 from butler.sandbox import Jail
 from butler.security.private_files import private_folder
 from butler.spawner import survivors
@@ -116,15 +116,20 @@ class InteractiveStart:
         """
         try:
             return await asyncio.to_thread(self._launch)
-        except RuntimeFailure as exc:
+        except (RuntimeFailure, ConfigFileError) as exc:
             raise UserError(str(exc)) from None
 
     def _launch(self) -> Launch:
-        command = interactive_command(self._invocation, self._adapter)
-        write_files(command.files)
+        invocation = self._invocation
+        command = interactive_command(invocation, self._adapter)
+        # The home and the working folder are the runtime's to write: no link in them
+        # is followed (a resumed home may hold one it left).
+        private_folder(invocation.home)
+        write_files(command.files, (invocation.home, invocation.workdir))
         argv = command.argv
-        if self._invocation.sandbox is not None:
-            argv = self._invocation.sandbox.wrap(argv, interactive=True)
+        if invocation.sandbox is not None:
+            # Variables naming the home are set again inside, where the jail shows it.
+            argv = invocation.sandbox.wrap(argv, env=command.env, interactive=True)
         script = write_launcher(
             self._folder, argv, command.env, passthrough=TERMINAL_VARS, supervise=True
         )

@@ -45,6 +45,8 @@ class InvocationRequest:
     resume: str | None = None
     max_turns: int | None = None
     timeout_s: float | None = None
+    #: Another model than the runtime's configured one.
+    model: str | None = None
 
 
 def mcp_endpoint(config: ButlerConfig, token: str) -> McpEndpoint:
@@ -101,7 +103,7 @@ async def build_invocation(
         max_turns=request.max_turns or rt.max_turns,
         timeout_s=request.timeout_s or rt.timeout_s,
         # Another runtime than the butler's (a builder's --runtime) has its own model and args.
-        model=(rt if adapter.type_name == rt.type else adapter.config).model,
+        model=request.model or (rt if adapter.type_name == rt.type else adapter.config).model,
         args=tuple((rt if adapter.type_name == rt.type else adapter.config).args),
         resume=request.resume,
         cache_dir=data_root() / "cache",

@@ -60,13 +60,16 @@ class SessionLifecycle:
         parent_id: str | None = None,
         trace_id: str | None = None,
         adapter: RuntimeAdapter | None = None,
+        model: str | None = None,
     ) -> NewSession:
-        """A session not yet recorded, of this butler's runtime unless ``adapter`` is another's."""
+        """A session not yet recorded, of this butler's runtime unless ``adapter`` is
+        another's, on that runtime's model unless ``model``."""
+        default = adapter.config.model if adapter else self.config.runtime.model
         return NewSession(
             prompt=prompt,
             trigger_source=source,
             runtime=adapter.type_name if adapter else self.runtime,
-            model=adapter.config.model if adapter else self.config.runtime.model,
+            model=model or default,
             type=type,
             parent_session_id=uuid.UUID(parent_id) if parent_id else None,
             trace_id=trace_id,

@@ -1,27 +1,30 @@
 """System prompt composition: ``CLAUDE.md``, its includes and the shared snippets.
 
-``<!-- @include path/to/file.md -->`` is replaced by that file, resolved
-relative to the roster folder (includes may nest). A path that leaves the
-roster, a missing file, a file that is not UTF-8, an include cycle, nesting
-deeper than :data:`MAX_INCLUDE_DEPTH` or a prompt larger than
-``max_prompt_bytes`` is a :class:`ConfigError` in one line naming the file
-that holds the directive.
+``<!-- @include path/to/file.md -->`` is replaced by that file, relative to
+the roster folder (includes may nest). A path that leaves the roster, a
+missing file, a file that is not UTF-8, an include cycle, nesting deeper than
+:data:`MAX_INCLUDE_DEPTH` or a prompt larger than ``max_prompt_bytes`` is a
+:class:`ConfigError` in one line naming the file that holds the directive.
+
+A session may write its butler folder, so every file here is read through
+:mod:`butler.security.untrusted`: ``CLAUDE.md`` swapped for a link to the
+owner token, an include made a FIFO or a link to ``/dev/zero``, or a folder
+on the way made a link, is refused in one line and never reaches a session.
 
 Each file is expanded once per composition (a file included a thousand times
-costs one expansion) and read once per modification (cached by mtime), and
-expansion stops as soon as the text passes the size limit, so an include
-bomb is refused in milliseconds. :func:`compose_system_prompt_async` runs the
-whole composition in a worker thread, off the event loop.
+costs one expansion) and expansion stops as soon as the text passes the size
+limit, so an include bomb is refused in milliseconds. It blocks (it reads
+files): the session path runs it in a worker thread.
 """
 
 from __future__ import annotations
 
-import asyncio
+import os
 import re
-import threading
 from pathlib import Path
 
 from butler.errors import ConfigError
+from butler.security import untrusted
 
 INCLUDE = re.compile(r"<!--\s*@include\s+(\S+?)\s*-->")
 #: Snippets of ``roster/shared/`` appended to every butler's prompt when present.
@@ -31,55 +34,19 @@ MAX_INCLUDE_DEPTH = 32
 #: Default size limit of a composed prompt (``[butler] max_prompt_bytes``).
 DEFAULT_MAX_PROMPT_BYTES = 1024 * 1024
 
-_cache: dict[Path, tuple[int, int, str]] = {}
-_cache_lock = threading.Lock()
-
-
-def _read(path: Path, holder: Path | None) -> str:
-    """The text of ``path``, from the cache while its mtime and size are unchanged."""
-    where = f"{holder}: include {path}" if holder else str(path)
-    try:
-        stat = path.stat()
-        with _cache_lock:
-            cached = _cache.get(path)
-        if cached and cached[:2] == (stat.st_mtime_ns, stat.st_size):
-            return cached[2]
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{where}: cannot read: {exc.strerror}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(
-            f"{where}: expected UTF-8 text, found byte 0x{data[exc.start]:02x} "
-            f"at offset {exc.start}"
-        ) from None
-    with _cache_lock:
-        _cache[path] = (stat.st_mtime_ns, stat.st_size, text)
-    return text
-
-
-def _resolve(directive: str, roster: Path, holder: Path) -> Path:
-    target = (roster / directive).resolve()
-    if not target.is_relative_to(roster):
-        raise ConfigError(
-            f"{holder}: include {directive!r} leaves the roster folder {roster}; "
-            "expected a path inside it"
-        )
-    if not target.is_file():
-        raise ConfigError(f"{holder}: include {directive!r} not found at {target}")
-    return target
-
 
 class _Expansion:
     """One composition: files expanded so far, the limits, the include chain."""
 
     def __init__(self, roster: Path, max_bytes: int) -> None:
-        self.roster = roster.resolve()
+        self.roster = Path(os.path.abspath(roster))
         self.max_bytes = max_bytes
         self.done: dict[Path, str] = {}
 
-    def expand(self, path: Path, stack: tuple[Path, ...]) -> str:
+    def expand(self, root: Path, relative: str, stack: tuple[Path, ...], what: str = "") -> str:
+        """The text of ``root/relative`` with its includes replaced; ``what`` names it in
+        errors (the directive that included it)."""
+        path = root / relative
         if path in self.done:
             return self.done[path]
         if path in stack:
@@ -92,13 +59,14 @@ class _Expansion:
                 f"{stack[-1]}: include of {path.name} nested {len(stack) + 1} deep; "
                 f"expected includes nested at most {MAX_INCLUDE_DEPTH} deep"
             )
-        text = _read(path, stack[-1] if stack else None)
+        text = self.read(root, relative, stack[-1] if stack else None, what)
         parts: list[str] = []
         size = 0
         last = 0
         for match in INCLUDE.finditer(text):
-            target = _resolve(match.group(1), self.roster, path)
-            inner = self.expand(target, (*stack, path)).rstrip("\n")
+            target = self.target(match.group(1), path)
+            inner = self.expand(self.roster, target, (*stack, path), match.group(1))
+            inner = inner.rstrip("\n")
             parts += [text[last : match.start()], inner]
             last = match.end()
             size += len(parts[-2]) + len(inner)
@@ -111,16 +79,51 @@ class _Expansion:
         self.done[path] = expanded
         return expanded
 
+    def target(self, directive: str, holder: Path) -> str:
+        """The include ``directive`` as a path below the roster folder."""
+        try:
+            names = untrusted.parts(directive)
+        except untrusted.Refused:
+            names = ()
+        if not names:
+            raise ConfigError(
+                f"{holder}: include {directive!r} leaves the roster folder {self.roster}; "
+                "expected a path inside it"
+            )
+        return "/".join(names)
+
+    def read(self, root: Path, relative: str, holder: Path | None, what: str) -> str:
+        """The UTF-8 text of ``root/relative``: a regular file, no link on its path."""
+        path = root / relative
+        where = f"{holder}: include {path}" if holder else str(path)
+        try:
+            data = untrusted.read(root, relative, self.max_bytes + 1, whole=False)
+        except FileNotFoundError:
+            if holder is not None:
+                raise ConfigError(f"{holder}: include {what!r} not found at {path}") from None
+            raise ConfigError(f"{where}: cannot read: not found") from None
+        except untrusted.Refused as exc:
+            raise ConfigError(
+                f"{where}: refused ({exc}); expected a regular file, with no link on its "
+                f"path inside {root}"
+            ) from None
+        except OSError as exc:
+            raise ConfigError(f"{where}: cannot read: {exc.strerror}") from None
+        if len(data) > self.max_bytes:
+            self.too_big(path)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"{where}: expected UTF-8 text, found byte 0x{data[exc.start]:02x} "
+                f"at offset {exc.start}"
+            ) from None
+
     def too_big(self, path: Path) -> None:
         raise ConfigError(
             f"{path}: expands past {self.max_bytes} bytes with its includes; expected a "
             f"system prompt within [butler] max_prompt_bytes = {self.max_bytes}"
         )
-
-
-def expand_includes(path: Path, roster: Path, max_bytes: int = DEFAULT_MAX_PROMPT_BYTES) -> str:
-    """The text of ``path`` with every include directive replaced, recursively."""
-    return _Expansion(roster, max_bytes).expand(path.resolve(), ())
 
 
 def compose_system_prompt(
@@ -131,24 +134,17 @@ def compose_system_prompt(
 ) -> str:
     """The butler's whole system prompt: its file, shared snippets, then memory.
 
-    Blocking (it reads files); from async code use :func:`compose_system_prompt_async`.
+    ``prompt_file`` is read from its butler folder (which the owner may have linked
+    into the roster), includes and snippets from ``roster``; below those folders no
+    link is followed. Blocking: it reads files.
     """
     expansion = _Expansion(roster, max_bytes)
-    parts = [expansion.expand(prompt_file.resolve(), ()).strip()]
+    prompt_file = Path(os.path.abspath(prompt_file))
+    parts = [expansion.expand(prompt_file.parent, prompt_file.name, ()).strip()]
     for name in SHARED_SNIPPETS:
-        snippet = roster / "shared" / name
-        if snippet.is_file():
-            parts.append(expansion.expand(snippet.resolve(), ()).strip())
+        snippet = f"shared/{name}"
+        if untrusted.exists(expansion.roster, snippet):
+            parts.append(expansion.expand(expansion.roster, snippet, ()).strip())
     if memory:
         parts.append(memory.strip())
     return "\n\n".join(p for p in parts if p) + "\n"
-
-
-async def compose_system_prompt_async(
-    prompt_file: Path,
-    roster: Path,
-    memory: str | None = None,
-    max_bytes: int = DEFAULT_MAX_PROMPT_BYTES,
-) -> str:
-    """:func:`compose_system_prompt` in a worker thread, so the event loop keeps serving."""
-    return await asyncio.to_thread(compose_system_prompt, prompt_file, roster, memory, max_bytes)

@@ -18,7 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from butler.config import ButlerConfig, SandboxConfig
-from butler.runtimes.base import Invocation
+from butler.runtimes.base import Invocation, RuntimeFailure
 from butler.runtimes.settings import RuntimeConfig
 from butler.sandbox import Jail, JailRequest, jail_policy, jail_targets, start_jail
 
@@ -47,7 +47,8 @@ def session_request(
     shared = config.roster_dir / "shared"
     return JailRequest(
         cwd=invocation.cwd,
-        writable=(invocation.workdir, invocation.home, folder, *writable),
+        writable=(invocation.workdir, folder, *writable),
+        home=invocation.home,
         readable=(shared,),
         protected=(folder / "butler.toml", shared),
         runtime=rt.type,
@@ -62,7 +63,11 @@ async def start_jail_for(
 ) -> Jail:
     """A jail for ``request``, its proxy started (in ``folder`` if given); the caller closes it."""
     return await start_jail(
-        jail_policy(settings, request), jail_targets(settings, request), label=label, folder=folder
+        jail_policy(settings, request),
+        jail_targets(settings, request),
+        label=label,
+        folder=folder,
+        setting=request.allow_setting,
     )
 
 
@@ -90,13 +95,13 @@ async def jail_invocation(
     request = session_request(config, invocation, writable=writable, runtime=runtime)
     invocation.home.mkdir(mode=0o700, parents=True, exist_ok=True)
     jail = await start_jail_for(config.butler.sandbox, request, label=label)
-    env = {**invocation.env, **jail.env()}
+    env = {**invocation.env, **jail.env(invocation.env.get("PATH", ""))}
     return replace(invocation, env=env, sandbox=jail), jail
 
 
 async def record_summary(jail: Jail, record: Recorder | None) -> None:
-    """Hand what the jail's proxy refused to ``record``, when it refused anything."""
-    if record is None or not jail.egress.blocked:
+    """Hand what the jail's proxy refused or could not reach to ``record``, if anything."""
+    if record is None or not (jail.egress.blocked or jail.egress.trouble):
         return
     try:
         await record({"sandbox": jail.summary()})
@@ -123,6 +128,13 @@ async def jailed(
     )
     try:
         yield jailed_invocation
+    except RuntimeFailure as exc:
+        # What the proxy saw comes first: a CLI shown a refused tunnel guesses at
+        # the cause ("check its credentials") when the host did not resolve.
+        account = jail.egress.account()
+        if account is None:
+            raise
+        raise RuntimeFailure(f"{account}; the runtime said: {exc}", exc.partial) from None
     finally:
         await record_summary(jail, record)
         await jail.close()

@@ -17,7 +17,6 @@ import functools
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,7 @@ from butler.spawner.lifecycle import SessionLifecycle
 from butler.spawner.orphans import recorder
 from butler.spawner.preflight import explain
 from butler.spawner.recall import memory_context, remember
+from butler.spawner.request import TriggerRequest
 from butler.spawner.result import SpawnerResult, outcome_of, rejected, spawner_result
 from butler.spawner.resume import resumable
 from butler.spawner.sandboxing import jailed
@@ -63,29 +63,6 @@ SHUTDOWN = "cancelled: the butler is shutting down"
 CLIENT_GONE = "cancelled by its client"
 #: Extra seconds the spawner grants an adapter past its own timeout to clean up.
 TIMEOUT_GRACE_S = 10.0
-
-
-@dataclass(frozen=True)
-class TriggerRequest:
-    """One request for a session."""
-
-    prompt: str
-    context: str | None = None
-    trigger_source: str = "external"
-    max_turns: int | None = None
-    timeout_s: float | None = None
-    resume_session_id: str | None = None
-    session_type: str = "trigger"
-    metadata: dict[str, Any] = field(default_factory=dict)
-    #: The running session of this butler that asked, as its token says.
-    caller_session_id: str | None = None
-    #: Folders the runtime may write besides its own (a headless builder's worktree).
-    writable: tuple[Path, ...] = ()
-
-    def full_prompt(self) -> str:
-        if self.context:
-            return f"{self.context.strip()}\n\n{self.prompt}"
-        return self.prompt
 
 
 class Spawner:
@@ -249,6 +226,7 @@ class Spawner:
                 metadata,
                 parent_id=parent_id,
                 trace_id=trace_id_of(span),
+                model=request.model,
             )
             span.set_attribute("butler.session_id", str(new.id))
             sid = await self._lifecycle.create(new, otel_context.get_current())
@@ -314,13 +292,14 @@ class Spawner:
     ) -> RuntimeResult:
         memory = await memory_context(self.config, self.memory)
         with Workspace(self._workspace_prefix) as workspace:
+            placed = await asyncio.to_thread(workspace.place, request.files)
             invocation = await build_invocation(
                 self.config,
                 self.adapter,
                 self.credentials,
                 InvocationRequest(
                     session_id=sid,
-                    prompt=request.full_prompt(),
+                    prompt=request.full_prompt() + placed,
                     cwd=self.config.config_dir,
                     workdir=workspace.path,
                     memory=memory,
@@ -328,6 +307,7 @@ class Spawner:
                     resume=parent["runtime_session_id"] if parent else None,
                     max_turns=request.max_turns,
                     timeout_s=request.timeout_s,
+                    model=request.model,
                 ),
                 self.session_tokens,
             )

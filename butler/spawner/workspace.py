@@ -10,16 +10,36 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from butler.paths import pid_alive
 from butler.runtimes.mcp_config import write_files
 
 OWNER_FILE = ".owner-pid"
+#: Where a session's files (a chat message's attachments) are placed in its workspace.
+FILES_DIR = "files"
+_FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+@dataclass(frozen=True)
+class SessionFile:
+    """A file given to one session to read (an attachment), placed in its workspace."""
+
+    #: A plain file name chosen by the caller: no folder, no leading dot.
+    name: str
+    data: bytes
+    #: What it is, for the runtime (e.g. "photo, image/jpeg"); data, never a path.
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if not _FILE_NAME.fullmatch(self.name) or ".." in self.name:
+            raise ValueError(f"session file name {self.name[:40]!r}: expected a plain file name")
 
 
 def temp_root() -> Path:
@@ -40,7 +60,23 @@ class Workspace:
 
     def write(self, files: Mapping[Path, str]) -> None:
         """Write the config files a runtime asked for (paths inside this workspace)."""
-        write_files(files)
+        write_files(files, (self.path,))
+
+    def place(self, files: Sequence[SessionFile]) -> str:
+        """Write ``files`` under ``files/``; the lines that tell the runtime where they are."""
+        if not files:
+            return ""
+        folder = self.path / FILES_DIR
+        folder.mkdir(mode=0o700)
+        lines = ["", "", "Files that came with this message, for you to read:"]
+        for file in files:
+            path = folder / file.name
+            with path.open("xb") as out:  # a name given twice is refused, never overwritten
+                out.write(file.data)
+            path.chmod(0o600)
+            note = f" ({file.note})" if file.note else ""
+            lines.append(f"- {path}{note}")
+        return "\n".join(lines)
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)

@@ -26,6 +26,8 @@ from butler.config import SandboxConfig
 from butler.sandbox import Jail, JailRequest
 from butler.spawner.sandboxing import jail_for
 
+#: Where the person lets an ``ask``/``chat`` agent reach one more host.
+ALLOW_SETTING = "[sandbox] allow_hosts of config.toml"
 #: The agent's private home, inside the call's temp folder (removed with it).
 HOME_DIR = ".home"
 #: Variables that point into the person's real home, which the jail does not hold.
@@ -73,6 +75,7 @@ def agent_request(
         runtime=agent,
         env=model_env(env),
         args=tuple(argv),
+        allow_setting=ALLOW_SETTING,
     )
 
 
@@ -96,5 +99,5 @@ async def agent_run(
     request = agent_request(agent, argv, workspace, sources, env)
     async with jail_for(settings, request, label=f"ask:{agent}") as jail:
         inner = {k: v for k, v in env.items() if k not in DROPPED_IN_JAIL}
-        inner.update(HOME=str(home), TMPDIR="/tmp", **jail.env())
+        inner.update(HOME=str(home), TMPDIR="/tmp", **jail.env(env.get("PATH", "")))
         yield AgentRun(inner, jail)

@@ -8,11 +8,13 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field
 
+from butler.builders.git import top_of
 from butler.builders.modes import SpawnOptions
 from butler.builders.prune import prune
 from butler.builders.records import builder_view
+from butler.config import ButlerConfig
 from butler.context import ButlerContext
-from butler.errors import ButlerError
+from butler.errors import ButlerError, UserError
 from butler.security.caller import current_caller
 from butler.tools.limits import Name, PathText, ProtocolArgs, optional_text
 
@@ -62,11 +64,39 @@ def _register_spawn(mcp: FastMCP, butler: ButlerContext) -> None:
             role=role,
             runtime=runtime,
         )
-        source = "trigger" if current_caller().is_session else "external"
+        session = current_caller().is_session
+        source = "trigger" if session else "external"
         try:
-            return await butler.builders.spawn(options, Path(repo), source, headless)
+            where = session_repo(butler.config, repo) if session else Path(repo)
+            return await butler.builders.spawn(options, where, source, headless)
         except ButlerError as exc:
             raise ToolError(str(exc)) from None
+
+
+def session_repos(config: ButlerConfig) -> list[Path]:
+    """The repositories a session may start builders in: ``[butler.builders] repos``, else
+    the repository holding the butler folder (none when it is in none)."""
+    listed = config.butler.builders.repos
+    if listed is not None:
+        return [Path(path).resolve() for path in listed]
+    try:
+        return [top_of(config.config_dir)]
+    except UserError:
+        return []
+
+
+def session_repo(config: ButlerConfig, repo: str) -> Path:
+    """``repo`` as a session may use it: one of :func:`session_repos`, resolved now (so a
+    link the session flips afterwards changes nothing); else one line naming the setting."""
+    allowed = session_repos(config)
+    path = Path(repo).resolve()
+    if path not in allowed:
+        listing = ", ".join(map(str, allowed)) or "none"
+        raise UserError(
+            f"builder_spawn: repository {repo} is not one a session may use; the owner lists "
+            f"them in [butler.builders] repos in butler.toml (now: {listing})"
+        )
+    return path
 
 
 def _register_views(mcp: FastMCP, butler: ButlerContext) -> None:

@@ -81,4 +81,5 @@ async def status_of(butler: ButlerContext) -> dict[str, Any]:
         "builders_running": await butler.builders.running() if database else None,
         "builders_max_running": butler.config.butler.builders.max_running,
         "uptime_s": round(time.time() - butler.started_at, 1),
+        "channels": butler.channels.states() if butler.channels else [],
     }

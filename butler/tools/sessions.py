@@ -65,11 +65,11 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
 
     @mcp.tool
     async def session_get(session_id: str) -> dict[str, Any]:
-        """The whole record of one session: prompt, output, tool calls, usage, timing."""
+        """One session's record: prompt, output, tool calls, usage, timing, and ``deliveries``."""
         row = await butler.sessions.get(session_id)
         if row is None:
             raise ToolError(f"session {session_id} not found")
-        return row
+        return {**row, "deliveries": await butler.notifier.store.for_session(row["id"])}
 
     @mcp.tool
     async def session_list(

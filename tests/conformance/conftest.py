@@ -1,13 +1,17 @@
-"""One real ``butler run`` daemon per runtime, shared by that runtime's conformance cases.
+"""One real, jailed ``butler run`` daemon per runtime, shared by that runtime's cases.
 
-The butler's ``cli_path`` is a wrapper that runs the genuine CLI under
-``strace`` (only ``connect`` calls, one log per run), so every case also
-records where the runtime tried to connect.
+Every session runs as a butler's owner would run it: inside the jail
+(bubblewrap, the seccomp filter, the egress proxy), its ``cli_path`` the
+genuine CLI. The jail refuses ``ptrace``, so ``strace`` watches from outside:
+the daemon finds a ``bwrap`` on its ``PATH`` that runs the real one under
+``strace -f`` (only ``connect`` calls, one log per run), so every case also
+records where anything in the jail tried to connect.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -20,8 +24,9 @@ import pytest
 from butler.store.db import quote_ident
 from tests.conformance.runtimes import BUTLER, CASES, RuntimeCase
 from tests.conftest import TEST_DSN
+from tests.fakes.mcp_probe import McpProbe
 from tests.fakes.model_server import FakeModelServer
-from tests.helpers import SETUP, DaemonProcess, free_port, write_butler
+from tests.helpers import SETUP, DaemonProcess, free_port, missing_tool, write_butler
 
 STRACE = shutil.which("strace")
 
@@ -35,7 +40,9 @@ class Conformance:
     daemon: DaemonProcess
     data_dir: Path
     folder: Path
-    connect_logs: Path | None
+    connect_logs: Path
+    #: An MCP server the jail lets through, planted in configs the runtime must not read.
+    decoy: McpProbe
 
     @property
     def url(self) -> str:
@@ -50,22 +57,26 @@ class Conformance:
         return self.data_dir / "butlers" / BUTLER / "homes" / session_id
 
 
-def write_cli_wrapper(folder: Path, binary: Path, logs: Path | None) -> Path:
-    """An executable that runs ``binary``, under strace when there is one."""
-    wrapper = folder / "cli"
-    if logs is None:
-        line = f'exec "{binary}" "$@"'
-    else:
-        logs.mkdir(parents=True, exist_ok=True)
-        trace = f'{STRACE} -f -qq --seccomp-bpf -e trace=connect -o "{logs}/connect.$$.log"'
-        line = f'exec {trace} -- "{binary}" "$@"'
-    wrapper.write_text(f"#!/bin/sh\n{line}\n", encoding="utf-8")
-    wrapper.chmod(0o755)
-    return wrapper
+def write_traced_bwrap(folder: Path, logs: Path) -> Path:
+    """A folder whose ``bwrap`` runs the real one, and all it starts, under strace."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None or STRACE is None:
+        missing_tool("bwrap" if bwrap is None else "strace")
+    logs.mkdir(parents=True, exist_ok=True)
+    trace = f'{STRACE} -f -qq --seccomp-bpf -e trace=connect -o "{logs}/connect.$$.log"'
+    shim = folder / "bin" / "bwrap"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nexec {trace} -- "{bwrap}" "$@"\n', encoding="utf-8")
+    shim.chmod(0o755)
+    return shim.parent
 
 
 def _env_toml(names: list[str]) -> str:
     return "\n[butler.env]\noptional = [" + ", ".join(f'"{n}"' for n in names) + "]\n"
+
+
+def _sandbox_toml(allow: list[str]) -> str:
+    return "\n[butler.sandbox]\nallow_hosts = [" + ", ".join(f'"{h}"' for h in allow) + "]\n"
 
 
 def _drop_schema(name: str) -> None:
@@ -79,22 +90,35 @@ def _drop_schema(name: str) -> None:
     asyncio.run(drop())
 
 
-@pytest.fixture(scope="module", params=sorted(CASES))
+@pytest.fixture(scope="package")
+def decoy() -> Iterator[McpProbe]:
+    """A decoy MCP server for the whole suite (its calls are cleared by the case using it)."""
+    with McpProbe("decoy") as probe:
+        yield probe
+
+
+@pytest.fixture(scope="package", params=sorted(CASES))
 def conformance(
     request: pytest.FixtureRequest,
     tmp_path_factory: pytest.TempPathFactory,
     _fake_model_session: FakeModelServer,
+    decoy: McpProbe,
 ) -> Iterator[Conformance]:
-    """A daemon of butler ``conformer`` on the genuine CLI of one runtime."""
+    """A jailed daemon of butler ``conformer`` on the genuine CLI of one runtime.
+
+    The jail lets the decoy MCP server through, so a runtime that read a
+    config it must not read would reach it, as it would unjailed.
+    """
     name: str = request.param
     case = CASES[name]
     missing = case.recipe.missing_reason()
     if missing:
         pytest.fail(f"{missing} (or run {SETUP})", False)
     root = tmp_path_factory.mktemp(f"conformance-{name}")
-    logs = root / "connect" if STRACE else None
+    logs = root / "connect"
+    traced = write_traced_bwrap(root, logs)
     model_url = _fake_model_session.url
-    runtime = {"type": case.type, "cli_path": str(write_cli_wrapper(root, case.binary, logs))}
+    runtime = {"type": case.type, "cli_path": str(case.binary)}
     if case.model:
         runtime["model"] = case.model
     if case.args(model_url):
@@ -104,16 +128,18 @@ def conformance(
     port = free_port()
     roster = root / "roster"
     (roster / "shared").mkdir(parents=True)
-    folder = write_butler(
-        roster, BUTLER, port=port, schema=schema, runtime=runtime, extra=_env_toml(sorted(values))
-    )
+    decoy_port = decoy.url.split(":")[-1].split("/")[0]
+    extra = _env_toml(sorted(values)) + _sandbox_toml([f"127.0.0.1:{decoy_port}"])
+    folder = write_butler(roster, BUTLER, port=port, schema=schema, runtime=runtime, extra=extra)
     for relative, text in case.files.items():
         (folder / relative).write_text(text, encoding="utf-8")
     data = root / "data"
     env = {**values, "BUTLER_DATA_DIR": str(data), "BUTLER_CANARY_SECRET": "must-not-leak"}
+    env["BUTLER_SANDBOX"] = "bwrap"
+    env["PATH"] = f"{traced}:{os.environ.get('PATH', '/usr/bin:/bin')}"
     daemon = DaemonProcess(folder, port=port, database_url=TEST_DSN, env=env)
     try:
         with daemon:
-            yield Conformance(name, case, daemon, data, folder, logs)
+            yield Conformance(name, case, daemon, data, folder, logs, decoy)
     finally:
         _drop_schema(schema)

@@ -110,7 +110,8 @@ def check_page(page) -> None:
     rows = roster_rows(page)
     assert list(rows) == list(NAMES)
     for name, expected in EXPECTED.items():
-        status, runtime, _sandbox, *figures, _ = rows[name]
+        status, runtime, _sandbox, *figures, _next, channels = rows[name]
+        assert channels == "—"  # no chat channels in this roster
         assert [status, runtime, *figures] == expected, name
     assert rows["alpha"][8].startswith("digest: ") and "07:30 Europe/Paris" in rows["alpha"][8]
     assert rows["beta"][8] == "—"

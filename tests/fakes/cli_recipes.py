@@ -91,7 +91,7 @@ class Recipe:
 
 
 def _npm(package: str) -> str:
-    return f"cd {CLIS} && npm install  # {package}, version pinned in clis/package.json"
+    return f"cd {CLIS} && npm ci  # {package}, version pinned in clis/package-lock.json"
 
 
 def _base_env(target: Target) -> dict[str, str]:

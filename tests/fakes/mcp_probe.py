@@ -2,15 +2,19 @@
 
 It offers one tool, `state_set(key, value)`, over streamable HTTP at
 `/mcp`, and records every call, so a test can tell a tool call that
-reached the server from one the CLI merely printed.
+reached the server from one the CLI merely printed. With
+`first_list_delay_s` its first tool list comes that late, as a loaded
+server's may.
 """
 
 from __future__ import annotations
 
+import asyncio
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from fastmcp import FastMCP
+from fastmcp.server.middleware import Middleware, MiddlewareContext
 
 from tests.fakes.threaded_server import ThreadedServer
 
@@ -18,10 +22,10 @@ from tests.fakes.threaded_server import ThreadedServer
 class McpProbe:
     """Streamable-HTTP MCP server on 127.0.0.1 with a recording `state_set` tool."""
 
-    def __init__(self, name: str = "probe") -> None:
+    def __init__(self, name: str = "probe", first_list_delay_s: float = 0.0) -> None:
         self.name = name
         self.calls: list[tuple[str, str]] = []
-        mcp: FastMCP = FastMCP(name)
+        mcp: FastMCP = FastMCP(name, middleware=[_LateFirstList(first_list_delay_s)])
 
         @mcp.tool
         def state_set(key: str, value: str) -> str:
@@ -57,3 +61,16 @@ class McpProbe:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+class _LateFirstList(Middleware):
+    """Answers the first `tools/list` after a delay, the later ones at once."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+
+    async def on_list_tools(self, context: MiddlewareContext[Any], call_next: Any) -> Any:
+        delay, self.delay_s = self.delay_s, 0.0
+        if delay:
+            await asyncio.sleep(delay)
+        return await call_next(context)

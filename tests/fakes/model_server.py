@@ -43,10 +43,12 @@ from tests.fakes.script import (
     Step,
     Text,
     ToolCall,
+    UnofferedCall,
     Usage,
     choose_step,
     find_tool,
     no_such_tool_text,
+    unoffered_tool,
 )
 from tests.fakes.threaded_server import ThreadedServer
 
@@ -61,6 +63,7 @@ __all__ = [
     "Step",
     "Text",
     "ToolCall",
+    "UnofferedCall",
     "Usage",
 ]
 
@@ -199,6 +202,12 @@ class FakeModelServer:
                 if tool is None:
                     return api.text(path, body, no_such_tool_text(base_name, offered))
                 return api.tool_call(path, body, tool, args)
+            case UnofferedCall(like=like, args=args):
+                offered = api.offered_tools(body)
+                invented = unoffered_tool(offered, step)
+                if invented is None:
+                    return api.text(path, body, no_such_tool_text(like, offered))
+                return api.tool_call(path, body, invented, args)
             case ModelError(status=status, message=message):
                 return api.error(status, message)
             case Garbage():

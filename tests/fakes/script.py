@@ -39,6 +39,20 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class UnofferedCall:
+    """Answer with a call to a tool the request does not offer.
+
+    It is named the way the CLI names the offered tool `like` (its prefix,
+    its namespace), with the base name `tool`, as a model that invents a
+    tool of the same server would call it.
+    """
+
+    tool: str
+    like: str = "state_set"
+    args: JsonObject = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class ModelError:
     """Answer with an HTTP error in the API's own error JSON shape."""
 
@@ -56,7 +70,7 @@ class Garbage:
     """Answer 200 with a body that is not a valid response for the API."""
 
 
-Step = Text | ToolCall | ModelError | Hang | Garbage
+Step = Text | ToolCall | UnofferedCall | ModelError | Hang | Garbage
 
 
 @dataclass(frozen=True)
@@ -115,6 +129,14 @@ def find_tool(offered: Sequence[OfferedTool], base_name: str) -> OfferedTool | N
         or any(tool.name.endswith(separator + base_name) for separator in "_-.")
     ]
     return min(candidates, key=lambda tool: len(tool.name), default=None)
+
+
+def unoffered_tool(offered: Sequence[OfferedTool], step: UnofferedCall) -> OfferedTool | None:
+    """`step.tool` named like the offered `step.like`; None when that one is not offered."""
+    like = find_tool(offered, step.like)
+    if like is None:
+        return None
+    return OfferedTool(like.name[: -len(step.like)] + step.tool, like.namespace)
 
 
 def no_such_tool_text(base_name: str, offered: Sequence[OfferedTool]) -> str:

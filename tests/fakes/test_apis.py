@@ -25,6 +25,7 @@ from tests.fakes.model_server import (
     OfferedTool,
     Text,
     ToolCall,
+    UnofferedCall,
 )
 from tests.fakes.script import find_tool
 
@@ -260,6 +261,26 @@ def test_unoffered_tool_is_explained_in_text(fake_model: FakeModelServer, api_na
 
     assert "no offered tool matches 'no_such_tool'" in text
     assert "state_set" in text  # the offered tools are listed
+
+
+#: The call a model inventing a tool of the same server makes, named like `state_set`.
+INVENTED_NAME = {
+    "anthropic": "mcp__probe__no_such_tool",
+    "openai-responses": "mcp__probe__no_such_tool",
+    "openai-chat": "probe-no_such_tool",
+    "gemini": "mcp_probe_no_such_tool",
+}
+
+
+def test_an_unoffered_call_is_named_like_an_offered_tool(
+    fake_model: FakeModelServer, api_name: str
+) -> None:
+    api = APIS[api_name]
+    fake_model.script = [UnofferedCall("no_such_tool", args={"key": "k"})]
+
+    reply = post(fake_model, api.path, api.request(OFFERED[api_name], 0))
+
+    assert api.tool_call(reply) == (INVENTED_NAME[api_name], {"key": "k"})
 
 
 def test_model_error_uses_the_api_error_shape(fake_model: FakeModelServer, api_name: str) -> None:

@@ -33,15 +33,18 @@ class ThreadedServer:
         """True between a successful `start()` and `stop()`."""
         return self._thread is not None
 
-    def start(self) -> int:
-        """Bind a free port, serve, and return the port once connections are accepted."""
+    def start(self, port: int | None = None) -> int:
+        """Bind ``port`` (a free one if None), serve, and return it once connections are accepted.
+
+        A given port lets a test restart a server where its clients expect it.
+        """
         if self._thread is not None:
             raise RuntimeError(f"{self._name} is already started")
         # Binding here rather than letting uvicorn pick port 0 tells us the
         # port without racing its start-up.
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", port or 0))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(
             self._app,

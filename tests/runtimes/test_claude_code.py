@@ -194,3 +194,19 @@ async def test_missing_cli_is_a_clear_error(make_spawner, tmp_path):
     )
     result = await spawner.trigger(TriggerRequest("x"))
     assert result.success is False and "not found" in result.error.lower()
+
+
+def test_the_model_claude_code_names_on_its_own_error_message_is_not_recorded():
+    # What Claude Code 2.1.332 streams when the model API fails: a message it wrote itself.
+    failed = {
+        "type": "assistant",
+        "message": {
+            "model": "<synthetic>",
+            "content": [{"type": "text", "text": "API Error: 400 boom"}],
+        },
+    }
+    stream = claude_fold("hub")
+    stream.add(failed)
+    assert stream.result().model is None
+    stream.add({"type": "assistant", "message": {"model": "claude-sonnet-4-5", "content": []}})
+    assert stream.result().model == "claude-sonnet-4-5"

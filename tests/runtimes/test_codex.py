@@ -9,11 +9,13 @@ from butler.config import RuntimeConfig
 from butler.runtimes.base import Invocation, McpEndpoint
 from butler.runtimes.codex import (
     CANNED_500,
+    MCP_STARTUP_TIMEOUT_S,
     CodexAdapter,
     build_argv,
     embed_system_prompt,
     parse_event,
     retry_caps,
+    unsupported_calls,
 )
 from butler.runtimes.fold import Fold
 from tests.fakes.runtime import sample_invocation
@@ -147,3 +149,42 @@ def test_codex_words_for_an_http_500_are_explained():
     failed = {"type": "turn.failed", "error": {"message": CANNED_500}}
     error = parse([json.dumps(failed)]).result().error or ""
     assert error.startswith("runtime error: We’re currently") and "HTTP 500" in error
+
+
+def test_codex_waits_for_the_butlers_server_and_fails_without_it(tmp_path):
+    argv = build_argv(sample_invocation(tmp_path), "codex")
+    assert "mcp_servers.health.required=true" in argv
+    assert f"mcp_servers.health.startup_timeout_sec={MCP_STARTUP_TIMEOUT_S}" in argv
+
+
+def test_codexs_own_sandbox_is_off_only_inside_the_butlers_jail(tmp_path):
+    unjailed = build_argv(sample_invocation(tmp_path), "codex")
+    assert 'sandbox_mode="danger-full-access"' not in unjailed
+    jailed = sample_invocation(tmp_path, sandbox=object(), args=("-c", 'sandbox_mode="x"'))
+    for resume in (None, "thread-1"):  # `exec resume` takes no -s: a config key works for both
+        argv = build_argv(Invocation(**{**jailed.__dict__, "resume": resume}), "codex")
+        # Before the owner's args, which may still choose otherwise.
+        assert argv.index('sandbox_mode="danger-full-access"') < argv.index('sandbox_mode="x"')
+
+
+#: What Codex 0.169 logs, and only logs, for a call to a tool it did not offer.
+UNSUPPORTED_LOG = (
+    "Reading additional input from stdin...\n"
+    "2026-11-26T10:47:41.603038Z ERROR codex_core::tools::router: "
+    "error=unsupported call: mcp__healthno_such_tool\n"
+    "2026-11-26T10:47:41.7Z ERROR codex_core::tools::router: error=unsupported call: bogus\n"
+)
+
+
+def test_calls_to_tools_codex_never_offered_are_read_from_its_log():
+    calls = [c.to_json() for c in unsupported_calls(UNSUPPORTED_LOG, "health")]
+    assert calls == [
+        {
+            "name": "no_such_tool",
+            "arguments": {},
+            "error": "unsupported call: mcp__healthno_such_tool",
+            "source": "runtime",
+        },
+        {"name": "bogus", "arguments": {}, "error": "unsupported call: bogus", "source": "runtime"},
+    ]
+    assert unsupported_calls("all fine\n", "health") == []

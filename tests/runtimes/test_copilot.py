@@ -120,3 +120,11 @@ def test_runtime_config_reaches_the_command_and_user_servers_are_emptied(tmp_pat
     assert command.stdin.endswith("Check overdue tasks")
     user_servers = command.files[tmp_path / "home" / ".copilot" / "mcp-config.json"]
     assert json.loads(user_servers) == {"mcpServers": {}}
+
+
+def test_every_path_is_allowed_only_inside_the_butlers_jail(tmp_path: Path) -> None:
+    # A command naming /usr/bin/python3 is refused by Copilot's own guard headless;
+    # in the jail the jail decides what a path reaches.
+    assert "--allow-all-paths" not in build_argv(invocation(tmp_path), "copilot")
+    jailed = build_argv(invocation(tmp_path, sandbox=object()), "copilot")
+    assert "--allow-all-paths" in jailed and "--allow-all-tools" in jailed

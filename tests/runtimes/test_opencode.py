@@ -142,3 +142,10 @@ def test_a_broken_owner_config_is_one_clear_error(tmp_path: Path) -> None:
         RuntimeFailure, match="expected an OpenCode config object, found a JSON list"
     ):
         read_owner_config(tmp_path)
+
+
+def test_a_call_to_a_tool_opencode_never_offered_is_recorded_by_its_name() -> None:
+    # OpenCode runs its "invalid" tool in place of the call; its input names the real one.
+    [call] = parse("opencode_run_json_unoffered_tool.jsonl").result().tool_calls
+    assert (call.name, call.arguments) == ("no_such_tool", {})
+    assert call.error and "unavailable tool 'hub_no_such_tool'" in call.error

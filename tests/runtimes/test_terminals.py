@@ -72,9 +72,9 @@ def test_codex_trusts_the_worktree_and_switches_off_project_servers(tmp_path):
 def test_copilot_trusts_the_worktree_keeping_what_it_recorded(tmp_path):
     state = tmp_path / "config.json"
     state.write_text('// managed automatically\n{"trustedFolders": ["/a"], "firstLaunchAt": "x"}')
-    written = json.loads(copilot_state(state, Path("/w")))
+    written = json.loads(copilot_state(tmp_path, "config.json", Path("/w")))
     assert written == {"trustedFolders": ["/a", "/w"], "firstLaunchAt": "x"}
-    assert json.loads(copilot_state(tmp_path / "none.json", Path("/w"))) == {
+    assert json.loads(copilot_state(tmp_path, "none.json", Path("/w"))) == {
         "trustedFolders": ["/w"]
     }
 

@@ -14,6 +14,7 @@ from butler.runtimes import transcripts
 from butler.runtimes.base import Usage
 
 CAPTURES = Path(__file__).with_name("captures")
+STORE = transcripts.OPENCODE_STORE
 
 
 def jsonl(path: Path, *entries: object, tail: str = "") -> Path:
@@ -38,7 +39,7 @@ def test_claude_counts_each_message_once_though_written_per_block(tmp_path):
         claude_line("m2", "text", 20),
         tail='{"type": "assistant", "mess',  # a torn last line: the CLI was killed
     )
-    found = transcripts.claude(tmp_path / ".claude")
+    found = transcripts.claude(tmp_path)
     assert found is not None
     assert found.usage == Usage(200, 50, 20, 10)
     assert (found.model, found.session_id, found.cost_usd) == ("claude-x", "s-1", None)
@@ -46,7 +47,7 @@ def test_claude_counts_each_message_once_though_written_per_block(tmp_path):
     projects = {"/other": {"lastSessionId": "s-0", "lastCost": 9.0},
                 "/repo/.builders/x": {"lastSessionId": "s-1", "lastCost": 0.001082}}  # fmt: skip
     (tmp_path / ".claude" / ".claude.json").write_text(json.dumps({"projects": projects}))
-    assert transcripts.claude(tmp_path / ".claude").cost_usd == 0.001082
+    assert transcripts.claude(tmp_path).cost_usd == 0.001082
 
 
 def test_codex_takes_the_last_running_total_of_the_rollout(tmp_path):
@@ -56,7 +57,13 @@ def test_codex_takes_the_last_running_total_of_the_rollout(tmp_path):
         return {"type": "event_msg", "payload": payload}
 
     jsonl(
-        tmp_path / "sessions" / "2026" / "11" / "26" / "rollout-2026-11-26T06-20-38-t1.jsonl",
+        tmp_path
+        / ".codex"
+        / "sessions"
+        / "2026"
+        / "11"
+        / "26"
+        / "rollout-2026-11-26T06-20-38-t1.jsonl",
         {"type": "session_meta", "payload": {"id": "t1"}},
         {"type": "turn_context", "payload": {"model": "fake-model"}},
         count(120, 30),
@@ -72,7 +79,7 @@ def test_gemini_takes_each_messages_last_tokens(tmp_path):
     tokens = {"input": 120, "output": 30, "cached": 10, "thoughts": 2, "total": 152}
     first = {"id": "a", "type": "gemini", "tokens": tokens, "model": "fake-model"}
     jsonl(
-        tmp_path / "tmp" / "w1" / "chats" / "session-2026-11-26T06-21-b5.jsonl",
+        tmp_path / ".gemini" / "tmp" / "w1" / "chats" / "session-2026-11-26T06-21-b5.jsonl",
         {"sessionId": "b5", "kind": "main"},
         {"id": "u", "type": "user", "content": [{"text": "Fix it"}]},
         first,
@@ -85,8 +92,8 @@ def test_gemini_takes_each_messages_last_tokens(tmp_path):
 
 
 def test_opencode_sums_assistant_messages_of_its_store(tmp_path):
-    (tmp_path / "opencode").mkdir()
-    with sqlite3.connect(tmp_path / "opencode" / "opencode.db") as db:
+    (tmp_path / STORE).parent.mkdir(parents=True)
+    with sqlite3.connect(tmp_path / STORE) as db:
         db.execute("CREATE TABLE message (id text, session_id text, data text)")
         step = {"role": "assistant", "cost": 0.25, "modelID": "fake-model",
                 "tokens": {"input": 110, "output": 30, "reasoning": 1,
@@ -101,7 +108,7 @@ def test_opencode_sums_assistant_messages_of_its_store(tmp_path):
 
 def test_copilot_reads_its_usage_report(tmp_path):
     report = shutil.copy(CAPTURES / "copilot_usage_output_file.json", tmp_path / "u.json")
-    found = transcripts.copilot(Path(report))
+    found = transcripts.copilot(tmp_path, Path(report).name)
     assert found is not None and found.usage == Usage(300, 60, 30, 0)
     assert found.model == "m1"
 
@@ -111,32 +118,32 @@ def test_nothing_written_is_no_usage_rather_than_zeros(tmp_path):
     assert transcripts.codex(tmp_path) is None
     assert transcripts.gemini(tmp_path) is None
     assert transcripts.opencode(tmp_path) is None
-    (tmp_path / "opencode").mkdir()
-    (tmp_path / "opencode" / "opencode.db").write_text("not a database")
+    (tmp_path / STORE).parent.mkdir(parents=True)
+    (tmp_path / STORE).write_text("not a database")
     assert transcripts.opencode(tmp_path) is None
-    assert transcripts.copilot(tmp_path / "missing.json") is None
+    assert transcripts.copilot(tmp_path, "missing.json") is None
 
 
 def test_a_fifo_or_a_link_the_runtime_planted_neither_hangs_nor_floods_the_reader(tmp_path):
     """The runtime writes its own home: its files are read bounded, never through a link."""
-    home = tmp_path / ".claude"
-    jsonl(home / "projects" / "p" / "s-1.jsonl", claude_line("m1", "text", 20))
-    (home / "projects" / "q").mkdir(parents=True)
-    os.mkfifo(home / "projects" / "q" / "s-2.jsonl")  # opening it to read would wait for a writer
-    os.symlink("/dev/zero", home / ".claude.json")  # endless: where the cost would be
-    rollout = tmp_path / "codex" / "sessions" / "2026"
+    claude = tmp_path / ".claude"
+    jsonl(claude / "projects" / "p" / "s-1.jsonl", claude_line("m1", "text", 20))
+    (claude / "projects" / "q").mkdir(parents=True)
+    os.mkfifo(claude / "projects" / "q" / "s-2.jsonl")  # opening it to read would wait for a writer
+    os.symlink("/dev/zero", claude / ".claude.json")  # endless: where the cost would be
+    rollout = tmp_path / ".codex" / "sessions" / "2026"
     rollout.mkdir(parents=True)
     os.mkfifo(rollout / "rollout-1.jsonl")
-    (tmp_path / "opencode").mkdir()
-    os.mkfifo(tmp_path / "opencode" / "opencode.db")
+    (tmp_path / STORE).parent.mkdir(parents=True)
+    os.mkfifo(tmp_path / STORE)
     os.symlink("/dev/zero", tmp_path / "usage.json")
     found: list[object] = []
 
     def read_all() -> None:
-        found.append(transcripts.claude(home))
-        found.append(transcripts.codex(tmp_path / "codex"))
+        found.append(transcripts.claude(tmp_path))
+        found.append(transcripts.codex(tmp_path))
         found.append(transcripts.opencode(tmp_path))
-        found.append(transcripts.copilot(tmp_path / "usage.json"))
+        found.append(transcripts.copilot(tmp_path, "usage.json"))
 
     reader = threading.Thread(target=read_all, daemon=True)
     reader.start()
@@ -159,36 +166,36 @@ def test_linked_folders_in_the_home_are_not_walked(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     rollout(elsewhere / "rollout-1.jsonl", 7)
     jsonl(elsewhere / "s-1.jsonl", claude_line("m1", "text", 20))
-    codex_home = tmp_path / "codex"
-    codex_home.mkdir()
+    home = tmp_path / "home"
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True)
     os.symlink(elsewhere, codex_home / "sessions")
-    assert transcripts.codex(codex_home) is None
+    assert transcripts.codex(home) is None
     (codex_home / "sessions").unlink()
     rollout(codex_home / "sessions" / "2026" / "rollout-2.jsonl", 3)
     os.symlink(elsewhere, codex_home / "sessions" / "2026" / "more")
     os.symlink(elsewhere / "rollout-1.jsonl", codex_home / "sessions" / "rollout-9.jsonl")
-    assert transcripts.codex(codex_home).usage.input_tokens == 3
-    claude_home = tmp_path / "claude"
-    (claude_home / "projects").mkdir(parents=True)
-    os.symlink(elsewhere, claude_home / "projects" / "p")
-    assert transcripts.claude(claude_home) is None
+    assert transcripts.codex(home).usage.input_tokens == 3
+    (home / ".claude" / "projects").mkdir(parents=True)
+    os.symlink(elsewhere, home / ".claude" / "projects" / "p")
+    assert transcripts.claude(home) is None
 
 
 def test_finding_transcripts_looks_at_a_bounded_number_of_entries(tmp_path, monkeypatch):
     """However many entries the runtime makes, the walk stops after MAX_ENTRIES of them."""
     monkeypatch.setattr(transcripts, "MAX_ENTRIES", 50)
     for day in range(30):  # 30 folders, then one rollout in each: 60 entries
-        rollout(tmp_path / "sessions" / f"{day:02}" / f"rollout-{day}.jsonl", 1)
+        rollout(tmp_path / ".codex" / "sessions" / f"{day:02}" / f"rollout-{day}.jsonl", 1)
     found = transcripts.codex(tmp_path)
     assert found is not None and found.usage.input_tokens == 20  # 50 entries: 30 + 20
 
 
 def opencode_store(home: Path, *schema: str) -> Path:
-    (home / "opencode").mkdir(parents=True)
-    with sqlite3.connect(home / "opencode" / "opencode.db") as db:
+    (home / STORE).parent.mkdir(parents=True)
+    with sqlite3.connect(home / STORE) as db:
         for statement in schema:
             db.execute(statement)
-    return home / "opencode" / "opencode.db"
+    return home / STORE
 
 
 STEP = {"role": "assistant", "tokens": {"input": 5, "output": 1}}
@@ -237,14 +244,14 @@ def test_a_linked_folder_above_the_transcripts_is_not_followed(tmp_path):
     this builder's: no folder the runtime made between its home and the files is a link."""
     other = tmp_path / "other-session"
     rollout(other / ".codex" / "sessions" / "2026" / "rollout-1.jsonl", 7)
-    store = opencode_store(other / ".local" / "share", "CREATE TABLE message (session_id, data)")
+    store = opencode_store(other, "CREATE TABLE message (session_id, data)")
     with sqlite3.connect(store) as db:
         db.execute("INSERT INTO message VALUES ('s', ?)", (json.dumps(STEP),))
-    assert transcripts.codex(other / ".codex") is not None
-    assert transcripts.opencode(other / ".local" / "share") is not None
+    assert transcripts.codex(other) is not None
+    assert transcripts.opencode(other) is not None
     home = tmp_path / "home"
     home.mkdir()
     os.symlink(other / ".codex", home / ".codex")
     os.symlink(other / ".local", home / ".local")
-    assert transcripts.codex(home / ".codex") is None
-    assert transcripts.opencode(home / ".local" / "share") is None
+    assert transcripts.codex(home) is None
+    assert transcripts.opencode(home) is None

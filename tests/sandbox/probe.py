@@ -25,6 +25,39 @@ def try_write(path: str) -> str:
     return "written"
 
 
+def try_plant(path: str, text: str, mode: int) -> str:
+    """Put a file of the runtime's choosing at ``path`` (replacing what is there)."""
+    try:
+        if os.path.lexists(path) and not os.path.isdir(path):
+            os.unlink(path)
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.chmod(path, mode)
+    except OSError as exc:
+        return type(exc).__name__
+    return "written"
+
+
+def try_append(path: str, text: str) -> str:
+    try:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(text)
+    except OSError as exc:
+        return type(exc).__name__
+    return "written"
+
+
+def try_symlink(target: str, path: str) -> str:
+    """Replace ``path`` with a link to ``target`` (which need not exist in the jail)."""
+    try:
+        if os.path.lexists(path):
+            os.unlink(path)
+        os.symlink(target, path)
+    except OSError as exc:
+        return type(exc).__name__
+    return "linked"
+
+
 def try_connect(host: str, port: int) -> str:
     try:
         with socket.create_connection((host, port), timeout=3):
@@ -136,8 +169,17 @@ def setsid_child(marker: str) -> None:
 
 
 def main() -> None:
-    plan = json.loads(open(sys.argv[1], encoding="utf-8").read())
-    report: dict = {"uid": os.getuid()}
+    # A headless builder's prompt is its context, a blank line, then the task: the plan.
+    text = open(sys.argv[1], encoding="utf-8").read()
+    plan = json.loads(text.rsplit("\n\n", 1)[-1])
+    report: dict = {"uid": os.getuid(), "prompt": text}
+    if len(sys.argv) > 3:  # given the system prompt's file: what the session was told
+        report["system"] = open(sys.argv[3], encoding="utf-8").read()
+    report["planted"] = {
+        path: try_plant(path, body, mode) for path, body, mode in plan.get("plant", [])
+    }
+    report["appended"] = {path: try_append(path, body) for path, body in plan.get("append", [])}
+    report["linked"] = {path: try_symlink(target, path) for target, path in plan.get("symlink", [])}
     if "canary" in plan:
         report.update(environs(plan["canary"]))
     if "daemon_pid" in plan:

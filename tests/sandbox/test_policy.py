@@ -6,7 +6,8 @@ from pathlib import Path
 
 from butler.sandbox import allowed_targets
 from butler.sandbox.egress import Target, parse_absolute, parse_authority
-from butler.sandbox.policy import JailPolicy, bwrap_argv
+from butler.sandbox.jail import Jail
+from butler.sandbox.policy import JAIL_HOME, JailPolicy, bwrap_argv
 
 
 def test_the_model_api_comes_from_the_runtimes_configuration_and_never_the_database():
@@ -69,3 +70,22 @@ def test_bubblewrap_gets_new_namespaces_no_capabilities_and_only_the_named_paths
         and ["--proc", "/proc"] == argv[argv.index("--proc") : argv.index("--proc") + 2]
     )
     assert "/root" not in argv and "/home" not in argv and "/run/postgresql" not in argv
+
+
+def test_the_home_is_bound_at_one_path_and_only_its_own_name_is_moved_there(tmp_path: Path):
+    home = tmp_path / "homes" / "abc"
+    argv = bwrap_argv(JailPolicy(home=home))
+    at = argv.index("--bind", argv.index("--dir"))
+    assert argv[at : at + 3] == ["--bind", str(home), str(JAIL_HOME)]
+    jail = Jail(JailPolicy(home=home), egress=None, proxy_port=3128, forwards=())  # type: ignore[arg-type]
+    assert jail.inside(f"{home}/.codex") == f"{JAIL_HOME}/.codex"
+    assert jail.inside(f'{{"cache": "{home}"}}') == f'{{"cache": "{JAIL_HOME}"}}'
+    # Another session's home whose name starts the same way is not this one.
+    assert jail.inside(f"{home}def/x") == f"{home}def/x"
+
+
+def test_the_jails_path_keeps_the_system_and_bound_folders_in_order(tmp_path: Path):
+    policy = JailPolicy(read_only=(tmp_path / "tools",))
+    search = f"/root/.pyenv/shims:{tmp_path / 'tools' / 'bin'}:/usr/bin:relative:/usr/bin:/bin"
+    assert policy.visible_path(search) == f"{tmp_path / 'tools' / 'bin'}:/usr/bin:/bin"
+    assert policy.visible_path("/root/.cargo/bin") == "/usr/local/bin:/usr/bin:/bin"

@@ -46,5 +46,5 @@ def test_a_path_is_refused_in_one_line(folders, role):
 
 def test_names_find_the_butlers_roles_then_the_repositorys(folders):
     butler, repo = folders
-    assert find_role(butler, "reviewer", repo) == (butler / "roles" / "reviewer.md").resolve()
-    assert find_role(butler, "custom.md", repo) == (repo / "roles" / "custom.md").resolve()
+    assert find_role(butler, "reviewer", repo).path == butler / "roles" / "reviewer.md"
+    assert find_role(butler, "custom.md", repo).path == repo / "roles" / "custom.md"

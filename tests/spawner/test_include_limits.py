@@ -86,13 +86,13 @@ async def test_a_session_composes_its_prompt_off_the_event_loop(make_spawner, ro
     adapter = FakeAdapter()
     spawner = make_spawner(adapter, prompt=fan_out(roster, 15, "ab\n"))
     readers: set[threading.Thread] = set()
-    real_read = prompt_module._read
+    real_read = prompt_module._Expansion.read
 
     def spy(*args):
         readers.add(threading.current_thread())
         return real_read(*args)
 
-    monkeypatch.setattr(prompt_module, "_read", spy)
+    monkeypatch.setattr(prompt_module._Expansion, "read", spy)
     result = await spawner.trigger(TriggerRequest("go"))
     assert result.success, result.error
     assert adapter.invocations[0].system_prompt.count("ab") == 2**15

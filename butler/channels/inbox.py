@@ -1,0 +1,244 @@
+"""What happens to one recorded message: sender checked, butler picked, session run, reply sent.
+
+In order: an unpaired sender is refused (or paired, when the message is a
+code); a paired one over the rate is told to slow down; ``/new`` ends the
+conversation; the router picks the butler; attachments are fetched within
+bounds; the butler's spawner runs the session (source ``route``), resuming
+the conversation's last one; the answer, labelled with the butler, goes back
+to the chat. Every way it ends is recorded on the message's row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, replace
+
+from butler.channels.attachments import Refused, check, fetch_all
+from butler.channels.limits import REFUSAL_EVERY_S, SLOW_DOWN_EVERY_S, Notices, RateLimit
+from butler.channels.link import Link
+from butler.channels.message import Inbound
+from butler.channels.pairing import code_in, digest
+from butler.channels.prompt import HISTORY_MESSAGES, framing, prompt_of
+from butler.channels.routing import new_conversation, which_one
+from butler.channels.switchboard import Route, Router, Target
+from butler.channels.text import display_name, labelled, one_line
+from butler.channels.threads import Thread, Threads
+from butler.errors import Rejected, SessionNotFound
+from butler.spawner.request import TriggerRequest
+from butler.spawner.result import SpawnerResult
+from butler.spawner.workspace import SessionFile
+from butler.store.channel_senders import SenderStore
+from butler.store.conversations import ConversationStore
+
+log = logging.getLogger(__name__)
+
+NOT_PAIRED = "This bot answers only people paired with it; ask its owner for a pairing code."
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A message on its way to a butler: where it goes, what is sent, in which conversation."""
+
+    message: Inbound
+    row_id: int
+    route: Route
+    target: Target
+    thread: Thread
+    files: tuple[SessionFile, ...]
+
+
+class Inbox:
+    """Answers the recorded messages of one service's channels."""
+
+    def __init__(self, senders: SenderStore, conversations: ConversationStore) -> None:
+        self.senders = senders
+        self.conversations = conversations
+        self.threads = Threads(conversations)
+        self.rates: dict[str, RateLimit] = {}
+        self.refusals = Notices(REFUSAL_EVERY_S)
+        self.slow_downs = Notices(SLOW_DOWN_EVERY_S)
+
+    async def handle(self, link: Link, message: Inbound, row_id: int) -> None:
+        """Answer one message; a failure is recorded and said in one line, never raised."""
+        try:
+            await self._handle(link, message, row_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("message could not be handled", extra={"channel": link.kind})
+            await self.conversations.mark(row_id, "failed")
+            await link.say(message, "Something went wrong answering this; see the butler's log.")
+
+    async def _handle(self, link: Link, message: Inbound, row_id: int) -> None:
+        settings = link.channel.settings
+        rate = self.rates.setdefault(link.kind, RateLimit(settings.max_messages_per_minute))
+        if not rate.allow(message.sender):
+            await self._slow_down(link, message, row_id)
+            return
+        if not await self.senders.is_paired(link.kind, message.sender):
+            await self._stranger(link, message, row_id)
+            return
+        fresh, text = new_conversation(message.text)
+        if fresh:
+            await self.threads.forget(message)
+            if not text.strip() and not message.attachments:
+                await link.say(message, "New conversation: the next message starts afresh.")
+                await self.conversations.mark(row_id, "answered")
+                return
+        if len(text) > settings.max_message_chars:
+            limit = settings.max_message_chars
+            line = f"That message is longer than the {limit} characters a message may be."
+            await self._refuse(link, message, row_id, line)
+            return
+        async with link.typing(message):  # from routing (a classifier may run) to the answer
+            exchange = await self._prepare(link, message, row_id, text, fresh)
+            if exchange is not None:
+                await self._converse(link, exchange)
+
+    async def _prepare(
+        self, link: Link, message: Inbound, row_id: int, text: str, fresh: bool
+    ) -> Exchange | None:
+        """Route the message and fetch its attachments; None when it was answered already."""
+        settings = link.channel.settings
+        try:  # what the declared types and sizes rule out costs no routing session
+            check(message.attachments, settings)
+        except Refused as exc:
+            await self._refuse(link, message, row_id, f"Not accepted: {exc}.")
+            return None
+        current = None if fresh else await self.threads.current(message, settings.idle_minutes)
+        route = await link.router.route(message, text, current["butler"] if current else None)
+        if route.butler is None:
+            await link.say(message, which_one(link.router.names))
+            await self.conversations.mark(row_id, "asked")
+            return None
+        try:
+            files = await fetch_all(link.channel, message.attachments, settings)
+        except Refused as exc:
+            await self._refuse(link, message, row_id, f"Not accepted: {exc}.")
+            return None
+        target = link.router.targets[route.butler]
+        if not target.spawner.admission.accepting:
+            return None  # shutting down: left recorded, answered at the next start
+        can_resume = target.spawner.adapter.supports_resume
+        thread = await self.threads.join(
+            message, route.butler, current, can_resume, HISTORY_MESSAGES
+        )
+        await self.conversations.mark(
+            row_id, "handling", conversation_id=thread.conversation_id, butler=route.butler
+        )
+        return Exchange(message, row_id, route, target, thread, files)
+
+    async def _converse(self, link: Link, exchange: Exchange) -> None:
+        """Run the butler's session and send its answer (or its failure) back."""
+        message, thread, butler = exchange.message, exchange.thread, exchange.route.butler
+        assert butler is not None
+        result = await self._run(exchange)
+        if result.success:
+            reply, status = result.output.strip() or "(no answer)", "answered"
+        else:
+            reply = f"could not answer: {one_line(result.error or 'unknown error', 200)}"
+            status = "failed"
+        await self.conversations.mark(exchange.row_id, status, session_id=result.session_id)
+        if result.session_id:
+            await self.conversations.touch(thread.conversation_id, result.session_id)
+        await link.say(
+            message,
+            labelled(butler, reply),
+            butler=butler,
+            conversation_id=thread.conversation_id,
+            session_id=result.session_id,
+        )
+        log.info(
+            "message answered" if result.success else "message not answered",
+            extra={
+                "channel": link.kind,
+                "butler": butler,
+                "routed_by": exchange.route.how,
+                "session_id": result.session_id,
+            },
+        )
+
+    async def _run(self, exchange: Exchange) -> SpawnerResult:
+        """The session, resuming the conversation's last one when it can."""
+        request = self._request(exchange)
+        spawner = exchange.target.spawner
+        try:
+            session_id, task = await spawner.start(request)
+        except SessionNotFound:  # the last session left nothing to resume: start afresh
+            history = await self.conversations.exchanges(
+                exchange.thread.conversation_id, HISTORY_MESSAGES
+            )
+            thread = Thread(exchange.thread.conversation_id, history=history)
+            request = self._request(replace(exchange, thread=thread))
+            try:
+                session_id, task = await spawner.start(request)
+            except Rejected as exc:
+                return SpawnerResult(success=False, error=str(exc))
+        except Rejected as exc:
+            return SpawnerResult(success=False, error=str(exc))
+        await self.conversations.mark(exchange.row_id, "handling", session_id=session_id)
+        return await task
+
+    def _request(self, exchange: Exchange) -> TriggerRequest:
+        message, thread = exchange.message, exchange.thread
+        return TriggerRequest(
+            prompt=prompt_of(exchange.route.text, message),
+            context=framing(message, thread.history),
+            trigger_source="route",
+            session_type="channel",
+            resume_session_id=thread.resume,
+            files=exchange.files,
+            metadata={
+                "channel": message.channel,
+                "sender": message.sender,
+                "thread": message.thread or message.chat,
+                "chat": message.chat,
+                "conversation_id": str(thread.conversation_id),
+                "routed_by": exchange.route.how,
+                "attachments": [{"name": f.name, "note": f.note} for f in exchange.files],
+            },
+        )
+
+    async def _stranger(self, link: Link, message: Inbound, row_id: int) -> None:
+        """An unpaired sender: paired when the message is a good code, else refused."""
+        code = code_in(message.text)
+        name = display_name(message.display_name)
+        if code and await self.senders.redeem(link.kind, digest(code), message.sender, name):
+            log.info("sender paired", extra={"channel": link.kind, "sender": message.sender})
+            await self.conversations.mark(row_id, "paired")
+            greeting = f"Paired{', ' + name if name else ''}. "
+            await link.say(message, greeting + hello(link.router))
+            return
+        log.warning(
+            "message from an unpaired sender ignored",
+            extra={"channel": link.kind, "sender": message.sender},
+        )
+        await self.conversations.mark(row_id, "refused")
+        key = f"{link.kind}:{message.sender}"
+        if link.channel.refuses_strangers and self.refusals.due(key):
+            await link.say(message, NOT_PAIRED)
+
+    async def _slow_down(self, link: Link, message: Inbound, row_id: int) -> None:
+        await self.conversations.mark(row_id, "refused")
+        paired = await self.senders.is_paired(link.kind, message.sender)
+        if paired and self.slow_downs.due(f"{link.kind}:{message.sender}"):
+            limit = link.channel.settings.max_messages_per_minute
+            await link.say(message, f"Too many messages: at most {limit} a minute. Wait a moment.")
+
+    async def _refuse(self, link: Link, message: Inbound, row_id: int, line: str) -> None:
+        await self.conversations.mark(row_id, "refused")
+        await link.say(message, line)
+
+    async def interrupted(self, link: Link, message: Inbound, row_id: int) -> None:
+        """A message whose session a stopped daemon left unfinished: say so, once."""
+        await self.conversations.mark(row_id, "failed")
+        await link.say(message, "The butler stopped while answering this; please send it again.")
+
+
+def hello(router: Router) -> str:
+    """What a newly paired sender is told they can do."""
+    if router.bound or len(router.names) == 1:
+        return f"Send a message to talk to {router.names[0]}."
+    names = ", ".join(f"/{name}" for name in router.names)
+    return f"Send a message, or start it with one of {names} to pick a butler."

@@ -1,0 +1,126 @@
+"""One running channel as the inbox uses it: answer a chat (split, retried, recorded), show typing.
+
+A reply that cannot be sent because the channel's server is away is tried
+again with backoff for a few minutes: a server restarted mid-conversation
+still gets the answer, once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import AsyncIterator
+
+from butler.channels.backoff import Backoff
+from butler.channels.base import Channel, ChannelState
+from butler.channels.message import Inbound
+from butler.channels.switchboard import Router
+from butler.channels.text import one_line, split
+from butler.store.conversations import ConversationStore, MessageRecord
+
+log = logging.getLogger(__name__)
+
+#: How long a reply keeps being tried while the channel's server is away.
+REPLY_RETRY_S = 300.0
+#: Typing indicators expire after about five seconds on Telegram; renew before.
+TYPING_EVERY_S = 4.0
+
+
+class Link:
+    """A channel, its state, the router that picks its butlers, and where its replies are kept."""
+
+    def __init__(
+        self,
+        channel: Channel,
+        state: ChannelState,
+        router: Router,
+        conversations: ConversationStore,
+    ) -> None:
+        self.channel = channel
+        self.state = state
+        self.router = router
+        self.conversations = conversations
+        self.reply_retry_s = REPLY_RETRY_S
+
+    @property
+    def kind(self) -> str:
+        return self.channel.kind
+
+    async def say(
+        self,
+        to: Inbound,
+        text: str,
+        *,
+        butler: str | None = None,
+        conversation_id: uuid.UUID | None = None,
+        session_id: str | None = None,
+    ) -> bool:
+        """Send ``text`` where ``to`` came from, split to the channel's limit; whether all went."""
+        pieces = split(text, self.channel.max_reply_chars, self.channel.measure)
+        for piece in pieces:
+            sent = await self._send(to, piece)
+            await self.conversations.record(
+                MessageRecord(
+                    channel=self.kind,
+                    direction="out",
+                    external_id=sent or f"unsent:{uuid.uuid4()}",
+                    chat=to.chat,
+                    thread=to.thread,
+                    sender=butler or "butler",
+                    body=piece,
+                    conversation_id=conversation_id,
+                    butler=butler,
+                    session_id=session_id,
+                    status="sent" if sent else "failed",
+                )
+            )
+            if sent is None:
+                return False
+        return True
+
+    async def _send(self, to: Inbound, text: str) -> str | None:
+        backoff = Backoff()
+        deadline = asyncio.get_running_loop().time() + self.reply_retry_s
+        while True:
+            try:
+                return await self.channel.send(to, text)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                error = self.channel.redact(one_line(str(exc) or type(exc).__name__))
+                if asyncio.get_running_loop().time() + backoff.peek() > deadline:
+                    log.error(
+                        "reply could not be sent; giving up",
+                        extra={"channel": self.kind, "error": error},
+                    )
+                    return None
+                log.warning(
+                    "reply not sent; trying again", extra={"channel": self.kind, "error": error}
+                )
+                await asyncio.sleep(backoff.next())
+
+    @contextlib.asynccontextmanager
+    async def typing(self, to: Inbound) -> AsyncIterator[None]:
+        """Show that an answer is being written for as long as the body runs."""
+        if not self.channel.shows_typing:
+            yield
+            return
+        task = asyncio.create_task(self._keep_typing(to))
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _keep_typing(self, to: Inbound) -> None:
+        while True:
+            try:
+                await self.channel.typing(to)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # a missed indicator is no failure
+                log.debug("typing indicator not shown", extra={"error": type(exc).__name__})
+            await asyncio.sleep(TYPING_EVERY_S)

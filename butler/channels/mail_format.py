@@ -1,0 +1,177 @@
+"""Email as the inbox sees it: a message's sender, thread, words and files; a threaded reply.
+
+Pure functions over RFC 5322 bytes. The sender is the From address, and
+only that: a reply never goes to a Reply-To an attacker could name, and
+with ``verified_by`` the provider's Authentication-Results must show DKIM or
+DMARC passing for the From domain, else the sender counts as unverified
+(never paired). Automatic mail (auto-replies, lists, bulk) and the butler's
+own are not answered, so two robots never write to each other for ever.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import email.utils
+import hashlib
+import html
+import re
+from email.message import EmailMessage, Message
+from typing import Any
+
+from butler.channels.message import AttachmentRef, Inbound
+
+#: A message thread is named by its first message's id (what every reply's References keeps).
+_MESSAGE_ID = re.compile(r"<[^<>\s]{1,250}>")
+_QUOTE_HEAD = re.compile(r"^(On .{1,300} wrote:|-----\s*Original Message\s*-----)\s*$", re.M)
+_SIGNATURE = re.compile(r"^-- ?$", re.M)
+_TAG = re.compile(r"<[^>]{0,1000}>")
+UNVERIFIED = "unverified:"
+
+
+def parse(raw: bytes) -> EmailMessage:
+    """The message, read leniently (a malformed header is a defect, not a crash)."""
+    return email.message_from_bytes(raw, policy=email.policy.default)  # type: ignore[return-value]
+
+
+def sender_of(message: Message) -> str | None:
+    """The From address, lower-cased; None when there is not exactly one."""
+    addresses = email.utils.getaddresses([str(message.get("From", ""))])
+    found = [a for _, a in addresses if "@" in a]
+    return found[0].lower() if len(found) == 1 else None
+
+
+def is_automatic(message: Message, own: str) -> bool:
+    """Whether a robot wrote it (RFC 3834, lists, bulk), or the butler itself."""
+    auto = str(message.get("Auto-Submitted", "no")).strip().lower()
+    precedence = str(message.get("Precedence", "")).strip().lower()
+    return (
+        auto != "no"
+        or precedence in ("bulk", "junk", "list", "auto_reply")
+        or message.get("List-Id") is not None
+        or sender_of(message) == own
+    )
+
+
+def verified(message: Message, authserv: str, address: str) -> bool:
+    """Whether ``authserv``'s Authentication-Results say DKIM or DMARC passed for the domain."""
+    domain = address.rsplit("@", 1)[-1].lower()
+    for header in message.get_all("Authentication-Results", []):
+        text = str(header).lower()
+        if text.split(";", 1)[0].strip().split()[0:1] != [authserv.lower()]:
+            continue
+        for result in text.split(";")[1:]:
+            words = result.split()
+            if not words:
+                continue
+            if words[0] in ("dmarc=pass", "dkim=pass") and any(
+                w in (f"header.from={domain}", f"header.d={domain}", f"header.i=@{domain}")
+                for w in words[1:]
+            ):
+                return True
+    return False
+
+
+def thread_of(message: Message) -> tuple[str, str | None, list[str]]:
+    """The thread's root id, this message's id, and the References a reply carries on."""
+    own = _MESSAGE_ID.findall(str(message.get("Message-ID", "")))
+    references = _MESSAGE_ID.findall(str(message.get("References", "")))[-50:]
+    replied = _MESSAGE_ID.findall(str(message.get("In-Reply-To", "")))
+    root = (references or replied or own or [""])[0]
+    return root, own[0] if own else None, references or replied
+
+
+def words_of(message: EmailMessage) -> str:
+    """What the person wrote: the plain text part (or the HTML one as text), without the
+    quoted message it answers or a signature."""
+    part = message.get_body(preferencelist=("plain", "html"))
+    if part is None:
+        return ""
+    try:
+        text = part.get_content()
+    except (LookupError, ValueError, AssertionError):
+        return ""
+    if part.get_content_subtype() == "html":
+        text = html.unescape(_TAG.sub(" ", re.sub(r"(?i)<br\s*/?>|</p>", "\n", text)))
+    return without_quotes(str(text))
+
+
+def without_quotes(text: str) -> str:
+    """``text`` without the quoted earlier message and the signature a mail client adds."""
+    head = _QUOTE_HEAD.search(text)
+    if head:
+        text = text[: head.start()]
+    lines = text.replace("\r\n", "\n").split("\n")
+    while lines and (not lines[-1].strip() or lines[-1].startswith(">")):
+        lines.pop()
+    text = "\n".join(lines)
+    signature = _SIGNATURE.search(text)
+    return (text[: signature.start()] if signature else text).strip()
+
+
+def files_of(message: EmailMessage, uid: int) -> tuple[AttachmentRef, ...]:
+    """Every attached part, as a reference the channel fetches again by UID and part number."""
+    found = []
+    for number, part in enumerate(message.iter_attachments()):
+        payload = part.get_payload(decode=True)
+        size = len(payload) if isinstance(payload, bytes) else None
+        media = part.get_content_type()
+        kind = media.split("/")[0] if media.startswith(("image/", "audio/")) else "document"
+        name = part.get_filename()
+        found.append(AttachmentRef(kind, media, size, f"{uid}:{number}", name))
+    return tuple(found)
+
+
+def part_data(message: EmailMessage, number: int) -> bytes:
+    """The decoded bytes of the ``number``-th attached part."""
+    for index, part in enumerate(message.iter_attachments()):
+        if index == number:
+            payload = part.get_payload(decode=True)
+            return payload if isinstance(payload, bytes) else b""
+    return b""
+
+
+def inbound_of(
+    raw: bytes, uid: int, validity: str, own: str, verified_by: str | None
+) -> Inbound | None:
+    """A person's email as an inbound message; None for automatic mail or no sender."""
+    message = parse(raw)
+    sender = sender_of(message)
+    if sender is None or is_automatic(message, own):
+        return None
+    if verified_by and not verified(message, verified_by, sender):
+        sender = UNVERIFIED + sender  # never a paired sender
+    root, own_id, references = thread_of(message)
+    subject = str(message.get("Subject", ""))[:300]
+    text = words_of(message) or subject
+    name = email.utils.parseaddr(str(message.get("From", "")))[0] or None
+    return Inbound(
+        channel="email",
+        external_id=f"{validity}:{uid}",
+        chat=sender.removeprefix(UNVERIFIED),
+        thread=root or f"<{validity}.{uid}@butler>",
+        sender=sender,
+        display_name=name,
+        text=text,
+        attachments=files_of(message, uid),
+        reply={"message_id": own_id, "references": references, "subject": subject},
+    )
+
+
+def reply_of(to: Inbound, text: str, address: str) -> EmailMessage:
+    """The answer to ``to``: from the butler's address to the sender's, in the same thread."""
+    reply = EmailMessage()
+    subject = str(to.reply.get("subject") or "").strip()
+    reply["Subject"] = subject if subject.lower().startswith("re:") else f"Re: {subject}".strip()
+    reply["From"] = address
+    reply["To"] = to.chat
+    digest = hashlib.sha256(f"{to.external_id}\0{text}".encode()).hexdigest()[:32]
+    reply["Message-ID"] = f"<{digest}@{address.rsplit('@', 1)[-1]}>"
+    replied: Any = to.reply.get("message_id")
+    if replied:
+        reply["In-Reply-To"] = replied
+        reply["References"] = " ".join([*to.reply.get("references", []), replied][-50:])
+    reply["Auto-Submitted"] = "auto-replied"  # RFC 3834: other robots leave it be
+    reply["Date"] = email.utils.formatdate(localtime=False)
+    reply.set_content(text)
+    return reply

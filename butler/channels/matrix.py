@@ -1,0 +1,222 @@
+"""Matrix: a bot user on a homeserver, reached by the client-server API's long-polling sync.
+
+Built on matrix-nio's :class:`nio.AsyncClient` (its requests and response
+parsing), with the daemon's own loop, cursor and retries. The cursor is the
+sync token: a first start takes the current one and answers nothing older.
+The bot joins the rooms it is invited to (up to ``max_rooms``), answers in
+the room and thread a message came from with ``m.notice`` (which bots must
+not answer, so two bots never loop), and reads unencrypted rooms only: in an
+end-to-end encrypted room it says so in one line (docs/channels.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import urllib.parse
+from typing import Any
+
+from nio import AsyncClient, AsyncClientConfig, SyncError, WhoamiError
+
+from butler.channels.base import Channel, ChannelError, Misconfigured, TooLarge
+from butler.channels.message import AttachmentRef, Batch, Inbound
+from butler.config.channels import MatrixSettings
+
+ENCRYPTED = (
+    "this room is end-to-end encrypted, which the butler's Matrix channel does not read; "
+    "talk to it in a room without encryption (docs/channels.md)"
+)
+#: What a sync brings: messages of joined rooms, their members' names, invites.
+SYNC_FILTER: dict[str, Any] = {
+    "presence": {"types": []},
+    "account_data": {"types": []},
+    "room": {
+        "timeline": {"limit": 50, "types": ["m.room.message", "m.room.encrypted"]},
+        "state": {"types": ["m.room.member"], "lazy_load_members": True},
+        "ephemeral": {"types": []},
+        "account_data": {"types": []},
+    },
+}
+#: A first sync takes the position only: what was said before the bot came is not answered.
+FIRST_FILTER: dict[str, Any] = {
+    **SYNC_FILTER,
+    "room": {**SYNC_FILTER["room"], "timeline": {"limit": 0}},
+}
+FILES = {"m.image": "image", "m.file": "file", "m.audio": "audio"}
+
+
+class MatrixChannel(Channel):
+    """A Matrix bot user."""
+
+    kind = "matrix"
+    settings: MatrixSettings
+
+    def __init__(self, settings: MatrixSettings) -> None:
+        super().__init__(settings)
+        self._client: AsyncClient | None = None
+        self._since: str | None = None
+
+    @property
+    def max_reply_chars(self) -> int:
+        return self.settings.max_reply_chars
+
+    @property
+    def client(self) -> AsyncClient:
+        if self._client is None:
+            raise ChannelError("matrix: not connected")
+        return self._client
+
+    async def connect(self, secret: str, position: str | None) -> str | None:
+        # No retries of its own: a failure reaches the service, which reconnects with backoff.
+        config = AsyncClientConfig(max_timeouts=0, max_limit_exceeded=3, request_timeout=30)
+        client = AsyncClient(self.settings.homeserver, self.settings.user_id, config=config)
+        client.access_token = secret
+        self._client = client
+        who = await client.whoami()
+        if isinstance(who, WhoamiError):
+            raise Misconfigured(f"matrix: the access token was refused: {who.message}")
+        if who.user_id != self.settings.user_id:
+            raise Misconfigured(
+                f"matrix: the access token is {who.user_id}'s; expected {self.settings.user_id}"
+            )
+        self._since = position
+        if position is not None:
+            return None
+        first = await client.sync(timeout=0, sync_filter=FIRST_FILTER)
+        if isinstance(first, SyncError):
+            raise ChannelError(f"matrix: {first.message}")
+        await self._join(first)
+        self._since = first.next_batch
+        return first.next_batch
+
+    async def receive(self) -> Batch:
+        response = await self.client.sync(
+            timeout=30_000, since=self._since, sync_filter=SYNC_FILTER
+        )
+        if isinstance(response, SyncError):
+            if response.status_code == "M_UNKNOWN_TOKEN":
+                raise Misconfigured(f"matrix: the access token was refused: {response.message}")
+            raise ChannelError(f"matrix: {response.message}")
+        await self._join(response)
+        found = []
+        for room_id, room in response.rooms.join.items():
+            for event in room.timeline.events:
+                message = self._inbound(room_id, event.source)
+                if message is not None:
+                    found.append(message)
+        self._since = response.next_batch
+        return Batch(found, response.next_batch)
+
+    async def _join(self, sync: Any) -> None:
+        """Join the rooms the bot is invited to while it has room for them; decline the rest."""
+        for room_id in sync.rooms.invite:
+            joined = await self.client.joined_rooms()
+            count = len(getattr(joined, "rooms", []))
+            if count < self.settings.max_rooms:
+                await self.client.join(room_id)
+            else:
+                await self.client.room_leave(room_id)
+
+    def _inbound(self, room_id: str, event: dict[str, Any]) -> Inbound | None:
+        sender = event.get("sender")
+        if not isinstance(sender, str) or sender == self.settings.user_id:
+            return None
+        content = event.get("content") or {}
+        if not isinstance(content, dict):
+            return None
+        if event.get("type") == "m.room.encrypted":
+            content = {"msgtype": "m.encrypted"}
+        elif content.get("msgtype") == "m.notice":
+            return None  # another bot's output is never a request
+        relates = content.get("m.relates_to") or {}
+        thread = relates.get("event_id") if relates.get("rel_type") == "m.thread" else None
+        room = self._client.rooms.get(room_id) if self._client else None
+        return Inbound(
+            channel="matrix",
+            external_id=str(event.get("event_id")),
+            chat=room_id,
+            thread=str(thread) if thread else "",
+            sender=sender,
+            display_name=room.user_name(sender) if room else None,
+            text=_text(content),
+            attachments=_attachments(content),
+            reply={"event_id": event.get("event_id")},
+        )
+
+    async def send(self, to: Inbound, text: str) -> str:
+        content: dict[str, Any] = {"msgtype": "m.notice", "body": text}
+        replied = to.reply.get("event_id")
+        if to.thread:
+            content["m.relates_to"] = {
+                "rel_type": "m.thread",
+                "event_id": to.thread,
+                "is_falling_back": True,
+                "m.in_reply_to": {"event_id": replied},
+            }
+        elif replied:
+            content["m.relates_to"] = {"m.in_reply_to": {"event_id": replied}}
+        # The same piece of the same answer keeps its transaction id, so a retry after a
+        # lost response is recognised by the homeserver and never shown twice.
+        txn = hashlib.sha256(f"{to.external_id}\0{text}".encode()).hexdigest()[:32]
+        sent = await self.client.room_send(to.chat, "m.room.message", content, tx_id=txn)
+        event_id = getattr(sent, "event_id", None)
+        if not event_id:
+            raise ChannelError(f"matrix: {getattr(sent, 'message', 'not sent')}")
+        return str(event_id)
+
+    async def typing(self, to: Inbound) -> None:
+        await self.client.room_typing(to.chat, True, timeout=10_000)
+
+    async def fetch(self, attachment: AttachmentRef, limit: int) -> bytes:
+        """Download through the authenticated media API, reading at most ``limit`` bytes."""
+        parts = urllib.parse.urlsplit(attachment.ref)
+        if parts.scheme != "mxc" or not parts.netloc or not parts.path.strip("/"):
+            raise ChannelError("matrix: the attachment has no mxc:// address")
+        server, media = (
+            urllib.parse.quote(p, safe="") for p in (parts.netloc, parts.path.strip("/"))
+        )
+        url = f"{self.settings.homeserver}/_matrix/client/v1/media/download/{server}/{media}"
+        session = self.client.client_session
+        if session is None:
+            raise ChannelError("matrix: not connected")
+        headers = {"Authorization": f"Bearer {self.client.access_token}"}
+        async with session.get(url, headers=headers, timeout=60) as response:
+            if response.status != 200:
+                raise ChannelError(
+                    f"matrix: the attachment could not be fetched ({response.status})"
+                )
+            data = bytearray()
+            async for chunk in response.content.iter_chunked(64 * 1024):
+                data += chunk
+                if len(data) > limit:
+                    raise TooLarge(attachment.kind)
+        return bytes(data)
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+
+def _text(content: dict[str, Any]) -> str:
+    """The message's words (a file's body is its name, not words)."""
+    if content.get("msgtype") in ("m.text", "m.emote"):
+        body = content.get("body")
+        return body if isinstance(body, str) else ""
+    return ""
+
+
+def _attachments(content: dict[str, Any]) -> tuple[AttachmentRef, ...]:
+    kind = content.get("msgtype")
+    if kind in ("m.text", "m.emote"):
+        return ()
+    if kind == "m.encrypted":
+        encrypted = "application/x-matrix-encrypted"
+        return (AttachmentRef("encrypted message", encrypted, None, "", refusal=ENCRYPTED),)
+    if kind not in FILES:
+        name = str(kind)[:40]
+        return (AttachmentRef(name.removeprefix("m."), f"application/x-matrix-{name}", None, ""),)
+    info = content.get("info") if isinstance(content.get("info"), dict) else {}
+    size = info.get("size") if isinstance(info.get("size"), int) else None
+    media = str(info.get("mimetype") or "application/octet-stream")
+    name = content.get("body") if isinstance(content.get("body"), str) else None
+    return (AttachmentRef(FILES[kind], media, size, str(content.get("url") or ""), name),)

@@ -1,0 +1,69 @@
+"""A chat is a conversation: follow-ups within the idle window continue the same session.
+
+A conversation belongs to one sender in one chat (and thread) with one
+butler. What a follow-up resumes comes only from that record, never from
+anything in the message, so a sender can only ever resume their own threads.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from butler.channels.message import Inbound
+from butler.store.conversations import ConversationStore
+
+
+@dataclass(frozen=True)
+class Thread:
+    """The conversation a message is part of, and the session it continues."""
+
+    conversation_id: uuid.UUID
+    #: The session to resume (None: a fresh one).
+    resume: str | None = None
+    #: Earlier messages, for a runtime that cannot resume its own session.
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Threads:
+    """Finds and starts conversations in the store."""
+
+    def __init__(self, store: ConversationStore) -> None:
+        self.store = store
+
+    async def current(self, message: Inbound, idle_minutes: int) -> dict[str, Any] | None:
+        """The sender's conversation in this chat, while its idle window is open."""
+        latest = await self.store.latest(
+            message.channel, message.chat, message.thread, message.sender
+        )
+        if latest is None:
+            return None
+        if latest["last_message_at"] < datetime.now(UTC) - timedelta(minutes=idle_minutes):
+            return None
+        return latest
+
+    async def join(
+        self,
+        message: Inbound,
+        butler: str,
+        current: dict[str, Any] | None,
+        can_resume: bool,
+        history_limit: int,
+    ) -> Thread:
+        """Continue ``current`` when it is with ``butler``, else start a new conversation."""
+        if current is not None and current["butler"] == butler:
+            last = current["last_session_id"]
+            if can_resume and last is not None:
+                return Thread(current["id"], resume=str(last))
+            history = await self.store.exchanges(current["id"], history_limit)
+            return Thread(current["id"], history=history)
+        conversation = await self.store.start(
+            message.channel, message.chat, message.thread, message.sender, butler
+        )
+        return Thread(conversation)
+
+    async def forget(self, message: Inbound) -> int:
+        """``/new``: the sender's conversations in this chat end here."""
+        return await self.store.close(message.channel, message.chat, message.thread, message.sender)

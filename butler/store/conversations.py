@@ -1,0 +1,211 @@
+"""The ``conversations``, ``channel_messages`` and ``channel_cursors`` tables.
+
+An inbound message is recorded once (its channel's own id is unique) before
+the channel is told it was read, so a message delivered again after a
+reconnect or a restart is recognised, and one recorded but never answered is
+found again at the next start.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from butler.store.db import Database
+from butler.store.text import clean_json, clean_text
+
+#: Longest message body kept; a channel bounds what it takes well below this.
+MAX_BODY_CHARS = 200_000
+#: Statuses of a message not yet answered (picked up again at the next start).
+OPEN = ("received", "handling")
+
+
+def _text(value: str) -> str:
+    return clean_text(value[:MAX_BODY_CHARS])[0]
+
+
+@dataclass(frozen=True)
+class MessageRecord:
+    """One message in or out of a channel, as the table keeps it."""
+
+    channel: str
+    direction: str
+    external_id: str
+    chat: str
+    sender: str
+    body: str
+    thread: str = ""
+    display_name: str | None = None
+    attachments: list[dict[str, Any]] = field(default_factory=list)
+    payload: dict[str, Any] = field(default_factory=dict)
+    conversation_id: uuid.UUID | None = None
+    butler: str | None = None
+    session_id: str | None = None
+    status: str = "received"
+
+
+class ConversationStore:
+    """Conversations, the messages of every channel, and where each channel left off."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def record(self, message: MessageRecord) -> int | None:
+        """Keep ``message``; its row id, or None when the channel delivered it before."""
+        return await self.db.fetchval(
+            "INSERT INTO channel_messages (channel, direction, external_id, conversation_id,"
+            " chat, thread, sender, display_name, body, attachments, payload, butler,"
+            " session_id, status)"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+            " ON CONFLICT (channel, direction, external_id) DO NOTHING RETURNING id",
+            message.channel,
+            message.direction,
+            message.external_id[:500],
+            message.conversation_id,
+            _text(message.chat),
+            _text(message.thread),
+            _text(message.sender),
+            clean_text(message.display_name)[0] if message.display_name else None,
+            _text(message.body),
+            clean_json(message.attachments)[0],
+            clean_json(message.payload)[0],
+            message.butler,
+            uuid.UUID(message.session_id) if message.session_id else None,
+            message.status,
+        )
+
+    async def mark(
+        self,
+        message_id: int,
+        status: str,
+        *,
+        conversation_id: uuid.UUID | None = None,
+        butler: str | None = None,
+        session_id: str | None = None,
+    ) -> None:
+        """Set a message's status, and what it became part of once known."""
+        await self.db.execute(
+            "UPDATE channel_messages SET status = $2,"
+            " conversation_id = COALESCE($3, conversation_id), butler = COALESCE($4, butler),"
+            " session_id = COALESCE($5, session_id) WHERE id = $1",
+            message_id,
+            status,
+            conversation_id,
+            butler,
+            uuid.UUID(session_id) if session_id else None,
+        )
+
+    async def open_messages(self, channel: str) -> list[dict[str, Any]]:
+        """Inbound messages of ``channel`` recorded but not answered, oldest first."""
+        rows = await self.db.fetch(
+            "SELECT * FROM channel_messages WHERE channel = $1 AND direction = 'in'"
+            " AND status IN ('received', 'handling') ORDER BY id",
+            channel,
+        )
+        return [dict(row) for row in rows]
+
+    async def latest(
+        self, channel: str, chat: str, thread: str, sender: str
+    ) -> dict[str, Any] | None:
+        """The sender's most recent open conversation in this chat and thread."""
+        row = await self.db.fetchrow(
+            "SELECT * FROM conversations WHERE channel = $1 AND chat = $2 AND thread = $3"
+            " AND sender = $4 AND closed_at IS NULL ORDER BY last_message_at DESC LIMIT 1",
+            channel,
+            chat,
+            thread,
+            sender,
+        )
+        return dict(row) if row else None
+
+    async def start(
+        self, channel: str, chat: str, thread: str, sender: str, butler: str
+    ) -> uuid.UUID:
+        """A new conversation of ``sender`` with ``butler``; earlier ones in the chat close."""
+        await self.close(channel, chat, thread, sender)
+        new = uuid.uuid4()
+        await self.db.execute(
+            "INSERT INTO conversations (id, channel, chat, thread, sender, butler)"
+            " VALUES ($1, $2, $3, $4, $5, $6)",
+            new,
+            channel,
+            _text(chat),
+            _text(thread),
+            _text(sender),
+            butler,
+        )
+        return new
+
+    async def touch(self, conversation_id: uuid.UUID, session_id: str | None) -> None:
+        """A message was answered: the conversation goes on from ``session_id``."""
+        await self.db.execute(
+            "UPDATE conversations SET last_message_at = now(),"
+            " last_session_id = COALESCE($2, last_session_id) WHERE id = $1",
+            conversation_id,
+            uuid.UUID(session_id) if session_id else None,
+        )
+
+    async def close(self, channel: str, chat: str, thread: str, sender: str) -> int:
+        """Close the sender's open conversations in this chat (``/new``); how many."""
+        result = await self.db.execute(
+            "UPDATE conversations SET closed_at = now() WHERE channel = $1 AND chat = $2"
+            " AND thread = $3 AND sender = $4 AND closed_at IS NULL",
+            channel,
+            chat,
+            thread,
+            sender,
+        )
+        return int(result.split()[-1])
+
+    async def exchanges(self, conversation_id: uuid.UUID, limit: int) -> list[dict[str, Any]]:
+        """The conversation's last ``limit`` messages, oldest first."""
+        rows = await self.db.fetch(
+            "SELECT * FROM (SELECT * FROM channel_messages WHERE conversation_id = $1"
+            " ORDER BY id DESC LIMIT $2) AS recent ORDER BY id",
+            conversation_id,
+            limit,
+        )
+        return [dict(row) for row in rows]
+
+    async def listing(self, limit: int, before: datetime | None = None) -> list[dict[str, Any]]:
+        """Conversations, most recently active first, with their message counts."""
+        rows = await self.db.fetch(
+            "SELECT c.*, (SELECT count(*) FROM channel_messages m"
+            " WHERE m.conversation_id = c.id) AS messages"
+            " FROM conversations c WHERE $2::timestamptz IS NULL OR c.last_message_at < $2"
+            " ORDER BY c.last_message_at DESC LIMIT $1",
+            limit,
+            before,
+        )
+        return [dict(row) for row in rows]
+
+    async def get(self, conversation_id: uuid.UUID) -> dict[str, Any] | None:
+        row = await self.db.fetchrow("SELECT * FROM conversations WHERE id = $1", conversation_id)
+        return dict(row) if row else None
+
+    async def cursor(self, channel: str) -> str | None:
+        """Where ``channel`` left off reading, or None before its first read."""
+        return await self.db.fetchval(
+            "SELECT position FROM channel_cursors WHERE channel = $1", channel
+        )
+
+    async def set_cursor(self, channel: str, position: str) -> None:
+        await self.db.execute(
+            "INSERT INTO channel_cursors (channel, position) VALUES ($1, $2)"
+            " ON CONFLICT (channel) DO UPDATE SET position = EXCLUDED.position, updated_at = now()",
+            channel,
+            position,
+        )
+
+    async def sessions_of(self, channel: str, sender: str) -> Sequence[str]:
+        """Every session a sender's messages went to (a sender resumes only these)."""
+        rows = await self.db.fetch(
+            "SELECT DISTINCT session_id FROM channel_messages WHERE channel = $1"
+            " AND sender = $2 AND session_id IS NOT NULL",
+            channel,
+            sender,
+        )
+        return [str(row["session_id"]) for row in rows]

@@ -1,0 +1,143 @@
+"""The roster's butler by email: a real dovecot mailbox read with IMAP IDLE, replies by SMTP.
+
+The person writes through the SMTP server, which delivers with dovecot-lda;
+their mail client (imaplib) reads the answers from their own mailbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import tempfile
+from collections.abc import Iterator
+from email.message import EmailMessage
+from pathlib import Path
+
+import pytest
+
+from tests.channels.conftest import write_roster
+from tests.channels.mailserver import DOMAIN, MailServer
+from tests.helpers import eventually
+
+pytestmark = pytest.mark.slow
+
+GATED = '\n[butler.env]\noptional = ["AGENT_GATE"]\n'
+
+
+@pytest.fixture
+def mail() -> Iterator[MailServer]:
+    # Not under pytest's private temp folder: dovecot's mail processes (as nobody) enter it.
+    with (
+        tempfile.TemporaryDirectory(prefix="butler-mail-") as folder,
+        MailServer(Path(folder)) as server,
+    ):
+        yield server
+
+
+def email_switchboard(roster: Path, mail: MailServer) -> None:
+    (roster / "switchboard.toml").write_text(
+        '[switchboard]\nhome = "general"\n\n[switchboard.channels.email]\n'
+        f'address = "butler@{DOMAIN}"\nusername = "butler"\n'
+        f'imap_host = "127.0.0.1"\nimap_port = {mail.imap_port}\nimap_security = "none"\n'
+        f'smtp_host = "127.0.0.1"\nsmtp_port = {mail.smtp_port}\nsmtp_security = "none"\n',
+        encoding="utf-8",
+    )
+
+
+async def inbox(mail: MailServer, user: str, count: int) -> list[EmailMessage]:
+    """``user``'s mailbox once it holds ``count`` messages (read from a thread: the channel
+    runs in this test's event loop)."""
+
+    async def enough() -> bool:
+        return len(await asyncio.to_thread(mail.inbox, user)) >= count
+
+    await eventually(enough, timeout=60)
+    return await asyncio.to_thread(mail.inbox, user)
+
+
+def text_of(message: EmailMessage) -> str:
+    """A message's text as a person reads it (the wire's CRLF line ends as newlines)."""
+    return message.get_content().replace("\r\n", "\n").strip()
+
+
+def reply_to(mail: MailServer, earlier: EmailMessage, body: str) -> str:
+    """Alice answers ``earlier`` as a mail client does: Re:, In-Reply-To, References, quote."""
+    message = EmailMessage()
+    message["From"] = f"Alice <alice@{DOMAIN}>"
+    message["To"] = f"butler@{DOMAIN}"
+    message["Subject"] = str(earlier["Subject"])
+    message["Message-ID"] = f"<{secrets.token_hex(8)}@{DOMAIN}>"
+    message["In-Reply-To"] = str(earlier["Message-ID"])
+    message["References"] = f"{earlier['References']} {earlier['Message-ID']}"
+    quoted = "\n".join(f"> {line}" for line in earlier.get_content().splitlines())
+    message.set_content(f"{body}\n\nOn Thu, the butler wrote:\n{quoted}\n")
+    return mail.submit(message)
+
+
+async def test_what_is_due_today_by_email_is_answered_in_the_thread_and_continued(
+    roster, schema_name, mail, start_roster
+):
+    write_roster(roster, schema_name)
+    email_switchboard(roster, mail)
+    running = await start_roster({"EMAIL_PASSWORD": mail.passwords["butler"]})
+    await eventually(lambda: running.state("email")["status"] == "connected", timeout=60)
+
+    mail.send("mallory", "butler", "hello", "what is due today?")
+    mail.send("alice", "butler", "pairing", await running.pair("email") + "\n-- \nAlice")
+    [paired] = await inbox(mail, "alice", 1)
+    asked = mail.send("alice", "butler", "Meds", "what is due today?")
+    answer = (await inbox(mail, "alice", 2))[1]
+    reply_to(mail, answer, "and tomorrow?")
+    follow_up = (await inbox(mail, "alice", 3))[2]
+
+    assert paired.get_content().startswith("Paired, Alice.")
+    assert answer["From"] == f"butler@{DOMAIN}" and answer["Subject"] == "Re: Meds"
+    assert answer["In-Reply-To"] == asked and answer["Auto-Submitted"] == "auto-replied"
+    assert text_of(answer) == "[health] health heard: what is due today?"
+    assert follow_up["In-Reply-To"] != asked and asked in str(follow_up["References"])
+    assert text_of(follow_up) == ("[health] health heard: and tomorrow?\nearlier turns: 2")
+    assert await asyncio.to_thread(mail.inbox, "mallory") == []  # no backscatter to strangers
+    sessions = [s for s in await running.sessions() if s["type"] == "channel"]
+    assert [s["metadata"]["sender"] for s in sessions] == [f"alice@{DOMAIN}"] * 2
+    assert [s["metadata"]["thread"] for s in sessions] == [asked] * 2
+    assert sessions[0]["metadata"]["conversation_id"] == sessions[1]["metadata"]["conversation_id"]
+
+
+async def test_an_attachment_is_read_robots_are_ignored_and_a_restarted_server_loses_nothing(
+    roster, schema_name, mail, start_roster, tmp_path
+):
+    gate = tmp_path / "gate"
+    write_roster(roster, schema_name, {"health": GATED})
+    email_switchboard(roster, mail)
+    environ = {"EMAIL_PASSWORD": mail.passwords["butler"], "AGENT_GATE": str(gate)}
+    running = await start_roster(environ)
+    await eventually(lambda: running.state("email")["status"] == "connected", timeout=60)
+    mail.send("alice", "butler", "pairing", await running.pair("email"))
+    await inbox(mail, "alice", 1)
+
+    mail.send("alice", "butler", "Out of office", "I am away.", Auto_Submitted="auto-replied")
+    note = EmailMessage()
+    note["From"], note["To"] = f"alice@{DOMAIN}", f"butler@{DOMAIN}"
+    note["Subject"], note["Message-ID"] = "note", f"<note@{DOMAIN}>"
+    note.set_content("/health WAIT and read this")
+    meds = b"Iron 65 mg at 8:00.\n"
+    note.add_attachment(meds, maintype="text", subtype="plain", filename="meds.txt")
+    mail.submit(note)
+
+    async def running_session() -> bool:
+        found = await running.db.fetch("SELECT status FROM sessions WHERE type = 'channel'")
+        return [r["status"] for r in found] == ["running"]
+
+    await eventually(running_session, timeout=60)
+    await asyncio.to_thread(mail.stop_imap)
+    await eventually(lambda: running.state("email")["status"] == "retrying", timeout=60)
+    await asyncio.to_thread(mail.start_imap)
+    mail.send("alice", "butler", "later", "/health and after the restart?")
+    gate.touch()
+    answers = (await inbox(mail, "alice", 3))[1:]
+
+    assert [text_of(a) for a in answers] == [
+        "[health] health heard: WAIT and read this\nattachment-1.txt says: Iron 65 mg at 8:00.",
+        "[health] health heard: and after the restart?",
+    ]
+    assert len(await running.sessions()) == 2  # the out-of-office reply started nothing

@@ -1,0 +1,157 @@
+"""The roster's bot on Matrix, against a real Synapse: a person talks to it in a room.
+
+matrix-nio logs the bot user in with its access token from the credentials
+store; the person is a second user of the same homeserver, writing through
+its client-server API as Element would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.channels.conftest import write_roster
+from tests.fakes.synapse_server import MatrixUser, Synapse
+from tests.helpers import eventually
+
+pytestmark = pytest.mark.slow
+
+GATED = '\n[butler.env]\noptional = ["AGENT_GATE"]\n'
+
+
+def matrix_switchboard(roster: Path, synapse: Synapse, bot: MatrixUser) -> None:
+    (roster / "switchboard.toml").write_text(
+        '[switchboard]\nhome = "general"\n\n[switchboard.channels.matrix]\n'
+        f'homeserver = "{synapse.url}"\nuser_id = "{bot.user_id}"\n',
+        encoding="utf-8",
+    )
+
+
+def notices(synapse: Synapse, person: MatrixUser, room: str, bot: MatrixUser) -> list[dict]:
+    return [m for m in synapse.messages(person, room) if m["sender"] == bot.user_id]
+
+
+async def bot_says(
+    synapse: Synapse, person: MatrixUser, room: str, bot: MatrixUser, n: int
+) -> list:
+    """The bot's first ``n`` messages in ``room``, once there are that many."""
+    await eventually(lambda: len(notices(synapse, person, room, bot)) >= n, timeout=60)
+    return notices(synapse, person, room, bot)[:n]
+
+
+@pytest.fixture
+def matrix(synapse: Synapse) -> dict[str, Any]:
+    """A bot user and a person, in a private room the person made and invited the bot to."""
+    bot, person = synapse.register("butler"), synapse.register("alice")
+    room = synapse.direct_room(person, bot.user_id)
+    return {"bot": bot, "person": person, "room": room}
+
+
+async def test_what_is_due_today_on_matrix_reaches_health_and_a_follow_up_continues(
+    roster, schema_name, synapse, matrix, start_roster, tmp_path
+):
+    bot, person, room = matrix["bot"], matrix["person"], matrix["room"]
+    gate = tmp_path / "gate"
+    write_roster(roster, schema_name, {"health": GATED})
+    matrix_switchboard(roster, synapse, bot)
+    running = await start_roster({"MATRIX_ACCESS_TOKEN": bot.token, "AGENT_GATE": str(gate)})
+    await eventually(lambda: has_joined(synapse, person, room, bot), timeout=60)
+
+    synapse.say(person, room, "hello?")
+    [refusal] = await bot_says(synapse, person, room, bot, 1)
+    synapse.say(person, room, await running.pair("matrix"))
+    since = synapse.position(person)
+    asked = synapse.say(person, room, "what is due today? WAIT")
+    seen: list[str] = []
+    while bot.user_id not in seen:  # the bot shows as typing while its session runs
+        seen, since = await asyncio.to_thread(synapse.typing, person, room, since)
+    gate.touch()
+    synapse.say(person, room, "and tomorrow?")
+    said = await bot_says(synapse, person, room, bot, 4)
+
+    assert refusal["body"].startswith("This bot answers only people paired with it")
+    assert said[1]["body"].startswith("Paired")
+    assert said[2]["body"] == "[health] health heard: what is due today? WAIT"
+    assert said[2]["msgtype"] == "m.notice"
+    assert said[2]["m.relates_to"] == {"m.in_reply_to": {"event_id": asked}}
+    assert said[3]["body"] == "[health] health heard: and tomorrow?\nearlier turns: 2"
+    sessions = [s for s in await running.sessions() if s["type"] == "channel"]
+    assert [s["metadata"]["sender"] for s in sessions] == [person.user_id] * 2
+    assert [s["metadata"]["thread"] for s in sessions] == [room] * 2
+    assert sessions[0]["metadata"]["conversation_id"] == sessions[1]["metadata"]["conversation_id"]
+    assert running.state("matrix")["status"] == "connected"
+
+
+async def test_a_file_is_read_by_the_runtime_and_an_encrypted_room_is_named_in_one_line(
+    roster, schema_name, synapse, matrix, start_roster
+):
+    bot, person, room = matrix["bot"], matrix["person"], matrix["room"]
+    write_roster(roster, schema_name)
+    matrix_switchboard(roster, synapse, bot)
+    running = await start_roster({"MATRIX_ACCESS_TOKEN": bot.token})
+    await eventually(lambda: has_joined(synapse, person, room, bot), timeout=60)
+    synapse.say(person, room, await running.pair("matrix"))
+    synapse.say(person, room, "/health a file follows")
+    await bot_says(synapse, person, room, bot, 2)
+
+    url = synapse.upload(person, b"Iron 65 mg at 8:00.\n", "text/plain")
+    info = {"mimetype": "text/plain", "size": 20}
+    synapse.say(person, room, {"msgtype": "m.file", "body": "meds.txt", "url": url, "info": info})
+    secret = synapse.direct_room(person, bot.user_id, encrypted=True)
+    await eventually(lambda: has_joined(synapse, person, secret, bot), timeout=60)
+    ciphertext = {"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "AwgA", "session_id": "s"}
+    path = f"/_matrix/client/v3/rooms/{secret}/send/m.room.encrypted/t1"
+    synapse.call("PUT", path, {**ciphertext, "sender_key": "k", "device_id": "D"}, person.token)
+    read = await bot_says(synapse, person, room, bot, 3)
+    [encrypted] = await bot_says(synapse, person, secret, bot, 1)
+
+    assert read[2]["body"] == (
+        "[health] health heard: (The person sent 1 attachment(s) and no text.)\n"
+        "earlier turns: 2\nattachment-1.txt says: Iron 65 mg at 8:00."
+    )
+    assert encrypted["body"].startswith("Not accepted: this room is end-to-end encrypted")
+    assert [s["type"] for s in await running.sessions()] == ["channel", "channel"]
+
+
+async def has_joined(synapse: Synapse, person: MatrixUser, room: str, bot: MatrixUser) -> bool:
+    path = f"/_matrix/client/v3/rooms/{room}/joined_members"
+    found = await asyncio.to_thread(synapse.call, "GET", path, None, person.token)
+    return bot.user_id in found["joined"]
+
+
+async def test_a_homeserver_restarted_mid_answer_gets_the_answer_once_and_loses_nothing(
+    roster, schema_name, synapse, matrix, start_roster, tmp_path
+):
+    bot, person, room = matrix["bot"], matrix["person"], matrix["room"]
+    gate = tmp_path / "gate"
+    write_roster(roster, schema_name, {"health": GATED})
+    matrix_switchboard(roster, synapse, bot)
+    running = await start_roster({"MATRIX_ACCESS_TOKEN": bot.token, "AGENT_GATE": str(gate)})
+    await eventually(lambda: has_joined(synapse, person, room, bot), timeout=60)
+    synapse.say(person, room, await running.pair("matrix"))
+    await bot_says(synapse, person, room, bot, 1)
+
+    synapse.say(person, room, "/health WAIT while it restarts")
+
+    async def running_session() -> bool:
+        found = await running.db.fetch("SELECT status FROM sessions WHERE type = 'channel'")
+        return [r["status"] for r in found] == ["running"]
+
+    await eventually(running_session)
+    await asyncio.to_thread(synapse.stop)
+    await eventually(lambda: running.state("matrix")["status"] == "retrying", timeout=60)
+    gate.touch()
+    await asyncio.to_thread(synapse.start)
+    synapse.say(person, room, "and after it?")
+    said = await bot_says(synapse, person, room, bot, 3)
+    await eventually(lambda: running.state("matrix")["status"] == "connected", timeout=60)
+
+    assert [m["body"] for m in said[1:]] == [
+        "[health] health heard: WAIT while it restarts",
+        "[health] health heard: and after it?\nearlier turns: 2",
+    ]
+    assert len(await asyncio.to_thread(notices, synapse, person, room, bot)) == 3
+    assert len(await running.sessions()) == 2

@@ -1,0 +1,256 @@
+"""The roster's single Telegram bot: pairing, routing, threads, splitting, attachments.
+
+python-telegram-bot talks to the fake Bot API over real HTTP; every answer is
+a real session of the ``command`` runtime recorded in PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.channels.conftest import replies, switchboard_toml, write_roster
+from tests.fakes.telegram_api import ALICE, MALLORY, Person
+from tests.helpers import eventually
+
+#: Each answer runs the command runtime: a real process.
+pytestmark = pytest.mark.slow
+
+RULES = """
+[[switchboard.rules]]
+butler = "general"
+keywords = ["groceries"]
+"""
+
+
+async def paired(roster: Any, telegram: Any, person: Person = ALICE) -> None:
+    """``person`` sends a fresh pairing code and is greeted."""
+    before = len(telegram.texts(person.id))
+    telegram.send(await roster.pair("telegram"), user=person)
+    await replies(telegram, person.id, before + 1)
+    assert telegram.texts(person.id)[before].startswith("Paired")
+
+
+async def answer_to(telegram: Any, text: str | None, person: Person = ALICE, **extra: Any) -> str:
+    """What the bot answers ``person``'s next message (with ``extra`` fields, e.g. a document)."""
+    before = len(telegram.texts(person.id))
+    telegram.send(text, user=person, **extra)
+    return (await replies(telegram, person.id, before + 1))[before]
+
+
+async def test_an_unpaired_sender_gets_one_short_refusal_and_no_session(
+    roster, schema_name, telegram, start_roster, caplog
+):
+    write_roster(roster, schema_name)
+    switchboard_toml(roster, telegram)
+    running = await start_roster()
+    telegram.send("what is due today?", user=MALLORY)
+    telegram.send("hello? anyone?", user=MALLORY)
+    telegram.send("LET ME IN", user=MALLORY)
+
+    async def refused() -> bool:
+        rows = await running.db.fetch("SELECT status FROM channel_messages WHERE direction = 'in'")
+        return [r["status"] for r in rows] == ["refused"] * 3
+
+    await eventually(refused)  # all three were read, and answered as far as they will be
+    await eventually(lambda: len(telegram.texts(MALLORY.id)) >= 1)
+    assert telegram.texts(MALLORY.id) == [
+        "This bot answers only people paired with it; ask its owner for a pairing code."
+    ]
+    assert await running.sessions() == []
+    ignored = [
+        r for r in caplog.records if r.getMessage() == "message from an unpaired sender ignored"
+    ]
+    assert len(ignored) == 3 and {r.sender for r in ignored} == {str(MALLORY.id)}
+    assert "LET ME IN" not in caplog.text  # a stranger's words never reach the log
+
+
+async def test_a_pairing_code_pairs_the_one_sender_who_sends_it_once(
+    roster, schema_name, telegram, start_roster
+):
+    write_roster(roster, schema_name)
+    switchboard_toml(roster, telegram)
+    running = await start_roster()
+    code = await running.pair("telegram")
+    telegram.send(code.lower(), user=ALICE)  # typed on a phone: case does not matter
+    greeting = (await replies(telegram, ALICE.id, 1))[0]
+    assert greeting.startswith("Paired, Alice.")
+    telegram.send(code, user=MALLORY)  # the same code again pairs nobody
+    await replies(telegram, MALLORY.id, 1)
+    paired = await running.senders.senders("telegram")
+    assert [(p["sender"], p["display_name"]) for p in paired] == [(str(ALICE.id), "Alice")]
+    assert await running.sessions() == []
+
+
+async def test_what_is_due_today_reaches_the_health_butler_and_comes_back_labelled(
+    roster, schema_name, telegram, start_roster
+):
+    write_roster(roster, schema_name)
+    switchboard_toml(roster, telegram)
+    running = await start_roster()
+    await paired(running, telegram)
+
+    reply = await answer_to(telegram, "what is due today?")
+
+    assert reply == "[health] health heard: what is due today?"
+    classify, session = await running.sessions()
+    assert classify["type"] == "classify" and classify["trigger_source"] == "route"
+    assert classify["output"].strip() == "health"
+    assert session["trigger_source"] == "route" and session["status"] == "succeeded"
+    meta = session["metadata"]
+    assert meta["channel"] == "telegram" and meta["sender"] == str(ALICE.id)
+    assert meta["thread"] == str(ALICE.id) and meta["routed_by"] == "classifier"
+    # The person's words are the prompt; the system prompt is still the butler's own file.
+    assert session["prompt"].endswith("\n\nwhat is due today?")
+    assert any(a["chat_id"] == ALICE.id and a["action"] == "typing" for a in telegram.actions)
+
+
+async def test_a_butler_named_or_a_rule_decides_without_a_classification_session(
+    roster, schema_name, telegram, start_roster
+):
+    write_roster(roster, schema_name)
+    switchboard_toml(roster, telegram, RULES)
+    running = await start_roster()
+    await paired(running, telegram)
+
+    assert await answer_to(telegram, "/general what is due today?") == (
+        "[general] general heard: what is due today?"
+    )
+    await answer_to(telegram, "/new")
+    assert await answer_to(telegram, "@health: buy groceries") == (
+        "[health] health heard: buy groceries"
+    )
+    await answer_to(telegram, "/new")
+    assert await answer_to(telegram, "we need groceries") == (
+        "[general] general heard: we need groceries"
+    )
+    sessions = await running.sessions()
+    assert [s["type"] for s in sessions] == ["channel"] * 3
+    assert [s["metadata"]["routed_by"] for s in sessions] == ["mention", "mention", "rule"]
+
+
+async def test_an_unclassifiable_message_asks_the_person_which_butler(
+    roster, schema_name, telegram, start_roster
+):
+    write_roster(roster, schema_name)
+    switchboard_toml(roster, telegram)
+    running = await start_roster()
+    await paired(running, telegram)
+
+    reply = await answer_to(telegram, "hmm")
+
+    assert reply == "Which butler should answer? Start your message with one of /general, /health."
+    assert [s["type"] for s in await running.sessions()] == ["classify"]
+
+
+async def test_a_follow_up_continues_the_conversation_and_new_starts_afresh(
+    roster, schema_name, telegram, start_roster
+):
+    write_roster(roster, schema_name)
+    switchboard_toml(roster, telegram)
+    running = await start_roster()
+    await paired(running, telegram)
+
+    first = await answer_to(telegram, "/health what is due today?")
+    follow_up = await answer_to(telegram, "and tomorrow?")
+    await answer_to(telegram, "/new")
+    fresh = await answer_to(telegram, "/health and tomorrow?")
+
+    assert first == "[health] health heard: what is due today?"
+    # The follow-up went to health without naming it, and was shown the earlier turns
+    # (the command runtime cannot resume its own session; Claude Code resumes it).
+    assert follow_up == "[health] health heard: and tomorrow?\nearlier turns: 2"
+    assert fresh == "[health] health heard: and tomorrow?"
+    sessions = await running.sessions()
+    conversations = [s["metadata"]["conversation_id"] for s in sessions]
+    assert conversations[0] == conversations[1] != conversations[2]
+
+
+async def test_a_long_answer_is_split_to_telegrams_limit_and_nothing_is_lost(
+    roster, schema_name, telegram, start_roster
+):
+    write_roster(roster, schema_name)
+    switchboard_toml(roster, telegram)
+    running = await start_roster()
+    await paired(running, telegram)
+
+    telegram.send("/health LONG please", user=ALICE)
+    pieces = (await replies(telegram, ALICE.id, 4))[1:]
+    await eventually(lambda: len(telegram.texts(ALICE.id)) == 4 and not telegram.refused)
+
+    assert all(len(piece) <= 4096 for piece in pieces)
+    session = (await running.sessions())[-1]
+    assert " ".join(pieces).split() == f"[health] {session['output']}".split()
+
+
+async def test_a_document_is_read_by_the_runtime_and_a_video_is_refused_in_one_line(
+    roster, schema_name, telegram, start_roster
+):
+    write_roster(roster, schema_name)
+    switchboard_toml(roster, telegram)
+    running = await start_roster()
+    await paired(running, telegram)
+    file_id = telegram.add_file(b"Iron 65 mg at 8:00.\n", "documents/meds.txt")
+    document = {
+        "file_id": file_id,
+        "file_unique_id": "u1",
+        "file_name": "../../meds.txt",
+        "mime_type": "text/plain",
+        "file_size": 20,
+    }
+
+    read = await answer_to(telegram, None, caption="/health what does it say?", document=document)
+    video = {"file_id": "v1", "file_unique_id": "v", "width": 1, "height": 1, "duration": 1}
+    refused = await answer_to(telegram, None, caption="/health and this?", video=video)
+
+    assert read == (
+        "[health] health heard: what does it say?\nattachment-1.txt says: Iron 65 mg at 8:00."
+    )
+    assert refused.startswith("Not accepted: a video of type application/x-telegram-video")
+    sessions = await running.sessions()
+    assert len(sessions) == 1
+    assert sessions[0]["metadata"]["attachments"][0]["name"] == "attachment-1.txt"
+
+
+async def test_a_channel_bound_to_one_butler_answers_as_that_butler_alone(
+    roster, schema_name, telegram, start_roster
+):
+    table = f'\n[butler.channels.telegram]\napi_url = "{telegram.api_url}"\npoll_timeout_s = 2\n'
+    write_roster(roster, schema_name, {"health": table})
+    running = await start_roster()
+    await paired(running, telegram)
+
+    assert await answer_to(telegram, "hmm") == "[health] health heard: hmm"
+    second = await answer_to(telegram, "/general hi")
+    assert second == "[health] health heard: /general hi\nearlier turns: 2"
+    sessions = await running.sessions()
+    assert [s["metadata"]["routed_by"] for s in sessions] == ["bound", "bound"]
+    assert running.state("telegram")["switchboard"] is False
+
+
+async def test_in_a_group_a_sender_never_continues_another_senders_conversation(
+    roster, schema_name, telegram, start_roster
+):
+    write_roster(roster, schema_name)
+    switchboard_toml(roster, telegram)
+    running = await start_roster()
+    bob = Person(1002, "Bob")
+    await paired(running, telegram, ALICE)
+    await paired(running, telegram, bob)
+    family = {"id": -100123, "type": "group", "title": "Family"}
+
+    telegram.send("/health what is due today?", user=ALICE, chat=family)
+    await replies(telegram, family["id"], 1)
+    telegram.send("and tomorrow?", user=bob, chat=family)  # not Alice's follow-up
+    telegram.send("/health and tomorrow?", user=bob, chat=family)
+    said = await replies(telegram, family["id"], 3)
+
+    assert said == [
+        "[health] health heard: what is due today?",
+        "Which butler should answer? Start your message with one of /general, /health.",
+        "[health] health heard: and tomorrow?",  # a conversation of his own: no earlier turns
+    ]
+    sessions = [s for s in await running.sessions() if s["type"] == "channel"]
+    assert [s["metadata"]["sender"] for s in sessions] == [str(ALICE.id), str(bob.id)]
+    assert sessions[0]["metadata"]["conversation_id"] != sessions[1]["metadata"]["conversation_id"]

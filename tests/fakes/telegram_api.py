@@ -1,0 +1,267 @@
+"""A fake Telegram Bot API on loopback, and the phone that talks to the bot through it.
+
+It speaks the real HTTP API, the part a bot by long polling uses: ``getMe``,
+``getUpdates`` (long polling, offsets confirming earlier updates),
+``sendMessage`` (4096 UTF-16 units at most, like the real one),
+``sendChatAction``, ``getFile`` and the file download path. A client library
+pointed at :attr:`FakeTelegram.api_url` cannot tell it from Telegram.
+
+    telegram = FakeTelegram().start()
+    telegram.send("what is due today?", user=PERSON)   # the phone writes
+    telegram.texts(chat=PERSON.id)                    # what the bot answered
+
+Restarting it (:meth:`restart`) keeps its state and its port: the updates a
+bot has not confirmed yet are delivered again, as Telegram does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from tests.fakes.threaded_server import ThreadedServer
+
+TOKEN = "123456789:TEST-fake-token-for-the-suite-only"
+BOT = {"id": 999000, "is_bot": True, "first_name": "Butler", "username": "butler_test_bot"}
+MAX_TEXT = 4096
+#: Parameters a form carries as plain strings; every other value is JSON.
+STRINGS = {"text", "file_id", "action", "parse_mode", "caption"}
+
+
+@dataclass(frozen=True)
+class Person:
+    """A Telegram user, chatting with the bot in a private chat of their own."""
+
+    id: int
+    first_name: str
+    username: str | None = None
+
+    def user(self) -> dict[str, Any]:
+        found = {"id": self.id, "is_bot": False, "first_name": self.first_name}
+        return {**found, "username": self.username} if self.username else found
+
+
+ALICE = Person(1001, "Alice", "alice")
+MALLORY = Person(6666, "Mallory")
+
+
+class FakeTelegram:
+    """The Bot API of one bot, served from a background thread."""
+
+    def __init__(self, token: str = TOKEN) -> None:
+        self.token = token
+        self.updates: list[dict[str, Any]] = []
+        #: Every sendMessage the bot made, as sent (chat_id as an int).
+        self.sent: list[dict[str, Any]] = []
+        self.actions: list[dict[str, Any]] = []
+        self.refused: list[dict[str, Any]] = []
+        self.files: dict[str, tuple[str, bytes]] = {}
+        self.confirmed = 0
+        self._lock = threading.Lock()
+        self._next_message = 1
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._changed: asyncio.Event | None = None
+        self._port: int | None = None
+        self._closing = False
+        self._http: ThreadedServer | None = None
+
+    # -- the server -------------------------------------------------------
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self._port}"
+
+    def start(self) -> FakeTelegram:
+        self._closing = False
+        self._http = ThreadedServer(self._app(), "fake-telegram")
+        self._port = self._http.start(self._port)
+        return self
+
+    def stop(self) -> None:
+        self._closing = True  # long polls in flight answer now, so the server stops at once
+        self._wake()
+        if self._http is not None:
+            self._http.stop()
+            self._http = None
+
+    def restart(self) -> None:
+        """Stop and start again on the same port, keeping every update and message."""
+        self.stop()
+        self.start()
+
+    def __enter__(self) -> FakeTelegram:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _app(self) -> Starlette:
+        @contextlib.asynccontextmanager
+        async def lifespan(app: Starlette) -> AsyncIterator[None]:
+            self._loop = asyncio.get_running_loop()
+            self._changed = asyncio.Event()
+            yield
+
+        routes = [
+            Route("/bot{token}/{method}", self._method, methods=["GET", "POST"]),
+            Route("/file/bot{token}/{path:path}", self._file, methods=["GET"]),
+        ]
+        return Starlette(routes=routes, lifespan=lifespan)
+
+    def _wake(self) -> None:
+        loop, changed = self._loop, self._changed
+        if loop is not None and changed is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(changed.set)
+
+    # -- the phone --------------------------------------------------------
+
+    def send(self, text: str | None = None, user: Person = ALICE, **extra: Any) -> dict[str, Any]:
+        """``user`` writes to the bot in their private chat; the message as the bot gets it."""
+        with self._lock:
+            message = {
+                "message_id": self._next_message,
+                "date": 1_760_000_000 + self._next_message,
+                "chat": {"id": user.id, "type": "private", "first_name": user.first_name},
+                "from": user.user(),
+                **({"text": text} if text is not None else {}),
+                **extra,
+            }
+            self._next_message += 1
+            self.updates.append({"update_id": 5000 + len(self.updates), "message": message})
+        self._wake()
+        return message
+
+    def add_file(self, data: bytes, path: str) -> str:
+        """A file the bot may fetch; its file_id."""
+        file_id = f"file-{len(self.files) + 1}"
+        self.files[file_id] = (path, data)
+        return file_id
+
+    def texts(self, chat: int) -> list[str]:
+        """What the bot sent to ``chat``, in order."""
+        return [m["text"] for m in self.sent if m["chat_id"] == chat]
+
+    # -- the API ----------------------------------------------------------
+
+    async def _method(self, request: Request) -> Response:
+        if request.path_params["token"] != self.token:
+            return _error(401, "Unauthorized")
+        params = await _params(request)
+        method = request.path_params["method"]
+        handlers = {
+            "getMe": lambda p: _ok(BOT),
+            "getUpdates": self._get_updates,
+            "sendMessage": self._send_message,
+            "sendChatAction": self._send_chat_action,
+            "getFile": self._get_file,
+        }
+        handler = handlers.get(method)
+        if handler is None:
+            return _error(404, "Not Found: method not found")
+        answer = handler(params)
+        return await answer if asyncio.iscoroutine(answer) else answer
+
+    async def _get_updates(self, params: dict[str, Any]) -> Response:
+        offset = int(params.get("offset") or 0)
+        timeout = float(params.get("timeout") or 0)
+        if offset:
+            self.confirmed = max(self.confirmed, offset)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            assert self._changed is not None
+            self._changed.clear()
+            waiting = [u for u in list(self.updates) if u["update_id"] >= self.confirmed]
+            left = deadline - asyncio.get_running_loop().time()
+            if waiting or left <= 0 or self._closing:
+                return _ok(waiting[:100])
+            try:
+                await asyncio.wait_for(self._changed.wait(), left)
+            except TimeoutError:
+                pass
+
+    def _send_message(self, params: dict[str, Any]) -> Response:
+        chat, text = _chat(params), params.get("text")
+        if not isinstance(text, str) or not text.strip():
+            return _error(400, "Bad Request: message text is empty")
+        if len(text.encode("utf-16-le")) // 2 > MAX_TEXT:
+            self.refused.append(params)
+            return _error(400, "Bad Request: message is too long")
+        if chat not in {u["message"]["chat"]["id"] for u in self.updates}:
+            return _error(400, "Bad Request: chat not found")
+        with self._lock:
+            message_id = self._next_message
+            self._next_message += 1
+        self.sent.append({**params, "chat_id": chat})
+        self._wake()
+        message = {
+            "message_id": message_id,
+            "date": 1_760_000_000,
+            "chat": {"id": chat, "type": "private"},
+            "from": BOT,
+            "text": text,
+        }
+        return _ok(message)
+
+    def _send_chat_action(self, params: dict[str, Any]) -> Response:
+        self.actions.append({**params, "chat_id": _chat(params)})
+        return _ok(True)
+
+    def _get_file(self, params: dict[str, Any]) -> Response:
+        file_id = params.get("file_id")
+        if file_id not in self.files:
+            return _error(400, "Bad Request: invalid file_id")
+        path, data = self.files[file_id]
+        found = {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": len(data)}
+        return _ok({**found, "file_path": path})
+
+    async def _file(self, request: Request) -> Response:
+        if request.path_params["token"] != self.token:
+            return Response(status_code=401)
+        for path, data in self.files.values():
+            if path == request.path_params["path"]:
+                return Response(data, media_type="application/octet-stream")
+        return Response(status_code=404)
+
+
+async def _params(request: Request) -> dict[str, Any]:
+    """The method's parameters, from the query, a JSON body or a form (values JSON-encoded)."""
+    found: dict[str, Any] = dict(request.query_params)
+    kind = request.headers.get("content-type", "")
+    if kind.startswith("application/json"):
+        found.update(json.loads(await request.body() or b"{}"))
+    elif kind.startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
+        form = await request.form()
+        for key, value in form.items():
+            raw = isinstance(value, str) and key in STRINGS
+            found[key] = _decoded(value) if isinstance(value, str) and not raw else value
+    return found
+
+
+def _decoded(value: str) -> Any:
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _chat(params: dict[str, Any]) -> int | str:
+    chat = params.get("chat_id")
+    return int(chat) if isinstance(chat, str) and chat.lstrip("-").isdigit() else chat
+
+
+def _ok(result: Any) -> JSONResponse:
+    return JSONResponse({"ok": True, "result": result})
+
+
+def _error(code: int, description: str) -> JSONResponse:
+    return JSONResponse({"ok": False, "error_code": code, "description": description}, code)

@@ -1,0 +1,113 @@
+"""What a jail sees of a repository's ``.git`` (butler/sandbox/policy.py): a builder commits,
+but can leave nothing that chooses what git runs for the daemon or the owner."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from butler.sandbox import probe
+from butler.sandbox.policy import JailPolicy, bwrap_argv
+from tests.builders import conftest as builder_fixtures
+from tests.builders.conftest import run
+
+pytestmark = pytest.mark.slow  # real jails
+
+repo = builder_fixtures.repo
+
+
+def attempts(policy: JailPolicy, script: str) -> str:
+    """What ``script`` printed, run by ``sh`` inside a real jail of ``policy``."""
+    assert probe() is None, f"no jail here: {probe()}; run scripts/setup-dev"
+    argv = [*bwrap_argv(policy, shutil.which("bwrap") or "bwrap"), "--", "/bin/sh", "-c", script]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    return done.stdout + done.stderr
+
+
+def tries(*paths: Path) -> str:
+    """Shell lines that try to write each path, printing ``WROTE <path>`` when they can."""
+    return "".join(f"(echo x >> '{p}') 2>/dev/null && echo 'WROTE {p}'\n" for p in paths)
+
+
+def test_a_builder_commits_but_writes_nothing_that_chooses_code(repo: Path):
+    worktree = repo / ".builders" / "b1"
+    run("git", "worktree", "add", "-q", "-b", "builder/b1", str(worktree), "HEAD", cwd=repo)
+    git_dir, own = repo / ".git", repo / ".git" / "worktrees" / "b1"
+    policy = JailPolicy(writable=(worktree, git_dir), cwd=worktree)
+    commit = (
+        "git -c user.name=b -c user.email=b@b commit -q --allow-empty -m work && echo COMMITTED"
+    )
+    guarded = [
+        git_dir / "config",
+        git_dir / "hooks" / "post-checkout",
+        git_dir / "info" / "exclude",
+        git_dir / "HEAD",
+        git_dir / "commondir",
+        git_dir / "config.worktree",
+        own / "commondir",
+        own / "gitdir",
+        worktree / ".git",
+    ]
+    said = attempts(policy, f"echo edit >> README.md && echo EDITED\n{commit}\n{tries(*guarded)}")
+    assert "EDITED" in said and "COMMITTED" in said, said
+    assert "WROTE" not in said, said
+    assert run("git", "log", "-1", "--format=%s", "builder/b1", cwd=repo).strip() == "work"
+    assert not (git_dir / "commondir").exists() and not (git_dir / "config.worktree").exists()
+
+
+def test_a_butler_folder_that_is_a_repository_keeps_its_git_read_only(tmp_path: Path):
+    folder = tmp_path / "butler"
+    folder.mkdir()
+    run("git", "init", "-q", cwd=folder)
+    said = attempts(
+        JailPolicy(writable=(folder,)),
+        tries(folder / "notes.md", folder / ".git" / "config", folder / ".git" / "hooks" / "x"),
+    )
+    assert said.split() == ["WROTE", str(folder / "notes.md")], said
+
+
+def test_a_linked_git_folder_is_not_bound(repo: Path, tmp_path: Path):
+    """``.git`` linked to another repository's would otherwise be bound writable there."""
+    victim = tmp_path / "victim"
+    run("git", "init", "-q", str(victim), cwd=tmp_path)
+    shutil.rmtree(repo / ".git")
+    (repo / ".git").symlink_to(victim / ".git")
+    said = attempts(JailPolicy(writable=(repo / ".git",)), tries(repo / ".git" / "config"))
+    assert "WROTE" not in said, said
+
+
+def test_a_git_file_in_a_home_opens_no_other_worktree(repo: Path, tmp_path: Path):
+    """Only the builder's own worktree folder is writable: a ``.git`` file its runtime
+    left in its home, naming another builder's, is no way in."""
+    for name in ("b1", "b2"):
+        worktree = repo / ".builders" / name
+        run("git", "worktree", "add", "-q", "-b", f"builder/{name}", str(worktree), cwd=repo)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".git").write_text(f"gitdir: {repo / '.git' / 'worktrees' / 'b2'}\n")
+    policy = JailPolicy(writable=(repo / ".builders" / "b1", repo / ".git", home))
+    folders = repo / ".git" / "worktrees"
+    said = attempts(policy, tries(folders / "b1" / "ORIG_HEAD", folders / "b2" / "ORIG_HEAD"))
+    assert said.split() == ["WROTE", str(folders / "b1" / "ORIG_HEAD")], said
+
+
+def test_a_builder_of_the_butler_folders_own_repository_still_commits(tmp_path: Path):
+    """The butler folder (writable for its sessions, its .git read-only) is the builder's
+    repository: the builder's view of that .git wins, so it commits."""
+    folder = tmp_path / "butler"
+    folder.mkdir()
+    (folder / "CLAUDE.md").write_text("You are a butler.\n")
+    run("git", "init", "-q", cwd=folder)
+    run("git", "-c", "user.name=t", "-c", "user.email=t@t", "add", ".", cwd=folder)
+    run("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init", cwd=folder)
+    worktree = folder / ".builders" / "b1"
+    run("git", "worktree", "add", "-q", "-b", "builder/b1", str(worktree), cwd=folder)
+    policy = JailPolicy(writable=(folder, worktree, folder / ".git"), cwd=worktree)
+    commit = (
+        "git -c user.name=b -c user.email=b@b commit -q --allow-empty -m work && echo COMMITTED"
+    )
+    said = attempts(policy, f"{commit}\n{tries(folder / '.git' / 'config')}")
+    assert "COMMITTED" in said and "WROTE" not in said, said

@@ -1,0 +1,1 @@
+"""Real servers tests run on loopback: a Matrix homeserver, a mail server, an MQTT subscriber."""
