@@ -118,7 +118,7 @@ class Inbox:
             await self._refuse(link, message, row_id, f"Not accepted: {exc}.")
             return None
         target = link.router.targets[route.butler]
-        if not target.spawner.admission.accepting:
+        if not target.spawner.accepting:
             return None  # shutting down: left recorded, answered at the next start
         can_resume = target.spawner.adapter.supports_resume
         thread = await self.threads.join(
