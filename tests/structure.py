@@ -160,13 +160,15 @@ SESSION_PATH: dict[str, frozenset[str]] = {
     "writes a runtime config file": frozenset({"mcp_config_files", "write_files", "empty_files"}),
     "starts a jail": frozenset(
         {"start_jail", "open_jail", "start_jail_for", "jail_for", "jail_invocation", "jailed",
-         "bwrap_argv", "JailPolicy", "survivors", "jails", "_jails"}
+         "git_jail", "bwrap_argv", "JailPolicy", "survivors", "jails", "_jails"}
     ),
 }  # fmt: skip
 #: The exceptions, by module: ``ask`` and ``chat`` run the person's own CLI, no butler
 #: session. They enter the jail by the spawner's one way in, and give their agent
-#: empty MCP configs, so that it calls no server.
+#: empty MCP configs, so that it calls no server. The daemon's own git runs no runtime
+#: either: it too enters by the spawner's way in, a jail with no network.
 SESSION_PATH_ALLOWED: dict[str, frozenset[str]] = {
+    "butler.builders.git": frozenset({"git_jail"}),
     "butler.subagent.jail": frozenset({"jail_for"}),
     "butler.subagent.runner": frozenset({"empty_files"}),
 }

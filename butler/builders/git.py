@@ -35,9 +35,8 @@ from pathlib import Path
 
 from butler.builders.plan import BUILDERS_DIR
 from butler.errors import ButlerError, UserError
-from butler.sandbox.jail import probe
-from butler.sandbox.policy import JailPolicy, bwrap_argv
 from butler.security import untrusted
+from butler.spawner.sandboxing import git_jail
 
 #: Command-line config: applied after every config file git reads, so none can undo it.
 OVERRIDES = (
@@ -126,13 +125,9 @@ def _root_of(path: Path) -> Path:
 async def _jail(root: Path) -> list[str]:
     """The bubblewrap argv (ending in ``--``) of a git jail for ``root``; ``[]`` where this
     machine cannot start one (and so jails no runtime either)."""
-    if await asyncio.to_thread(probe) is not None:
-        return []
     # Only real folders: a link would be mounted where it points.
     writable = tuple(p for p in (root / ".git", root / BUILDERS_DIR) if _real_dir(p))
-    # guard_git off: the daemon's git writes worktrees, refs and config sections.
-    policy = JailPolicy(read_only=(root,), writable=writable, guard_git=False)
-    return [*bwrap_argv(policy, shutil.which("bwrap") or "bwrap"), "--"]
+    return await git_jail(root, writable)
 
 
 def _real_dir(path: Path) -> bool:

@@ -1,4 +1,5 @@
-"""The one way into the jail: every runtime butler starts, and every ``ask``/``chat`` agent.
+"""The one way into the jail: every runtime butler starts, every ``ask``/``chat`` agent,
+and the daemon's own git.
 
 Each caller describes what its runtime must see and reach in a
 :class:`~butler.sandbox.JailRequest` (:func:`session_request` for a butler's
@@ -7,12 +8,16 @@ sessions, headless or in a builder's terminal; ``subagent/jail.py`` for an
 that outlives the call: a builder's) or :func:`jail_for` (one that ends with
 the block). :func:`jailed` is the headless session's step: the invocation
 gets its sandbox and proxy variables, or comes back unchanged with the jail off.
+:func:`git_jail` is the one jail that runs no runtime: a git command of the
+daemon's, with no network at all.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
@@ -20,7 +25,8 @@ from pathlib import Path
 from butler.config import ButlerConfig, SandboxConfig
 from butler.runtimes.base import Invocation, RuntimeFailure
 from butler.runtimes.settings import RuntimeConfig
-from butler.sandbox import Jail, JailRequest, jail_policy, jail_targets, start_jail
+from butler.sandbox import Jail, JailRequest, jail_policy, jail_targets, probe, start_jail
+from butler.sandbox.policy import JailPolicy, bwrap_argv
 
 log = logging.getLogger(__name__)
 
@@ -138,3 +144,16 @@ async def jailed(
     finally:
         await record_summary(jail, record)
         await jail.close()
+
+
+async def git_jail(repo: Path, writable: tuple[Path, ...]) -> list[str]:
+    """The bubblewrap argv (ending in ``--``) that runs one of the daemon's own git
+    commands in ``repo``: the repository readable, ``writable`` (its ``.git`` and
+    worktrees folder) writable, nothing else of the owner's and no network at all (no
+    proxy: git may reach no host). ``[]`` where this machine cannot start a jail (and
+    so jails no runtime either). The git folder is not guarded as a builder's is:
+    this git writes worktrees, refs and config sections (docs/security.md)."""
+    if await asyncio.to_thread(probe) is not None:
+        return []
+    policy = JailPolicy(read_only=(repo,), writable=writable, guard_git=False)
+    return [*bwrap_argv(policy, shutil.which("bwrap") or "bwrap"), "--"]
