@@ -20,6 +20,7 @@ from pathlib import Path
 
 from butler.paths import pid_alive
 from butler.runtimes.mcp_config import write_files
+from butler.security.private_files import write_private
 
 OWNER_FILE = ".owner-pid"
 #: Where a session's files (a chat message's attachments) are placed in its workspace.
@@ -71,9 +72,8 @@ class Workspace:
         lines = ["", "", "Files that came with this message, for you to read:"]
         for file in files:
             path = folder / file.name
-            with path.open("xb") as out:  # a name given twice is refused, never overwritten
-                out.write(file.data)
-            path.chmod(0o600)
+            # A name given twice is refused, never overwritten.
+            write_private(path, file.data, how="exclusive")
             note = f" ({file.note})" if file.note else ""
             lines.append(f"- {path}{note}")
         return "\n".join(lines)
