@@ -26,7 +26,14 @@ from tests.conformance.runtimes import BUTLER, CASES, RuntimeCase
 from tests.conftest import TEST_DSN
 from tests.fakes.mcp_probe import McpProbe
 from tests.fakes.model_server import FakeModelServer
-from tests.helpers import SETUP, DaemonProcess, free_port, missing_tool, write_butler
+from tests.helpers import (
+    DaemonProcess,
+    free_port,
+    missing_tool,
+    require_cli,
+    require_jail,
+    write_butler,
+)
 
 STRACE = shutil.which("strace")
 
@@ -111,9 +118,8 @@ def conformance(
     """
     name: str = request.param
     case = CASES[name]
-    missing = case.recipe.missing_reason()
-    if missing:
-        pytest.fail(f"{missing} (or run {SETUP})", False)
+    require_cli(case.recipe.missing_reason())
+    require_jail()
     root = tmp_path_factory.mktemp(f"conformance-{name}")
     logs = root / "connect"
     traced = write_traced_bwrap(root, logs)
