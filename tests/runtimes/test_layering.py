@@ -1,11 +1,13 @@
 """The runtimes know nothing above them: they import each other, butler.errors, and
 leaf helpers that import nothing of butler (so cannot lead back up).
 
-One leaf lives in a package of the upper layers: ``butler.security.private_files``,
-the one writer of private files. The runtimes write their MCP configs (which hold
-the session's token) and launch specs with it, so that no link planted where one
-goes is ever followed; it stays a leaf, and its package's ``__init__`` (run by any
-import of it) imports nothing either.
+Two leaves live in a package of the upper layers. ``butler.security.private_files``,
+the one writer of the daemon's private files: the runtimes write their launch specs
+with it. ``butler.security.untrusted``, the one way to touch what a runtime can write:
+the runtimes read their CLIs' own files with it and write their config files (which
+hold the session's token) into the runtime's home and workspace with it, so that no
+link planted there is ever followed. Both stay leaves, and their package's
+``__init__`` (run by any import of them) imports nothing either.
 """
 
 from __future__ import annotations
@@ -60,13 +62,16 @@ def test_runtimes_import_only_runtimes_and_errors():
     assert not outside, sorted(outside)
 
 
+def _users(module: str) -> set[str]:
+    return {p.name for p in RUNTIMES.glob("*.py") if module in butler_imports(p)}
+
+
 def test_the_private_file_writer_is_a_leaf_the_runtimes_use():
-    writer = PACKAGE / "security" / "private_files.py"
-    assert butler_imports(writer) == set()
+    assert butler_imports(PACKAGE / "security" / "private_files.py") == set()
     assert butler_imports(PACKAGE / "security" / "__init__.py") == set()
-    users = {
-        p.name
-        for p in RUNTIMES.glob("*.py")
-        if "butler.security.private_files" in butler_imports(p)
-    }
-    assert "mcp_config.py" in users
+    assert "launcher.py" in _users("butler.security.private_files")
+
+
+def test_the_untrusted_file_module_is_a_leaf_the_runtimes_write_configs_with():
+    assert butler_imports(PACKAGE / "security" / "untrusted.py") == set()
+    assert "mcp_config.py" in _users("butler.security.untrusted")

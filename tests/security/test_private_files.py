@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from butler.runtimes.mcp_config import write_files
 from butler.security.private_files import PrivateFileError, replace_private, write_private
 
 
@@ -18,18 +17,6 @@ def victim(tmp_path: Path) -> Path:
     path = tmp_path / "victim.txt"
     path.write_text("the owner's own words\n")
     return path
-
-
-def test_a_runtime_config_written_over_a_planted_link_leaves_its_target_alone(
-    tmp_path: Path, victim: Path
-):
-    folder = tmp_path / "workspace"
-    folder.mkdir(mode=0o700)
-    planted = folder / ".mcp.json"
-    planted.symlink_to(victim)
-    with pytest.raises(OSError, match="link"):
-        write_files({planted: '{"mcpServers": {}}\n'})
-    assert victim.read_text() == "the owner's own words\n"
 
 
 @pytest.mark.parametrize("how", ["truncate", "exclusive", "append"])

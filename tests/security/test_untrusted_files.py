@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from butler.runtimes.mcp_config import ConfigFileError, write_files
 from butler.security import untrusted
 
 SECRET = "owner-token-5f2a9c-must-not-leak"
@@ -117,6 +118,37 @@ def test_a_write_below_a_linked_folder_is_refused(tmp_path: Path, secret: Path):
     with pytest.raises(untrusted.Refused):
         untrusted.add_line(root, "info/exclude", "/.builders/", 1000)
     assert sorted(p.name for p in secret.parent.iterdir()) == ["token"]
+
+
+def test_a_runtime_config_over_a_planted_link_replaces_it_and_leaves_its_target_alone(
+    tmp_path: Path, secret: Path
+):
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    os.symlink(secret, home / ".mcp.json")
+    write_files({home / ".mcp.json": '{"mcpServers": {}}\n'}, (home,))
+    assert secret.read_text() == SECRET + "\n"
+    assert (home / ".mcp.json").read_text() == '{"mcpServers": {}}\n'
+    assert stat.S_IMODE((home / ".mcp.json").stat().st_mode) == 0o600
+
+
+def test_a_runtime_config_below_a_linked_folder_is_refused_naming_the_file(
+    tmp_path: Path, secret: Path
+):
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    os.symlink(secret.parent, home / ".codex")  # a resumed home's link to the owner's folder
+    with pytest.raises(ConfigFileError, match=r"\.codex/config\.toml: cannot write"):
+        write_files({home / ".codex" / "config.toml": "[mcp_servers]\n"}, (home,))
+    assert sorted(p.name for p in secret.parent.iterdir()) == ["token"]
+
+
+def test_a_runtime_config_outside_its_home_and_workspace_is_refused(tmp_path: Path):
+    home = tmp_path / "home"
+    home.mkdir()
+    with pytest.raises(ConfigFileError, match="in none of the folders"):
+        write_files({tmp_path / "elsewhere.json": "{}"}, (home,))
+    assert not (tmp_path / "elsewhere.json").exists()
 
 
 def test_add_line_adds_once_and_replaces_a_fifo(tmp_path: Path):
