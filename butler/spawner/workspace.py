@@ -20,6 +20,7 @@ from pathlib import Path
 
 from butler.paths import pid_alive
 from butler.runtimes.mcp_config import write_files
+from butler.security import untrusted
 from butler.security.private_files import write_private
 
 OWNER_FILE = ".owner-pid"
@@ -56,7 +57,7 @@ class Workspace:
 
     def create(self) -> Workspace:
         self.path.mkdir(mode=0o700)
-        (self.path / OWNER_FILE).write_text(str(os.getpid()), encoding="utf-8")
+        write_private(self.path / OWNER_FILE, str(os.getpid()), how="exclusive")
         return self
 
     def write(self, files: Mapping[Path, str]) -> None:
@@ -89,8 +90,10 @@ class Workspace:
 
 
 def _owner_alive(folder: Path) -> bool:
+    # The runtime could write its workspace: the owner file is data, read bounded and
+    # never through a link (a FIFO or /dev/zero there would hold the sweep forever).
     try:
-        pid = int((folder / OWNER_FILE).read_text(encoding="utf-8"))
+        pid = int(untrusted.read_or_none(folder, OWNER_FILE, 32) or b"")
     except (OSError, ValueError):
         return False
     return pid == os.getpid() or pid_alive(pid)

@@ -26,6 +26,9 @@ HANDLERS = (
     "runtimes/gemini.py",
     "runtimes/opencode.py",
     "runtimes/subprocess_adapter.py",
+    "runtimes/mcp_config.py",
+    "spawner/interactive.py",
+    "spawner/workspace.py",
 )
 #: Calls that open, list, copy or make a file by path.
 TOUCHES = set(
@@ -36,7 +39,7 @@ TOUCHES = set(
 ALLOWED = {
     ("runtimes/transcripts.py", "_opencode_rows", "write_bytes"): "the daemon's private copy",
     ("runtimes/transcripts.py", "_query_store", "connect"): "that private copy",
-    ("runtimes/claude_code.py", "write_private", "open"): "a new workspace, before its runtime",
+    ("spawner/workspace.py", "sweep_leftovers", "glob"): "the temp folder, not a workspace",
 }
 
 

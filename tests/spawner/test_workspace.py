@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import uuid
+
+import pytest
 
 from butler.runtimes.base import McpEndpoint
 from butler.runtimes.mcp_config import (
@@ -16,6 +19,7 @@ from butler.runtimes.mcp_config import (
     servers,
 )
 from butler.spawner.workspace import OWNER_FILE, Workspace, sweep_leftovers
+from tests.security.test_untrusted_files import finishes
 
 MCP = McpEndpoint("health", "http://127.0.0.1:8001/mcp?session=s1", {"X-Butler-Session": "s1"})
 
@@ -58,3 +62,19 @@ def test_sweep_removes_only_folders_of_dead_owners():
     assert removed == [dead.path] and live.path.exists()
     assert (live.path / OWNER_FILE).read_text() == str(os.getpid())
     live.remove()
+
+
+@pytest.mark.parametrize("planted", ["FIFO", "link to /dev/zero"])
+def test_an_owner_file_the_runtime_swapped_neither_hangs_nor_keeps_the_sweep(planted):
+    """The workspace is the runtime's to write: the sweep at the next start reads its
+    owner file as data (docs/security.md, the trust map)."""
+    prefix = f"butler_swaptest{uuid.uuid4().hex[:8]}_"
+    left = Workspace(prefix).create()
+    owner = left.path / OWNER_FILE
+    owner.unlink()
+    if planted == "FIFO":
+        os.mkfifo(owner)
+    else:
+        owner.symlink_to("/dev/zero")
+    removed = finishes(lambda: sweep_leftovers(prefix))
+    assert removed == [left.path] and not left.path.exists()
