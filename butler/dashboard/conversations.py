@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from butler.dashboard.params import BadParam, only
-from butler.dashboard.render import e, live, refused, table, when
+from butler.dashboard.render import Page, e, live, refused, table, when
 from butler.dashboard.view import View, bad
 from butler.store.conversations import ConversationStore
 
@@ -111,11 +111,13 @@ class Conversations:
         except BadParam as exc:
             return bad(exc, json=False)
         return self.view.page(
-            title=f"{self.view.butler.config.name} · conversations",
-            subtitle="chat conversations of this butler's channels",
-            source="/api/conversations",
-            body=html,
-            current="/conversations",
+            Page(
+                title=f"{self.view.butler.config.name} · conversations",
+                subtitle="chat conversations of this butler's channels",
+                source="/api/conversations",
+                body=html,
+                current="/conversations",
+            )
         )
 
     async def listing_json(self, request: Request) -> Response:
@@ -132,11 +134,13 @@ class Conversations:
         if html is None:
             return refused(NOT_FOUND, 404)
         return self.view.page(
-            title=f"{self.view.butler.config.name} · conversation",
-            subtitle="a conversation, oldest message first",
-            source=f"/api/conversations/{request.path_params['id']}",
-            body=html,
-            current="/conversations",
+            Page(
+                title=f"{self.view.butler.config.name} · conversation",
+                subtitle="a conversation, oldest message first",
+                source=f"/api/conversations/{request.path_params['id']}",
+                body=html,
+                current="/conversations",
+            )
         )
 
     async def thread_json(self, request: Request) -> Response:
