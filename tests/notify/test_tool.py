@@ -84,8 +84,8 @@ async def test_an_attachment_outside_the_butlers_folder_or_through_a_link_is_ref
         "../owner-key.pem": "leaves the butler's folder",
         "key-link.pem": "links are not followed",
         "linked-dir/owner-key.pem": "links are not followed",
-        "pipe": "is not a regular file",
-        "big.bin": "is 101 bytes; expected at most 100",
+        "pipe": "only a regular file is read",
+        "big.bin": "is over 100 bytes; expected at most 100",
         "http://example.com/x.png": "no such file in the butler's folder",
     }
     for path, reason in refusals.items():

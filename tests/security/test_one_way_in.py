@@ -29,6 +29,7 @@ HANDLERS = (
     "runtimes/mcp_config.py",
     "spawner/interactive.py",
     "spawner/workspace.py",
+    "notify/attachment.py",
 )
 #: Calls that open, list, copy or make a file by path.
 TOUCHES = set(
