@@ -22,7 +22,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "butler"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("commands", ("butler.cli",)),
     ("serving", ("butler.roster",)),
-    ("the roster's parts", ("butler.roster_channels", "butler.roster_status")),
+    ("the roster's parts", ("butler.roster_channels", "butler.roster_folders",
+                          "butler.roster_status")),
     ("assembly", ("butler.daemon", "butler.server")),
     ("surfaces", ("butler.tools", "butler.dashboard")),
     ("terminal", ("butler.webterm",)),

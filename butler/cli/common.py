@@ -2,6 +2,10 @@
 
 A user's mistake is one line on stderr and exit status 2; any other error of
 butler's own is one line and exit status 1; never a traceback.
+
+Every command pays for what this module imports, so it imports the config
+(pydantic) and rich only when a command asks for them (``butler --help`` and
+``butler token`` stay under 300 ms of CPU: ``benchmarks/cli.py``).
 """
 
 from __future__ import annotations
@@ -12,15 +16,17 @@ import signal
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
 from typer.core import TyperCommand, TyperGroup
 
-from butler.config import ButlerConfig, load_config
 from butler.errors import ButlerError, UserError
-from butler.subagent.template import PromptTemplateError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from butler.config import ButlerConfig
 
 T = TypeVar("T")
 
@@ -92,6 +98,8 @@ def sub_app(**settings: Any) -> App:
 
 def console() -> Console:
     """Where tables go: the terminal's width, or whole lines (never cut) for a pipe or file."""
+    from rich.console import Console
+
     return Console() if sys.stdout.isatty() else Console(width=1000)
 
 
@@ -102,6 +110,8 @@ def waiting(message: str) -> contextlib.AbstractContextManager[Any]:
     """
     if not sys.stderr.isatty():
         return contextlib.nullcontext()
+    from rich.console import Console
+
     return Console(stderr=True).status(message)
 
 
@@ -113,6 +123,8 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 def load(config_dir: Path, **overrides: Any) -> ButlerConfig:
     """The butler's config; a mistake in it is one line and exit 2."""
+    from butler.config import load_config
+
     try:
         return load_config(config_dir, **overrides)
     except UserError as exc:
@@ -181,6 +193,8 @@ def run(coro: Coroutine[Any, Any, T], *, signals: bool = False) -> T:
     With ``signals``, SIGTERM and SIGHUP cancel the run (its cleanup runs)
     and the exit status is 128 + the signal, as a shell reports it.
     """
+    from butler.subagent.template import PromptTemplateError
+
     try:
         return asyncio.run(cancel_on_signals(coro) if signals else coro)
     except PromptTemplateError as exc:
