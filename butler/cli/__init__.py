@@ -28,6 +28,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "run",
         "Run one butler daemon: MCP at /mcp (streamable HTTP) and /sse, health at /health.",
     ),
+    "trigger": ("sessions", "Run one session on the running butler and print its answer."),
+    "sessions": (
+        "sessions",
+        "List the butler's recent sessions: status, source, duration, cost, error.",
+    ),
+    "logs": (
+        "sessions",
+        "Show one session whole: prompt, tool calls, answer or error (--follow).",
+    ),
     "db": ("run", "Database commands."),
     "ask": ("ask", "Answer a question from the named sources, using the default agent headless."),
     "chat": ("ask", "Open the default agent interactively with the named sources in its folder."),

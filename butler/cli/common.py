@@ -10,9 +10,7 @@ Every command pays for what this module imports, so it imports the config
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import signal
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
@@ -164,6 +162,9 @@ async def cancel_on_signals(coro: Coroutine[Any, Any, T]) -> T:
     By default those signals end the process on the spot, skipping the
     ``finally`` blocks that stop child processes and remove temp folders.
     """
+    import asyncio
+    import signal
+
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None
@@ -193,6 +194,8 @@ def run(coro: Coroutine[Any, Any, T], *, signals: bool = False) -> T:
     With ``signals``, SIGTERM and SIGHUP cancel the run (its cleanup runs)
     and the exit status is 128 + the signal, as a shell reports it.
     """
+    import asyncio
+
     from butler.subagent.template import PromptTemplateError
 
     try:
