@@ -24,6 +24,7 @@ from butler.cli.common import Command, Group, sub_app
 
 #: Each command of ``butler``: the module under butler.cli defining it, and its help line.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("init", "Make a new butler folder: butler.toml (commented), CLAUDE.md, skills/."),
     "run": (
         "run",
         "Run one butler daemon: MCP at /mcp (streamable HTTP) and /sse, health at /health.",
