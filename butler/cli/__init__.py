@@ -50,6 +50,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "roster",
         "Show the roster's butlers: port, runtime, schedules and whether each is up.",
     ),
+    "service": (
+        "service",
+        "Run the roster as a service of your user: a systemd user unit for butler up.",
+    ),
     "dashboard": (
         "dashboard",
         "Serve one page listing every butler of the roster: today's sessions, spend, what is next.",
