@@ -113,6 +113,20 @@ def dockerfile_instructions() -> list[tuple[str, str]]:
     return found
 
 
+def base_images() -> list[str]:
+    """Each stage's base image, its build argument replaced by the argument's default."""
+    defaults = {}
+    images = []
+    for word, rest in dockerfile_instructions():
+        if word == "ARG" and "=" in rest and not images:
+            name, _, value = rest.partition("=")
+            defaults[name] = value
+        elif word == "FROM":
+            image = rest.split()[0]
+            images.append(_VARIABLE.sub(lambda m: defaults[m.group(1)], image))
+    return images
+
+
 def final_stage() -> list[tuple[str, str]]:
     instructions = dockerfile_instructions()
     last_from = max(i for i, (word, _) in enumerate(instructions) if word == "FROM")
@@ -210,8 +224,13 @@ def test_the_dockerfile_installs_the_clis_from_the_pinned_lock_file():
         assert re.fullmatch(r"\d+\.\d+\.\d+", version), f"{name} is not pinned exactly"
         assert lock[f"node_modules/{name}"]["version"] == version, name
     steps = dockerfile_instructions()
-    froms = [rest for word, rest in steps if word == "FROM"]
+    froms = base_images()
     assert froms[0].startswith("node:20.") and froms[-1].startswith("python:3.11.")
+    # Each base is a build argument: a machine without a registry builds from its own.
+    assert [rest.split()[0] for word, rest in steps if word == "FROM"] == [
+        "${NODE_IMAGE}",
+        "${PYTHON_IMAGE}",
+    ]
     assert ("COPY", "clis/package.json clis/package-lock.json ./") in steps
     assert any(word == "RUN" and rest.startswith("npm ci") for word, rest in steps)
     users = [rest for word, rest in final_stage() if word == "USER"]
@@ -221,7 +240,7 @@ def test_the_dockerfile_installs_the_clis_from_the_pinned_lock_file():
 
 
 def test_every_image_is_pinned_to_a_patch_release():
-    images = [rest.split()[0] for word, rest in dockerfile_instructions() if word == "FROM"]
+    images = base_images()
     images += [s["image"] for n, s in compose_file()["services"].items() if n not in ROSTER]
     for image in images:
         assert PINNED.match(image), f"{image}: expected an exact version tag"
