@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import jail_start
 import listings
 import spawner
 import startup
@@ -83,6 +84,24 @@ def startup_rows(dsn: str, runs: int, tmp: Path) -> list[Row]:
     ]
 
 
+def accounting_rows() -> list[Row]:
+    """Whether a jailed grandchild's CPU reaches the accounting of the process that jailed it."""
+    found = asyncio.run(jail_start.accounting())
+    burned = jail_start.BURN_MS
+    return [
+        Row(
+            f"jailed grandchild's CPU reaching its launcher, {name}",
+            spent.children * 1000,
+            burned,
+            "CPU it burned (its own clock)",
+            measures=f"a jailed shell's child burns {burned} ms of CPU ({name}); the figure is "
+            "what the kernel added to the launcher's reaped children meanwhile; the machine's "
+            f"init reaped {spent.orphans * 1000:.0f} ms of orphans' CPU in the same run",
+        )
+        for name, spent in found.items()
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="few iterations, no verdicts")
@@ -97,6 +116,7 @@ def main() -> None:
         tmp = Path(work)
         env = {"BUTLER_DATA_DIR": str(tmp / "data"), "ANTHROPIC_API_KEY": "sk-bench"}
         rows += asyncio.run(toolcalls.measure(dsn, size["calls"], env, tmp / "tc", size["starts"]))
+        rows += accounting_rows()
         rows += asyncio.run(spawner.measure(dsn, size["triggers"], size["burst"], tmp / "sp"))
         # Smoke's small tables cannot fill every page: short pages are only reported there.
         found = listings.measure(
