@@ -26,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import cli
 import listings
 import spawner
 import startup
@@ -61,6 +62,8 @@ def goal_for(label: str) -> Goal | None:
         return "<= 50 ms", lambda ours, _: ours <= 50
     if label.startswith("start to /health"):
         return "<= 800 ms", lambda ours, _: ours <= 800
+    if label.startswith("CLI CPU") and cli.has_goal(label.removeprefix("CLI CPU: ")):
+        return f"<= {cli.GOAL_MS} ms", lambda ours, _: ours <= cli.GOAL_MS
     return None
 
 
@@ -116,6 +119,7 @@ def main() -> None:
         rows += asyncio.run(spawner.measure(dsn, size["triggers"], size["burst"], tmp / "sp"))
         rows += asyncio.run(listings.measure(dsn, size["rows"], size["requests"], tmp / "ls"))
         rows += startup_rows(dsn, 2 if args.smoke else 5, tmp)
+        rows += cli.measure(dsn, 2 if args.smoke else 7, tmp / "cli")
     missed = print_table(rows, verdicts=not args.smoke)
     if not args.smoke:
         print(f"\n{len(rows) - missed} of {len(rows)} rows meet their goal.")
