@@ -58,7 +58,7 @@ LIST_EPILOG = (
 
 def load_roster(roster: Path, only: str | None, database_url: str | None = None) -> list:
     """The roster's butlers; a mistake in any is one line and exit 2."""
-    from butler.roster import load_roster as load_all
+    from butler.roster_folders import load_roster as load_all
 
     try:
         return load_all(roster, names(only), db_url=database_url)
@@ -99,7 +99,7 @@ def up(
 @app.command("list", epilog=LIST_EPILOG)
 def list_butlers(roster: RosterOption = Path("roster")) -> None:
     """Show the roster's butlers: port, runtime, schedules and whether each is up."""
-    from butler.roster import load_each
+    from butler.roster_folders import load_each
     from butler.roster_status import statuses
 
     try:

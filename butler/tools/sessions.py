@@ -103,5 +103,14 @@ async def list_sessions(
         trigger_source=trigger_source,
         before=after,
     )
-    keep = ("id", "status", "trigger_source", "runtime", "created_at", "duration_ms", "error")
+    keep = (
+        "id",
+        "status",
+        "trigger_source",
+        "runtime",
+        "created_at",
+        "duration_ms",
+        "cost_usd",
+        "error",
+    )
     return [{**{k: r[k] for k in keep}, "position": position(r)} for r in rows]
