@@ -25,10 +25,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from butler import __version__
 from butler.context import ButlerContext
 from butler.dashboard import SECURITY_HEADERS, dashboard_routes
+from butler.dashboard.login import login_page
 from butler.http_limits import JsonRpcBodyLimit
 from butler.security.handshake import GuardEveryScope
 from butler.security.http import RequireToken, cookie_name
-from butler.security.owner_token import owner_token
+from butler.security.owner_token import LiveToken
 from butler.tools.builders import register_builder_tools
 from butler.tools.contract import register_contract_tools
 from butler.tools.core import register_core_tools, status_of
@@ -100,6 +101,7 @@ def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> ASGIApp:
         return JSONResponse(body, 200 if body["database"] else 503, SECURITY_HEADERS)
 
     terminals = Terminals(butler)
+    token = LiveToken(butler.config.name)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -113,16 +115,17 @@ def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> ASGIApp:
     routes = [
         Route("/health", health, methods=["GET"]),
         Route("/api/status", status, methods=["GET"]),
-        *dashboard_routes(butler),
+        *dashboard_routes(butler, token),
         *terminal_routes(terminals),
     ]
     site = Starlette(routes=routes, lifespan=lifespan)
     mcp_apps = {"/mcp": http_app, "/sse": sse_app, "/messages": sse_app}
     authenticated = RequireToken(
         JsonRpcBodyLimit(_ByPrefix(site, mcp_apps)),
-        owner_token=owner_token(butler.config.name),
+        owner_token=token,
         sessions=butler.spawner.session_tokens,
         cookie=cookie_name(section.port),
+        login_page=login_page(section.name, f"butler token --config {butler.config.config_dir}"),
     )
     # The same guard as FastMCP's own, in front of the dashboard, the terminal's
     # WebSocket and the token check too.

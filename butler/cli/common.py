@@ -119,6 +119,26 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+#: ``--allow-root``, the same for ``run`` and ``up`` (butler/root.py says why it is needed).
+AllowRootOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-root",
+        envvar="BUTLER_ALLOW_ROOT",
+        help="Run even as root (refused otherwise); also BUTLER_ALLOW_ROOT=1.",
+    ),
+]
+
+
+def refuse_root(allow_root: bool) -> None:
+    """One line and exit 2 when a daemon would start as root without ``--allow-root``."""
+    from butler.root import root_refusal
+
+    refusal = root_refusal(allow_root)
+    if refusal:
+        fail(refusal)
+
+
 def load(config_dir: Path, **overrides: Any) -> ButlerConfig:
     """The butler's config; a mistake in it is one line and exit 2."""
     from butler.config import load_config

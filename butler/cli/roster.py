@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 
 from butler.cli.common import (
+    AllowRootOption,
     LogFormatOption,
     LogLevelOption,
     check_log_format,
@@ -19,6 +20,7 @@ from butler.cli.common import (
     console,
     fail,
     names,
+    refuse_root,
     run,
     sub_app,
 )
@@ -80,11 +82,13 @@ def up(
     ] = None,
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "auto",
+    allow_root: AllowRootOption = False,
 ) -> None:
     """Run every butler of the roster in this one process."""
     from butler.logs import setup_logging
     from butler.roster import up as run_roster
 
+    refuse_root(allow_root)
     check_log_level(log_level)
     check_log_format(log_format)
     configs: list[ButlerConfig] = load_roster(roster, only, database_url)

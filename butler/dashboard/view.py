@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from starlette.requests import Request
@@ -18,7 +19,12 @@ class View:
     """One butler's dashboard: its context and the owner token its forms derive from."""
 
     butler: ButlerContext
-    owner_token: str
+    #: The owner token as it is now (read again after ``butler token --rotate``).
+    current_token: Callable[[], str]
+
+    @property
+    def owner_token(self) -> str:
+        return self.current_token()
 
     @property
     def trace_url(self) -> str | None:

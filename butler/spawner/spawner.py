@@ -134,6 +134,11 @@ class Spawner:
         return self._admission.accepting
 
     @property
+    def waiting_for_database(self) -> int:
+        """Sessions holding a slot that wait for the database to come back before they run."""
+        return self._lifecycle.waiting_for_database
+
+    @property
     def in_flight(self) -> int:
         return self.running + self.waiting
 
@@ -256,7 +261,7 @@ class Spawner:
             if progress:
                 await progress("queued")
             async with self._admission.slot(reservation):
-                await self._lifecycle.running(sid)
+                await self._lifecycle.running(sid, request.timeout_s)
                 started = time.monotonic()
                 if progress:
                     await progress("running")

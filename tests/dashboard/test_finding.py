@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from butler.security.login import issue_cookie
 from tests.dashboard.conftest import ARTIFACTS, TRACE_URL, logged_in
 from tests.helpers import TEST_TOKEN
 
@@ -153,7 +154,7 @@ def test_run_again_is_refused_without_the_token_or_from_another_origin(seeded):
     )
     url = f"{seeded.url}/sessions/{found[0]['id']}/run-again"
     form = form_token_of(seeded.url, str(found[0]["id"]))
-    cookie = {"Cookie": f"butler_token_{seeded.daemon.port}={TEST_TOKEN}"}
+    cookie = {"Cookie": f"butler_token_{seeded.daemon.port}={issue_cookie(TEST_TOKEN)}"}
     own = {"Origin": seeded.url}
     refusals = [
         ({**own}, form, 401),  # no owner token

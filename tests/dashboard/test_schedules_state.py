@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from butler.security.login import issue_cookie
 from tests.dashboard.conftest import ARTIFACTS, logged_in
 from tests.dashboard.test_finding import fetch, form_token_of
 from tests.helpers import TEST_TOKEN
@@ -45,7 +46,7 @@ def test_run_now_is_refused_without_the_token_or_from_another_origin(seeded):
         " (gen_random_uuid(), 'x', 'succeeded', 'external', 'command') RETURNING id"
     )
     form = form_token_of(seeded.url, str(found[0]["id"]))
-    cookie = {"Cookie": f"butler_token_{seeded.daemon.port}={TEST_TOKEN}"}
+    cookie = {"Cookie": f"butler_token_{seeded.daemon.port}={issue_cookie(TEST_TOKEN)}"}
     for headers, body, expected in [
         ({"Origin": seeded.url}, form, 401),
         ({**cookie, "Origin": "http://attacker.example"}, form, 403),
