@@ -159,7 +159,8 @@ async def up(configs: Sequence[ButlerConfig], *, named: bool = True) -> None:
             for config in configs:
                 token = current_butler.set(config.name)
                 try:
-                    opened.append(await open_database(config, config.butler.db.url or shared))
+                    url = config.butler.db.url or shared
+                    opened.append(await open_database(config, url, serving=True))
                 finally:
                     current_butler.reset(token)
             await probing
