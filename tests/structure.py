@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("reaching the person", ("butler.notify",)),
     ("the session path", ("butler.spawner",)),
     ("mechanisms", ("butler.sandbox", "butler.client")),
-    ("configuration", ("butler.config",)),
+    ("configuration", ("butler.config", "butler.address")),
     ("parts", ("butler.runtimes", "butler.store", "butler.security")),
     ("helpers", ("butler.logs", "butler.paths", "butler.jsonfile", "butler.tomlfile",
                  "butler.telemetry", "butler.http_limits", "butler.http_quiet",
