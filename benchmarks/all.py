@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import cli
 import jail_start
 import listings
 import spawner
@@ -58,6 +59,23 @@ SIZES = {
         "small": 1_000,
     },
 }
+
+
+def cli_rows(dsn: str, runs: int, tmp: Path) -> list[Row]:
+    """Each command's CPU beside ``python -c pass``; the commands the goal names have one."""
+    return [
+        Row(
+            label,
+            ours,
+            ref,
+            ref_name,
+            goal=at_most(cli.GOAL_MS, "ms")
+            if cli.has_goal(label.removeprefix("CLI CPU: "))
+            else None,
+            measures="user + system CPU of the command and its reaped children, median",
+        )
+        for label, ours, ref, ref_name in cli.measure(dsn, runs, tmp)
+    ]
 
 
 def startup_rows(dsn: str, runs: int, tmp: Path) -> list[Row]:
@@ -124,6 +142,7 @@ def main() -> None:
         )
         rows += asyncio.run(found)
         rows += startup_rows(dsn, 2 if args.smoke else 5, tmp)
+        rows += cli_rows(dsn, 2 if args.smoke else 7, tmp / "cli")
     print(table(rows, verdicts=not args.smoke))
     print(f"load at the end: {os.getloadavg()}")
     if not args.smoke:

@@ -56,6 +56,7 @@ def commands(folder: Path, roster: Path) -> dict[str, list[str]]:
         "butler list": ["list", "--roster", str(roster)],
         "butler credentials list": ["credentials", "list", *config],
         "butler stop (refused by the daemon)": ["stop", "no-such-builder", *config],
+        "butler sessions": ["sessions", *config],
     }
 
 

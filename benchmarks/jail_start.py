@@ -92,10 +92,11 @@ async def measure(runs: int) -> None:
         f"{statistics.median(boxed) - statistics.median(plain):5.1f} ms"
     )
     await sdk_launches(runs)
-    for name, (children, machine) in (await accounting()).items():
+    for name, spent in (await accounting()).items():
         print(
-            f"jailed grandchild burning 300 ms, {name}: reaped children's CPU {children:5.0f} ms,"
-            f" machine-wide less this process {machine:5.0f} ms"
+            f"a jailed grandchild burning {BURN_MS} ms, {name}: reaped children's CPU "
+            f"{spent.children * 1000:4.0f} ms, init's reaped orphans' {spent.orphans * 1000:4.0f} "
+            f"ms, machine-wide less this process {spent.machine_less_client * 1000:4.0f} ms"
         )
 
 
@@ -186,10 +187,6 @@ def main() -> None:
     asyncio.run(measure(args.runs))
 
 
-if __name__ == "__main__":
-    main()
-
-
 #: A grandchild that burns CPU until it has used ``ms`` of it (its own clock).
 BURN_MS = 300
 BURN = "import time,sys\nend=float(sys.argv[1])/1000\nwhile time.process_time()<end: pass\n"
@@ -230,3 +227,7 @@ async def accounting(burn_ms: int = BURN_MS) -> dict[str, Clocks]:
             finally:
                 await jail.close()
     return found
+
+
+if __name__ == "__main__":
+    main()

@@ -112,3 +112,10 @@ def test_the_postgresql_backends_of_a_process_are_found_by_its_connections(pg_ds
 
     own, found = asyncio.run(scenario())
     assert own in found
+
+
+def test_the_side_by_side_without_a_predecessor_checkout_says_so_in_one_line(tmp_path):
+    argv = [sys.executable, str(BENCHMARKS / "side_by_side.py"), "--predecessor", str(tmp_path)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.startswith("side by side skipped: no predecessor checkout")
+    assert len(done.stdout.strip().splitlines()) == 1
