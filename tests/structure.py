@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("terminal", ("butler.webterm",)),
     ("the assembled butler", ("butler.context",)),
     ("features", ("butler.builders", "butler.subagent", "butler.contract", "butler.scheduler",
-                  "butler.channels", "butler.testing")),
+                  "butler.channels", "butler.testing", "butler.workers")),
     ("reaching the person", ("butler.notify",)),
     ("the session path", ("butler.spawner",)),
     ("mechanisms", ("butler.sandbox", "butler.client")),

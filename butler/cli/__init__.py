@@ -24,6 +24,7 @@ from butler.cli import (
     roster,
     run,
     token,
+    worker,
 )
 from butler.cli.common import sub_app
 
@@ -42,6 +43,7 @@ for group in (
     notify,
     channels,
     token,
+    worker,
 ):
     app.add_typer(group.app)
 
