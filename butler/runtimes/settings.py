@@ -31,5 +31,8 @@ class RuntimeConfig(BaseModel):
     transport: Literal["http", "sse"] = "http"
     command: list[str] = Field(default_factory=list)
     interactive_command: list[str] = Field(default_factory=list)
+    #: Where sessions run: "local" (in the daemon) or "remote" (by `butler worker`
+    #: processes, through the job queue; docs/scaling.md). "any" is not built yet.
+    workers: Literal["local", "remote"] = "local"
     #: The tools a session may call; None is every tool the butler serves.
     tools: list[str] | None = None

@@ -47,6 +47,7 @@ from butler.spawner.lifecycle import SessionLifecycle
 from butler.spawner.orphans import recorder
 from butler.spawner.preflight import explain
 from butler.spawner.recall import memory_context, remember
+from butler.spawner.remote import job_for, run_on_worker
 from butler.spawner.request import TriggerRequest
 from butler.spawner.result import SpawnerResult, outcome_of, queued, rejected, spawner_result
 from butler.spawner.resume import resumable
@@ -55,6 +56,7 @@ from butler.spawner.usage import TOTALS_KEY, own_share, totals
 from butler.spawner.workspace import Workspace, sweep_leftovers
 from butler.store.credentials import CredentialStore
 from butler.store.memory import Memory
+from butler.store.session_jobs import SessionJobs
 from butler.store.sessions import SessionOutcome, SessionStore
 from butler.telemetry import trace_id_of, tracer
 
@@ -97,6 +99,8 @@ class Spawner:
         self._sandbox = resolve_mode(
             config.butler.sandbox, f"{config.config_dir / 'butler.toml'}: [butler.sandbox]"
         )
+        #: Sessions handed to workers, when ``[butler.runtime] workers = "remote"``.
+        self._jobs = SessionJobs(sessions.db)
         self._interactive = InteractiveSessions(
             config, adapter, credentials, self._lifecycle, self._sandbox
         )
@@ -305,6 +309,11 @@ class Spawner:
         parent: dict | None,
         progress: ProgressSink | None,
     ) -> RuntimeResult:
+        if self.config.runtime.workers == "remote":
+            job = job_for(request, sid, parent)
+            worker, result = await run_on_worker(self.config, self._jobs, self.session_tokens, job)
+            await self._lifecycle.annotate(sid, {"worker": worker})
+            return result
         memory = await memory_context(self.config, self.memory)
         with Workspace(self._workspace_prefix) as workspace:
             placed = await asyncio.to_thread(workspace.place, request.files)
@@ -390,4 +399,5 @@ class Spawner:
                 await asyncio.wait(still, timeout=TIMEOUT_GRACE_S)
         # completions the database has not taken yet stay journalled for the next start
         await self._lifecycle.completions.flush(TIMEOUT_GRACE_S)
+        await self._jobs.close()
         return len(still)
