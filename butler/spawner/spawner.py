@@ -3,8 +3,9 @@
 Runtime-agnostic: it knows runtimes only through :class:`RuntimeAdapter`. For
 each trigger it admits or refuses (:mod:`.admission`), records the session
 before the runtime starts and completes it whatever happened
-(:mod:`.lifecycle`), builds the run (:mod:`.invocation`) in a private
-workspace, and runs the adapter under a time limit. Interactive sessions (a
+(:mod:`.lifecycle`), and runs the session's runtime here (:mod:`.local`: its
+invocation in a private workspace, jailed, under a time limit) or on a worker
+(:mod:`.remote`). Interactive sessions (a
 builder's runtime in tmux) take the same steps through :meth:`Spawner.interactive`
 (:mod:`.interactive`), which the spawner also adopts and finishes.
 """
@@ -13,10 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
-import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,6 @@ from opentelemetry.trace import Status, StatusCode
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, Rejected
 from butler.runtimes.base import ProgressSink, RuntimeAdapter, RuntimeFailure, RuntimeResult
-from butler.runtimes.process import PROCESS_STARTED
 from butler.sandbox import resolve_mode
 from butler.sandbox.folders import sweep_jail_folders
 from butler.security.session_tokens import SessionTokens
@@ -41,19 +39,17 @@ from butler.spawner.interactive import (
     InteractiveSessions,
     InteractiveStart,
 )
-from butler.spawner.invocation import InvocationRequest, build_invocation
 from butler.spawner.ledger import ToolCallLedger
 from butler.spawner.lifecycle import SessionLifecycle
-from butler.spawner.orphans import recorder
+from butler.spawner.local import TIMEOUT_GRACE_S, LocalRuns
 from butler.spawner.preflight import explain
-from butler.spawner.recall import memory_context, remember
+from butler.spawner.recall import remember
 from butler.spawner.remote import job_for, run_on_worker
 from butler.spawner.request import TriggerRequest
 from butler.spawner.result import SpawnerResult, outcome_of, queued, rejected, spawner_result
 from butler.spawner.resume import resumable
-from butler.spawner.sandboxing import jailed
 from butler.spawner.usage import TOTALS_KEY, own_share, totals
-from butler.spawner.workspace import Workspace, sweep_leftovers
+from butler.spawner.workspace import sweep_leftovers
 from butler.store.credentials import CredentialStore
 from butler.store.memory import Memory
 from butler.store.session_jobs import SessionJobs
@@ -65,8 +61,6 @@ log = logging.getLogger(__name__)
 #: Why a session ended cancelled, for the caller and the row.
 SHUTDOWN = "cancelled: the butler is shutting down"
 CLIENT_GONE = "cancelled by its client"
-#: Extra seconds the spawner grants an adapter past its own timeout to clean up.
-TIMEOUT_GRACE_S = 10.0
 
 
 class Spawner:
@@ -87,7 +81,6 @@ class Spawner:
         self.credentials = credentials
         self.ledger = ledger or ToolCallLedger()
         self.memory = memory
-        self._workspace_prefix = f"butler_{config.name}_"
         rt = config.runtime
         self._admission = Admission(rt.max_concurrent_sessions, rt.max_queued_sessions)
         self._tasks: set[asyncio.Task[SpawnerResult]] = set()
@@ -103,6 +96,9 @@ class Spawner:
         self._jobs = SessionJobs(sessions.db)
         self._interactive = InteractiveSessions(
             config, adapter, credentials, self._lifecycle, self._sandbox
+        )
+        self._here = LocalRuns(
+            config, adapter, credentials, sessions, memory, self._lifecycle, self._sandbox
         )
 
     @property
@@ -122,7 +118,7 @@ class Spawner:
 
     def sweep(self) -> list[Path]:
         """Remove workspaces and jail folders left by a crashed daemon, and old session homes."""
-        swept = sweep_leftovers(self._workspace_prefix) + prune_homes(self.config.name)
+        swept = sweep_leftovers(self._here.workspace_prefix) + prune_homes(self.config.name)
         return swept + sweep_jail_folders()
 
     @property
@@ -314,43 +310,7 @@ class Spawner:
             worker, result = await run_on_worker(self.config, self._jobs, self.session_tokens, job)
             await self._lifecycle.annotate(sid, {"worker": worker})
             return result
-        memory = await memory_context(self.config, self.memory)
-        with Workspace(self._workspace_prefix) as workspace:
-            placed = await asyncio.to_thread(workspace.place, request.files)
-            invocation = await build_invocation(
-                self.config,
-                self.adapter,
-                self.credentials,
-                InvocationRequest(
-                    session_id=sid,
-                    prompt=request.full_prompt() + placed,
-                    cwd=self.config.config_dir,
-                    workdir=workspace.path,
-                    memory=memory,
-                    parent_id=parent["id"] if parent else None,
-                    resume=parent["runtime_session_id"] if parent else None,
-                    max_turns=request.max_turns,
-                    timeout_s=request.timeout_s,
-                    model=request.model,
-                ),
-                self.session_tokens,
-            )
-            workspace.write(self.adapter.mcp_config_files(invocation))
-            PROCESS_STARTED.set(recorder(functools.partial(self._lifecycle.annotate, sid)))
-            record = functools.partial(self.sessions.update_metadata, uuid.UUID(sid))
-            async with jailed(
-                self.config,
-                self.sandbox,
-                invocation,
-                label=sid,
-                writable=request.writable,
-                record=record,
-            ) as invocation:
-                try:
-                    async with asyncio.timeout(invocation.timeout_s + TIMEOUT_GRACE_S):
-                        return await self.adapter.invoke(invocation, progress)
-                except TimeoutError:
-                    raise RuntimeFailure(f"timeout after {invocation.timeout_s:g} s") from None
+        return await self._here.run(request, sid, parent, progress)
 
     async def _own_share(
         self, sid: str, result: RuntimeResult, parent: dict | None
