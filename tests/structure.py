@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("the assembled butler", ("butler.context",)),
     ("features", ("butler.builders", "butler.subagent", "butler.contract", "butler.scheduler",
                   "butler.channels", "butler.testing", "butler.scaffold",
-                  "butler.service")),
+                  "butler.service", "butler.workers")),
     ("reaching the person", ("butler.notify",)),
     ("the session path", ("butler.spawner",)),
     ("mechanisms", ("butler.sandbox", "butler.client")),
