@@ -42,7 +42,7 @@ async def _start(port: int) -> str:
     return result.data["session_id"]
 
 
-def test_a_kill_9_leaves_no_runtime_tree_after_the_restart(roster, schema_name, tmp_path):
+def test_a_kill_9_leaves_no_runtime_tree_nor_home_after_the_restart(roster, schema_name, tmp_path):
     port = free_port()
     folder = write_butler(roster, "tester", port=port, schema=schema_name, runtime=RUNTIME)
     # without the jail (whose death takes the tree): the reaping is what is under test
@@ -56,11 +56,14 @@ def test_a_kill_9_leaves_no_runtime_tree_after_the_restart(roster, schema_name, 
         )
         pgid = int(meta)
         wait_until(lambda: len(group_members(pgid)) == 3)  # bash and its two sleeps
+        home = tmp_path / "data" / "butlers" / "tester" / "homes" / sid
+        assert home.is_dir()
         first.proc.send_signal(signal.SIGKILL)
         first.proc.wait(10)
         assert len(group_members(pgid)) == 3  # orphaned, still running
         with DaemonProcess(folder, port=port, database_url=TEST_DSN, env=env) as second:
             assert group_members(pgid) == [], second.logs()
+            assert not home.exists()  # a command runtime cannot resume: nothing reads it again
             row = asyncio.run(_session_row(schema_name, sid))
             assert row["status"] == "failed"
     finally:

@@ -7,6 +7,12 @@ the database is away, the write is retried with backoff in the background
 while the daemon lives, and the caller gets its result meanwhile; a daemon
 that stops first replays the journal when it starts again, so the row ends
 with what really happened rather than "the daemon stopped".
+
+The journal is a safeguard, never a gate: when the data folder is full (or
+unwritable), the completion still goes to the database, and the caller still
+gets the runtime's result. Only a completion that neither the journal nor the
+database took can be lost, and only if the daemon stops before the database
+comes back; that is said in one line.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ TRANSIENT = (
     TimeoutError,
     DatabaseError,
     asyncpg.InterfaceError,
+    # the connection's protocol state broke as the server went away mid-query
+    asyncpg.InternalClientError,
     asyncpg.PostgresConnectionError,
     asyncpg.OperatorInterventionError,
 )
@@ -56,7 +64,10 @@ class Journal:
 
     def remove(self, session_id: str) -> None:
         with self._lock:
-            kept = [e for e in self._read() if e["session_id"] != session_id]
+            entries = self._read()
+            kept = [e for e in entries if e["session_id"] != session_id]
+            if len(kept) == len(entries):
+                return  # never journalled (the data folder was full): nothing to rewrite
             if not kept:
                 self.path.unlink(missing_ok=True)
                 return
@@ -87,6 +98,8 @@ class CompletionWriter:
         self.sessions = sessions
         self.journal = Journal(journal_path)
         self._retrying: dict[str, asyncio.Task[None]] = {}
+        #: Sessions whose completion is only in memory: the journal could not take it.
+        self._unjournalled: set[str] = set()
 
     @property
     def pending(self) -> int:
@@ -94,8 +107,20 @@ class CompletionWriter:
 
     async def write(self, session_id: str, outcome: SessionOutcome) -> bool:
         """Record the completion; True when it landed now, False when it is being retried."""
-        await asyncio.to_thread(self.journal.add, session_id, outcome)
+        try:
+            await asyncio.to_thread(self.journal.add, session_id, outcome)
+        except OSError as exc:
+            # A full or broken data folder must not keep the outcome from a database that is up.
+            log.warning(
+                "session completion not journalled (%s): writing it to the database directly; "
+                "free space in %s so the next ones are kept through an outage",
+                exc,
+                self.journal.path.parent,
+                extra={"session_id": session_id},
+            )
+            self._unjournalled.add(session_id)
         if await self._attempt(session_id, outcome):
+            self._unjournalled.discard(session_id)
             return True
         task = asyncio.create_task(self._retry(session_id, outcome))
         self._retrying[session_id] = task
@@ -117,8 +142,15 @@ class CompletionWriter:
         if not tasks:
             return 0
         _, still = await asyncio.wait(tasks, timeout=timeout)
+        given_up = {sid for sid, task in self._retrying.items() if task in still}
         for task in still:
             task.cancel()  # its journal line stays for the next start to replay
+        for session_id in given_up & self._unjournalled:
+            log.error(
+                "session completion lost: neither the data folder nor the database took it; "
+                "the next start marks the session failed",
+                extra={"session_id": session_id},
+            )
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.gather(*still, return_exceptions=True)
         return len(still)
@@ -128,6 +160,7 @@ class CompletionWriter:
         while not await self._attempt(session_id, outcome):
             await asyncio.sleep(delay)
             delay = min(delay * 2, MAX_BACKOFF_S)
+        self._unjournalled.discard(session_id)
         log.info("session completion written after a retry", extra={"session_id": session_id})
 
     async def _attempt(self, session_id: str, outcome: SessionOutcome) -> bool:
@@ -147,5 +180,14 @@ class CompletionWriter:
                 exc,
                 extra={"session_id": session_id},
             )
-        await asyncio.to_thread(self.journal.remove, session_id)
+        try:
+            await asyncio.to_thread(self.journal.remove, session_id)
+        except OSError as exc:
+            # The row is written; a line left behind is written again, identically, at the next
+            # start, which costs nothing but the rewrite.
+            log.warning(
+                "session completion written, but its journal line stays (%s)",
+                exc,
+                extra={"session_id": session_id},
+            )
         return True

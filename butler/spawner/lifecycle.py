@@ -6,6 +6,10 @@ tool-call ledger is opened with it (so the server can attribute calls), and
 completion closes the ledger, merges what the server saw with what the
 runtime reported, writes the outcome even when the caller is being
 cancelled, and counts the session in the butler's metrics.
+
+A session accepted and queued is work the butler promised: when its slot
+comes while the database is away, it waits for the database (within its own
+time limit) rather than failing at the first refused connection.
 """
 
 from __future__ import annotations
@@ -20,15 +24,20 @@ from typing import Any
 from opentelemetry.context import Context
 
 from butler.config import ButlerConfig
+from butler.errors import DatabaseError
 from butler.paths import butler_dir
 from butler.runtimes.base import RuntimeAdapter, ToolCall
 from butler.security.session_tokens import SessionTokens
-from butler.spawner.completions import CompletionWriter
+from butler.spawner.completions import FIRST_BACKOFF_S, TRANSIENT, CompletionWriter
 from butler.spawner.ledger import ToolCallLedger, merge_tool_calls
 from butler.store.sessions import NewSession, SessionOutcome, SessionStore
 from butler.telemetry import SessionMetrics
 
 log = logging.getLogger(__name__)
+
+#: The longest pause between two tries of a session waiting for the database to start:
+#: short, since a whole queue waits behind it once the database is back.
+START_BACKOFF_MAX_S = 2.0
 
 
 class SessionLifecycle:
@@ -50,6 +59,12 @@ class SessionLifecycle:
         self.completions = CompletionWriter(sessions, butler_dir(config.name) / "completions.jsonl")
         #: The capability tokens of running sessions: issued with the invocation, revoked here.
         self.tokens = SessionTokens()
+        self._waiting_for_database: set[str] = set()
+
+    @property
+    def waiting_for_database(self) -> int:
+        """Sessions holding a slot that wait for the database to come back before they run."""
+        return len(self._waiting_for_database)
 
     def new(
         self,
@@ -82,11 +97,41 @@ class SessionLifecycle:
         self.ledger.open(str(new.id), trace)
         return str(new.id)
 
-    async def running(self, session_id: str) -> None:
-        """The runtime got its slot and starts (or was found running again)."""
+    async def running(self, session_id: str, patience: float | None = None) -> None:
+        """The runtime got its slot and starts (or was found running again).
+
+        While the database is away this waits for it, at most ``patience`` seconds
+        (the session's time limit unless given), then raises :class:`DatabaseError`.
+        """
         if not self.ledger.is_open(session_id):
             self.ledger.open(session_id)
-        await self.sessions.mark_running(uuid.UUID(session_id))
+        patience = self.config.runtime.timeout_s if patience is None else patience
+        deadline = asyncio.get_running_loop().time() + patience
+        delay = FIRST_BACKOFF_S
+        try:
+            while True:
+                try:
+                    await self.sessions.mark_running(uuid.UUID(session_id))
+                    return
+                except TRANSIENT as exc:
+                    left = deadline - asyncio.get_running_loop().time()
+                    if left <= 0:
+                        raise DatabaseError(
+                            f"the database stayed unreachable for {patience:g} s while this "
+                            f"session waited to start ({type(exc).__name__}: {exc}); it did "
+                            "not run: check that PostgreSQL is up, then trigger it again"
+                        ) from None
+                    if session_id not in self._waiting_for_database:
+                        self._waiting_for_database.add(session_id)
+                        log.warning(
+                            "database unreachable, the session waits for it to start: %s",
+                            exc,
+                            extra={"session_id": session_id, "patience_s": patience},
+                        )
+                    await asyncio.sleep(min(delay, left))
+                    delay = min(delay * 2, START_BACKOFF_MAX_S)
+        finally:
+            self._waiting_for_database.discard(session_id)
 
     async def annotate(self, session_id: str, metadata: dict[str, Any]) -> None:
         """Add keys to the session's metadata."""

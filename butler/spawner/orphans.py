@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -88,10 +89,21 @@ def reap(pgid: int, ticks: int | None) -> bool:
     return killed
 
 
-async def reap_orphans(sessions: SessionStore) -> int:
-    """Kill the runtime groups of sessions a stopped daemon left open; return how many."""
+@dataclass(frozen=True)
+class Orphans:
+    """What a stopped daemon left of its headless sessions, once their runtimes are ended."""
+
+    #: Process groups that were still running and were killed.
+    killed: int
+    #: ``(session id, runtime type)`` of every headless session it left open: no runtime
+    #: runs for them any more (an interactive one in tmux never records a process group).
+    sessions: list[tuple[str, str]]
+
+
+async def reap_orphans(sessions: SessionStore) -> Orphans:
+    """Kill the runtime groups of sessions a stopped daemon left open; say what was found."""
     rows = await sessions.db.fetch(
-        "SELECT id, metadata FROM sessions WHERE status IN ('pending', 'running')"
+        "SELECT id, runtime, metadata FROM sessions WHERE status IN ('pending', 'running')"
         " AND metadata ? $1",
         PGID_KEY,
     )
@@ -104,4 +116,4 @@ async def reap_orphans(sessions: SessionStore) -> int:
                 "killed a runtime left running by a stopped daemon",
                 extra={"session_id": str(row["id"]), "pgid": meta[PGID_KEY]},
             )
-    return reaped
+    return Orphans(reaped, [(str(row["id"]), row["runtime"]) for row in rows])

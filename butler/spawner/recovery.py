@@ -3,7 +3,9 @@
 Done before the server accepts. Runtimes a dead daemon left running are
 killed (their workspaces go only after: a workspace is removed once nothing
 uses it), outcomes its journal kept are written, rows it left open are
-failed with the reason, and workspaces, jail folders and old homes are swept.
+failed with the reason, and workspaces, jail folders and old homes are swept,
+as are the homes of its sessions whose runtime cannot resume (the session's
+own end would have removed them).
 (A builder's runtime is no orphan: it lives in tmux, and its row is adopted
 again once it is found running.)
 """
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 import logging
 
+from butler.runtimes.registry import adapter_class
+from butler.spawner.homes import discard_home
 from butler.spawner.orphans import reap_orphans
 from butler.spawner.spawner import Spawner
 
@@ -22,14 +26,25 @@ LEFT_OPEN = "the daemon stopped while this session was open"
 
 async def recover(spawner: Spawner) -> None:
     """Clean up after an earlier daemon of this butler; one log line says what was done."""
-    reaped = await reap_orphans(spawner.sessions)
+    orphans = await reap_orphans(spawner.sessions)
+    for session_id, runtime in orphans.sessions:
+        if not _resumable(runtime, spawner):
+            discard_home(spawner.config.name, session_id)
     replayed = await spawner.completions.replay()
     if replayed:
         log.info("completions replayed from the journal", extra={"sessions": replayed})
     closed = await spawner.sessions.fail_unfinished(LEFT_OPEN)
     swept = spawner.sweep()
-    if closed or swept or reaped:
+    if closed or swept or orphans.killed:
         log.info(
             "recovered from an earlier crash",
-            extra={"sessions": closed, "temp": len(swept), "runtimes_killed": reaped},
+            extra={"sessions": closed, "temp": len(swept), "runtimes_killed": orphans.killed},
         )
+
+
+def _resumable(runtime: str, spawner: Spawner) -> bool:
+    """Whether a session of ``runtime`` may be resumed later (then its home is kept)."""
+    try:
+        return adapter_class(runtime, spawner.config.roster_dir).supports_resume
+    except ValueError:
+        return True  # a runtime no longer known: keep its home, the age sweep takes it

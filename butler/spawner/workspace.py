@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from butler.errors import ButlerError
 from butler.paths import pid_alive
 from butler.runtimes.mcp_config import write_files
 from butler.security import untrusted
@@ -56,8 +57,16 @@ class Workspace:
         self.path = temp_root() / f"{prefix}{uuid.uuid4()}"
 
     def create(self) -> Workspace:
-        self.path.mkdir(mode=0o700)
-        write_private(self.path / OWNER_FILE, str(os.getpid()), how="exclusive")
+        """Make the folder; when that fails (a full temp folder), leave nothing of it."""
+        try:
+            self.path.mkdir(mode=0o700)
+            write_private(self.path / OWNER_FILE, str(os.getpid()), how="exclusive")
+        except OSError as exc:
+            self.remove()
+            raise ButlerError(
+                f"cannot create the session's workspace in {self.path.parent}: "
+                f"{exc.strerror or exc}; free space there or set TMPDIR to a folder with room"
+            ) from None
         return self
 
     def write(self, files: Mapping[Path, str]) -> None:

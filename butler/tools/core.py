@@ -9,8 +9,10 @@ from fastmcp.exceptions import ToolError
 from pydantic import JsonValue
 
 from butler import __version__
+from butler.config.watch import restart_needed
 from butler.context import ButlerContext
 from butler.errors import UserError
+from butler.spawner.completions import TRANSIENT
 from butler.tools.limits import IfVersion, StateKey, StatePrefix, StateValue
 
 
@@ -66,6 +68,12 @@ def register_core_tools(mcp: FastMCP, butler: ButlerContext) -> None:
 async def status_of(butler: ButlerContext) -> dict[str, Any]:
     """The butler's status, shared by the ``status`` tool and ``GET /health``."""
     database = await butler.db.ping()
+    builders = None
+    if database:
+        try:
+            builders = await butler.builders.running()
+        except TRANSIENT:  # the database went away since the ping: say so, as the ping would
+            database = False
     spawner = butler.spawner
     return {
         "butler": butler.config.name,
@@ -77,9 +85,11 @@ async def status_of(butler: ButlerContext) -> dict[str, Any]:
         "sessions_in_flight": spawner.in_flight,
         "sessions_running": spawner.running,
         "sessions_queued": spawner.waiting,
+        "sessions_waiting_for_database": spawner.waiting_for_database,
         "accepting": spawner.accepting,
-        "builders_running": await butler.builders.running() if database else None,
+        "builders_running": builders,
         "builders_max_running": butler.config.butler.builders.max_running,
         "uptime_s": round(time.time() - butler.started_at, 1),
         "channels": butler.channels.states() if butler.channels else [],
+        "restart_needed": restart_needed(butler.config),
     }

@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import shutil
-import signal
 import stat
-import tempfile
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
-import psutil
 import pytest
 
 from butler.config import RuntimeConfig, load_config
@@ -28,21 +23,6 @@ from tests.helpers import eventually, free_port, write_butler
 pytestmark = pytest.mark.slow
 
 RUNTIME = {"type": "command", "command": ["bash", "-c", "sleep 2; echo slept well"]}
-
-
-@pytest.fixture
-async def own_postgres() -> AsyncIterator[Path]:
-    """A private PostgreSQL data folder this test may stop and start (under /tmp: root's
-    server runs as a system user that must traverse every parent)."""
-    root = Path(tempfile.mkdtemp(prefix="butler-outage-"))
-    yield root / "pgdata"
-    for proc in psutil.process_iter(["name", "cmdline"]):
-        with contextlib.suppress(psutil.Error):
-            if proc.info["name"] == "postgres" and str(root) in " ".join(
-                proc.info["cmdline"] or []
-            ):
-                proc.send_signal(signal.SIGQUIT)
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def _spawner(roster: Path, db: Database) -> Spawner:

@@ -1,0 +1,5 @@
+"""The spawner's tests also stop a database of their own (tests/outage.py)."""
+
+from tests.outage import own_postgres
+
+__all__ = ["own_postgres"]
