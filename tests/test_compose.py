@@ -324,6 +324,8 @@ def container_env(name: str, port: int, data: Path, schema: str) -> dict[str, st
     env["BUTLER_DB_SCHEMA"] = schema  # one schema per test, as every test here
     env["BUTLER_PORT"] = str(port)
     env.pop("OTEL_EXPORTER_OTLP_ENDPOINT")  # no OpenTelemetry backend runs here
+    if os.geteuid() == 0:
+        env["BUTLER_ALLOW_ROOT"] = "1"  # the image runs it as uid 10001; the suite runs as root
     return env
 
 
