@@ -61,23 +61,6 @@ SIZES = {
 }
 
 
-def cli_rows(dsn: str, runs: int, tmp: Path) -> list[Row]:
-    """Each command's CPU beside ``python -c pass``; the commands the goal names have one."""
-    return [
-        Row(
-            label,
-            ours,
-            ref,
-            ref_name,
-            goal=at_most(cli.GOAL_MS, "ms")
-            if cli.has_goal(label.removeprefix("CLI CPU: "))
-            else None,
-            measures="user + system CPU of the command and its reaped children, median",
-        )
-        for label, ours, ref, ref_name in cli.measure(dsn, runs, tmp)
-    ]
-
-
 def startup_rows(dsn: str, runs: int, tmp: Path) -> list[Row]:
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     env["BUTLER_DATA_DIR"] = str(tmp / "start-data")
@@ -145,7 +128,7 @@ def main() -> None:
         )
         rows += asyncio.run(found)
         rows += startup_rows(dsn, 2 if args.smoke else 5, tmp)
-        rows += cli_rows(dsn, 2 if args.smoke else 7, tmp / "cli")
+        rows += cli.measure(dsn, 2 if args.smoke else 7, tmp / "cli")
     print(table(rows, verdicts=not args.smoke))
     print(f"load at the end: {os.getloadavg()}")
     if not args.smoke:
