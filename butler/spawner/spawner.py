@@ -301,9 +301,8 @@ class Spawner:
     ) -> RuntimeResult:
         if self.config.runtime.workers == "remote":
             job = job_for(request, sid, parent)
-            worker, result = await run_on_worker(self.config, self._jobs, self.session_tokens, job)
-            await self._lifecycle.annotate(sid, {"worker": worker})
-            return result
+            _, result = await run_on_worker(self.config, self._jobs, self.session_tokens, job)
+            return result  # the row names its worker: the worker claimed it on pick
         memory = await memory_context(self.config, self.memory)
         with Workspace(self._workspace_prefix) as workspace:
             placed = await asyncio.to_thread(workspace.place, request.files)
