@@ -2,13 +2,17 @@
 # One image for every butler: Python 3.11, the project with its dependencies
 # from requirements.lock (hashes checked), Node 20 and the agent CLIs at exactly
 # the versions butler's conformance suite verifies (clis/package.json, locked by
-# clis/package-lock.json). Base images are pinned to patch releases.
-# See docs/deployment.md.
+# clis/package-lock.json). Base images are pinned to patch releases; each is a
+# build argument, so a machine without an image registry can build from base
+# images it made itself (tests/deployment does). See docs/deployment.md.
+
+ARG NODE_IMAGE=node:20.20.2-bookworm
+ARG PYTHON_IMAGE=python:3.11.13-slim-bookworm
 
 # --- The agent CLIs, installed from the lock file ------------------------------
 # The full node image has the compilers that native add-ons of the CLIs need; only
 # the result is copied into the slim runtime image below.
-FROM node:20.20.2-bookworm AS clis
+FROM ${NODE_IMAGE} AS clis
 WORKDIR /opt/clis
 COPY clis/package.json clis/package-lock.json ./
 # npm ci installs the lock file as it is; the check fails the build if any CLI's
@@ -22,7 +26,7 @@ for (const [name, want] of Object.entries(pins)) { \
 }"
 
 # --- The butler image ------------------------------------------------------------
-FROM python:3.11.13-slim-bookworm
+FROM ${PYTHON_IMAGE}
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -30,10 +34,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
 # git and tmux for builders (`butler spawn`); bubblewrap and libseccomp2 (its system-call
-# filter) for the runtime jail. Inside a container the jail needs user namespaces,
-# which Docker's default seccomp profile refuses; without them the butler starts
-# with one warning and the container is the boundary (see docker-compose.yml and
-# docs/deployment.md).
+# filter) for the runtime jail. Inside a container the jail needs user namespaces and
+# a fresh /proc, which a container refuses by default: docker-compose.yml grants
+# exactly those (deploy/seccomp-bwrap.json, systempaths=unconfined); see
+# docs/deployment.md.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git tmux bubblewrap libseccomp2 \
  && rm -rf /var/lib/apt/lists/*
@@ -42,6 +46,10 @@ COPY --from=clis /usr/local/bin/node /usr/local/bin/node
 COPY --from=clis /opt/clis /opt/clis
 
 WORKDIR /app
+# A virtualenv of its own: the same install whatever Python the base image has
+# (the official image's, or a distribution's, which refuses system-wide pip).
+RUN python3 -m venv /opt/butler
+ENV PATH="/opt/butler/bin:${PATH}"
 # Every dependency at its locked version, each file checked against its hash.
 COPY requirements.lock ./
 RUN pip install --require-hashes --no-deps -r requirements.lock

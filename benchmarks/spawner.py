@@ -1,14 +1,29 @@
-"""Spawner overhead: triggers through a real MCP client into a running daemon.
+"""Triggers through a real MCP client into a running daemon, beside the no-op CLI run directly.
 
-The runtime is a no-op fake Claude CLI that answers at once, so what is
-measured is butler's own cost per session: admission, the session row,
-workspace, environment, the SDK handshake, the launcher, and recording. The
-floor is launching that same no-op CLI directly, in the same run, one at a
-time and eight at a time. CPU per trigger is the daemon's own and its reaped
-children's (``/proc/<pid>/stat``), against the floor's children (``getrusage``).
-Memory: the daemon's RSS when idle and after a burst of triggers.
+The runtime is a no-op fake Claude CLI (``tests/runtimes/fake_claude.py``,
+the SDK's stream-json protocol on stdin) that answers at once, so a
+trigger's figure is butler's own cost per session: admission, the session
+row, workspace, environment, the jail, the SDK handshake and recording.
 
-    .venv/bin/python benchmarks/spawner.py [--triggers 40] [--burst 1000] [--database-url URL]
+Two floors, each run in the same process as the client, interleaved with
+the triggers in blocks so that load hits all alike:
+
+- the same no-op CLI started directly and spoken to with the same protocol
+  (the goals' reference);
+- a no-op CLI in print mode (``benchmarks/noop_print_cli.py``: the prompt
+  on the command line, stream-json out, the predecessor's shape), which
+  shows what the SDK's protocol itself costs.
+
+Eight at a time, butler and both floors run as a pool of eight workers over
+one queue of work, none waiting for the others (no batches, no barrier).
+
+CPU per trigger is counted two ways (see ``benchmarks/cpu.py``):
+machine-wide busy time less the client's own, and what is accounted to
+processes of ours (the daemon, its reaped descendants, its PostgreSQL
+backends) plus kernel threads and interrupts. Memory: the daemon's RSS
+after a burst of triggers against its RSS at start, before any call.
+
+    .venv/bin/python benchmarks/spawner.py [--triggers 40] [--burst 200] [--database-url URL]
 """
 
 from __future__ import annotations
@@ -16,84 +31,141 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import resource
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import DEFAULT_DSN, NOOP_CLI, drop_schema, median, percentile, proc_cpu_s, rss_mb
+from common import DEFAULT_DSN, NOOP_CLI, drop_schema, percentile, rss_mb
+from cpu import Clocks, adopt_orphans, backend_pids
+from rows import Row, ratio_at_least, ratio_at_most, reference_plus
 
 from tests.helpers import DaemonProcess, butler_client, free_port, write_butler
 
-Row = tuple[str, float, float, str]
+PRINT_CLI = Path(__file__).resolve().parent / "noop_print_cli.py"
+#: A worker of a pool: set up once (a client), then called once per item of work.
+Worker = Callable[[], AsyncIterator[Callable[[int], Awaitable[None]]]]
 
 
-async def floor_once() -> float:
-    """Launch the no-op CLI directly and speak the same protocol to it."""
-    started = time.perf_counter()
+async def sdk_direct(i: int) -> None:
+    """The no-op CLI started directly and spoken to as claude-agent-sdk speaks to it."""
     with tempfile.TemporaryDirectory() as cwd:
         proc = await asyncio.create_subprocess_exec(
-            str(NOOP_CLI),
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            cwd=cwd,
+            str(NOOP_CLI), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, cwd=cwd
         )
         request = {"type": "control_request", "request_id": "r1", "request": {}}
-        user = {"type": "user", "message": {"role": "user", "content": "hi"}}
+        user = {"type": "user", "message": {"role": "user", "content": f"direct {i}"}}
         payload = (json.dumps(request) + "\n" + json.dumps(user) + "\n").encode()
-        await proc.communicate(payload)
-    return time.perf_counter() - started
+        out, _ = await proc.communicate(payload)
+    if b'"result"' not in out:
+        raise SystemExit("the no-op CLI gave no result line")
 
 
-def children_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+async def print_direct(i: int) -> None:
+    """The print-mode no-op CLI, started as the predecessor starts ``claude -p``."""
+    with tempfile.TemporaryDirectory() as cwd:
+        argv = [str(PRINT_CLI), "-p", "--output-format", "stream-json", f"direct {i}"]
+        proc = await asyncio.create_subprocess_exec(*argv, stdout=asyncio.subprocess.PIPE, cwd=cwd)
+        out, _ = await proc.communicate()
+    if b'"result"' not in out:
+        raise SystemExit("the print-mode no-op CLI gave no result line")
 
 
-async def run_floor(count: int, concurrency: int) -> tuple[list[float], float, float]:
-    """Latencies, wall time and CPU per run of the direct floor."""
-    cpu = children_cpu_s()
-    wall = time.perf_counter()
-    latencies: list[float] = []
-    for start in range(0, count, concurrency):
-        batch = min(concurrency, count - start)
-        latencies += await asyncio.gather(*(floor_once() for _ in range(batch)))
-    return latencies, time.perf_counter() - wall, (children_cpu_s() - cpu) / count
+def direct(run: Callable[[int], Awaitable[None]]) -> Worker:
+    @asynccontextmanager
+    async def worker() -> AsyncIterator[Callable[[int], Awaitable[None]]]:
+        yield run
+
+    return worker
 
 
-async def run_triggers(url: str, count: int, concurrency: int) -> tuple[list[float], float]:
-    latencies: list[float] = []
-    queue: asyncio.Queue[int] = asyncio.Queue()
-    for i in range(count):
-        queue.put_nowait(i)
-
-    async def worker() -> None:
+def triggering(url: str) -> Worker:
+    @asynccontextmanager
+    async def worker() -> AsyncIterator[Callable[[int], Awaitable[None]]]:
         async with butler_client(url, timeout=120) as client:
-            while not queue.empty():
-                i = queue.get_nowait()
-                started = time.perf_counter()
+
+            async def trigger(i: int) -> None:
                 result = await client.call_tool("trigger", {"prompt": f"benchmark {i}"})
-                latencies.append(time.perf_counter() - started)
                 if not result.structured_content["success"]:
                     raise SystemExit(f"trigger failed: {result.structured_content['error']}")
 
+            yield trigger
+
+    return worker
+
+
+async def pool(worker: Worker, count: int, concurrency: int) -> tuple[list[float], float]:
+    """Latencies of ``count`` items run by ``concurrency`` workers over one queue, and the wall.
+
+    Each worker takes the next item as soon as its last is done: no batches, no barrier.
+    Workers are set up (a client connected) before the clock starts.
+    """
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(count):
+        queue.put_nowait(i)
+    latencies: list[float] = []
+    ready = asyncio.Event()
+    waiting = [concurrency]
+
+    async def one() -> None:
+        async with worker() as run:
+            waiting[0] -= 1
+            if not waiting[0]:
+                ready.set()
+            await ready.wait()
+            while not queue.empty():
+                i = queue.get_nowait()
+                started = time.perf_counter()
+                await run(i)
+                latencies.append(time.perf_counter() - started)
+
+    tasks = [asyncio.create_task(one()) for _ in range(concurrency)]
+    await ready.wait()
     wall = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    await asyncio.gather(*tasks)
     return latencies, time.perf_counter() - wall
 
 
-def daemon_cpu_s(pid: int) -> float:
-    own, children = proc_cpu_s(pid)
-    return own + children
+@dataclass
+class Series:
+    """One kind of run (triggers, or a floor): its latencies, walls and clocks, block by block."""
+
+    latencies: list[float] = field(default_factory=list)
+    count: int = 0
+    wall: float = 0.0
+    cpu: Clocks = field(default_factory=lambda: Clocks(0, 0, 0, 0))
+
+    async def block(
+        self, worker: Worker, count: int, concurrency: int, clocks: Callable[[], Clocks]
+    ) -> None:
+        before = clocks()
+        latencies, wall = await pool(worker, count, concurrency)
+        spent = clocks() - before
+        self.latencies += latencies
+        self.count += count
+        self.wall += wall
+        self.cpu = Clocks(
+            *(a + b for a, b in zip(vars(self.cpu).values(), vars(spent).values(), strict=True))
+        )
+
+    def ms(self, p: float) -> float:
+        return percentile(self.latencies, p) * 1000
+
+    def rate(self) -> float:
+        return self.count / self.wall
+
+    def per_item_ms(self, figure: str) -> float:
+        return getattr(self.cpu, figure) / self.count * 1000
 
 
 async def measure(dsn: str, triggers: int, burst: int, tmp: Path) -> list[Row]:
-    """Every trigger row: (label, butler figure, reference figure, reference name)."""
-    floor1, _, floor_cpu = await run_floor(triggers, 1)
-    _, floor8_wall, _ = await run_floor(triggers, 8)
+    """Every trigger row, each beside its floor from the same run."""
+    adopt_orphans()  # before the daemon starts: its jails' orphaned inits come here
     port = free_port()
     folder = write_butler(
         tmp / "roster",
@@ -104,48 +176,150 @@ async def measure(dsn: str, triggers: int, burst: int, tmp: Path) -> list[Row]:
     )
     env = {"ANTHROPIC_API_KEY": "sk-bench", "BUTLER_DATA_DIR": str(tmp / "data")}
     try:
-        return await _daemon_rows(
-            folder, port, dsn, env, triggers, burst, (floor1, floor8_wall, floor_cpu)
-        )
+        with DaemonProcess(folder, port=port, database_url=dsn, env=env) as daemon:
+            assert daemon.proc is not None
+            return await _rows(daemon.proc.pid, f"{daemon.url}/mcp", dsn, triggers, burst)
     finally:
         await drop_schema(dsn, f"bench_{port}")
 
 
-async def _daemon_rows(
-    folder: Path,
-    port: int,
-    dsn: str,
-    env: dict[str, str],
-    triggers: int,
-    burst: int,
-    floor: tuple[list[float], float, float],
-) -> list[Row]:
-    floor1, floor8_wall, floor_cpu = floor
-    with DaemonProcess(folder, port=port, database_url=dsn, env=env) as daemon:
-        assert daemon.proc is not None
-        pid = daemon.proc.pid
-        url = f"{daemon.url}/mcp"
-        await run_triggers(url, 3, 1)  # warm up imports and the pool
-        idle = rss_mb(pid)
-        cpu = daemon_cpu_s(pid)
-        one, _ = await run_triggers(url, triggers, 1)
-        cpu_per = (daemon_cpu_s(pid) - cpu) / triggers
-        eight, eight_wall = await run_triggers(url, triggers, 8)
-        await run_triggers(url, max(0, burst - 2 * triggers), 8)
-        after = rss_mb(pid)
-    ms = [v * 1000 for v in one]
-    floor_ms = [v * 1000 for v in floor1]
+async def _rows(pid: int, url: str, dsn: str, triggers: int, burst: int) -> list[Row]:
+    idle_start = rss_mb(pid)
+    await pool(triggering(url), 3, 1)  # warm up: imports, the pool, the page cache
+    await pool(direct(sdk_direct), 3, 1)
+    await pool(direct(print_direct), 3, 1)
+    idle_warm = rss_mb(pid)
+    backends = await backend_pids(dsn, pid)
+
+    def daemon_clocks() -> Clocks:
+        return Clocks.read(pid, backends)
+
+    one, sdk1, print1 = Series(), Series(), Series()
+    rounds = max(1, triggers // 10)
+    for r in range(rounds):  # interleaved blocks: load hits all three alike
+        size = triggers // rounds + (r < triggers % rounds)
+        await one.block(triggering(url), size, 1, daemon_clocks)
+        backends[:] = await backend_pids(dsn, pid)
+        await sdk1.block(direct(sdk_direct), size, 1, Clocks.read)
+        await print1.block(direct(print_direct), size, 1, Clocks.read)
+    eight, sdk8, print8 = Series(), Series(), Series()
+    for _ in range(2):
+        await eight.block(triggering(url), triggers, 8, daemon_clocks)
+        await sdk8.block(direct(sdk_direct), triggers, 8, Clocks.read)
+        await print8.block(direct(print_direct), triggers, 8, Clocks.read)
+    rest = max(0, burst - one.count - eight.count - 3)
+    await pool(triggering(url), rest, 8)
+    after = rss_mb(pid)
+    done = 3 + one.count + eight.count + rest
+    floor, shape = "no-op CLI direct", "print-mode no-op CLI direct"
+    same = "interleaved in blocks of the same size"
     return [
-        ("trigger p50, c=1", median(ms), median(floor_ms), "no-op CLI direct"),
-        ("trigger p95, c=1", percentile(ms, 95), percentile(floor_ms, 95), "no-op CLI direct"),
-        (
-            "triggers/s, c=8",
-            len(eight) / eight_wall,
-            triggers / floor8_wall,
-            "no-op CLI 8 at a time",
+        Row(
+            "trigger p50, c=1",
+            one.ms(50),
+            sdk1.ms(50),
+            floor,
+            goal=ratio_at_most(1.3),
+            measures=f"median of {one.count} triggers one at a time (MCP call to result), "
+            f"against the same no-op CLI started directly and spoken to with the SDK's "
+            f"protocol, {same}",
         ),
-        ("CPU ms per trigger (all processes)", cpu_per * 1000, floor_cpu * 1000, "no-op CLI"),
-        (f"RSS MB after {burst} triggers", after, idle, "idle after warm-up"),
+        Row(
+            "trigger p95, c=1",
+            one.ms(95),
+            sdk1.ms(95),
+            floor,
+            goal=ratio_at_most(1.5),
+            measures="95th percentile of the same runs",
+        ),
+        Row(
+            "trigger p50, c=1, print-mode floor",
+            one.ms(50),
+            print1.ms(50),
+            shape,
+            measures="the same triggers against a no-op CLI in print mode (prompt in argv, "
+            "the predecessor's shape): the floor's gap to it is the SDK protocol's own cost",
+        ),
+        Row(
+            "triggers/s, c=8",
+            eight.rate(),
+            sdk8.rate(),
+            "no-op CLI direct, pool of 8",
+            unit="/s",
+            goal=ratio_at_least(0.6),
+            measures=f"{eight.count} triggers by 8 clients over one queue, no barrier, against "
+            f"{sdk8.count} direct launches by 8 workers the same way, {same}",
+        ),
+        Row(
+            "triggers/s, c=8, print-mode floor",
+            eight.rate(),
+            print8.rate(),
+            "print-mode no-op CLI, pool of 8",
+            unit="/s",
+            measures="the same triggers against the print-mode no-op CLI, a pool of 8",
+        ),
+        Row(
+            "CPU ms per trigger, machine-wide",
+            one.per_item_ms("machine_less_client"),
+            sdk1.per_item_ms("machine_less_client"),
+            floor,
+            goal=reference_plus(10, "ms"),
+            measures="busy time of every core (/proc/stat) less the measuring client's own, "
+            "per trigger at c=1 and per direct launch; includes the machine's other work, "
+            "so exact only on a quiet machine",
+        ),
+        Row(
+            "CPU ms per trigger, accounted",
+            one.per_item_ms("accounted"),
+            sdk1.per_item_ms("accounted"),
+            floor,
+            measures="the daemon's own and reaped descendants' CPU, the jails' processes "
+            "(adopted), its PostgreSQL backends', kernel threads' and interrupts' (the floor: "
+            "its reaped children's, kernel threads' and interrupts')",
+        ),
+        Row(
+            "  of which the database",
+            one.per_item_ms("database"),
+            one.per_item_ms("accounted"),
+            "accounted per trigger",
+            measures="the daemon's PostgreSQL backends' CPU per trigger (a backend that closed "
+            "during a block is not counted)",
+        ),
+        Row(
+            "  of which kernel threads and interrupts",
+            one.per_item_ms("kernel"),
+            sdk1.per_item_ms("kernel"),
+            floor,
+            measures="kernel threads' CPU (namespace teardown runs in kworkers) and interrupt "
+            "time, machine-wide",
+        ),
+        Row(
+            "  of which the jails' processes",
+            one.per_item_ms("children"),
+            sdk1.per_item_ms("children"),
+            floor,
+            measures="CPU of what ran in each jail (bridge, runtime), which the daemon never "
+            "reaps: the benchmark is the daemon's subreaper and reaps the jails' orphaned "
+            "inits (against the floor's whole CPU, its children)",
+        ),
+        Row(
+            "CPU ms per trigger charged to nothing of ours",
+            one.per_item_ms("machine_less_client") - one.per_item_ms("accounted"),
+            sdk1.per_item_ms("machine_less_client") - sdk1.per_item_ms("accounted"),
+            floor,
+            measures="machine-wide less accounted: everyone else's work on a busy machine "
+            "(the floor's figure shows that part), and anything else no clock above holds",
+        ),
+        Row(
+            f"RSS MB after {done} triggers",
+            after,
+            idle_start,
+            "idle at start, before any call",
+            unit="MB",
+            goal=reference_plus(20, "MB"),
+            measures=f"the daemon's VmRSS after {done} triggers against its VmRSS right after "
+            f"/health answered; after 3 warm-up triggers it was {idle_warm:.1f} MB",
+        ),
     ]
 
 
@@ -156,9 +330,10 @@ def main() -> None:
     parser.add_argument("--database-url", default=DEFAULT_DSN)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        rows = asyncio.run(measure(args.database_url, args.triggers, args.burst, Path(tmp)))
-    for label, ours, ref, name in rows:
-        print(f"{label:<36} {ours:8.1f}   {name}: {ref:8.1f}   {ours / ref:5.2f}x")
+        found = asyncio.run(measure(args.database_url, args.triggers, args.burst, Path(tmp)))
+    from rows import table
+
+    print(table(found, verdicts=True))
 
 
 if __name__ == "__main__":

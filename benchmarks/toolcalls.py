@@ -3,9 +3,11 @@
 Both servers run as processes over the same database with the same tools; the
 same FastMCP ``Client`` calls ``state_get``, ``status`` and ``session_list``
 on each, both transports, alternating rounds so load hits both alike. Also the
-first call after ``/health`` answers (a fresh daemon) against a warm one.
+first call after ``/health`` answers: a new client session and one ``status``
+call on a fresh daemon, for several fresh daemons (one first call each), against
+the same new session and call made later on each of those daemons.
 
-    .venv/bin/python benchmarks/toolcalls.py [--calls 60] [--database-url URL]
+    .venv/bin/python benchmarks/toolcalls.py [--calls 60] [--starts 5] [--database-url URL]
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import DEFAULT_DSN, BareFastMCP, drop_schema, elapsed_ms, median
+from rows import Row, ratio_at_most, table
 
 from tests.helpers import DaemonProcess, butler_client, free_port, write_butler
 
 TOOLS = {"state_get": {"key": "bench"}, "status": {}, "session_list": {"limit": 20}}
-Row = tuple[str, float, float, str]
 
 
 async def time_calls(url: str, tool: str, args: dict[str, object], calls: int) -> list[float]:
@@ -56,21 +58,46 @@ async def warm_rows(butler_url: str, bare: BareFastMCP, calls: int) -> list[Row]
             for _ in range(3):  # alternate, so a burst of load hits both alike
                 ours += await time_calls(butler_url + path, tool, args, calls // 3)
                 ref += await time_calls(bare.url(transport), tool, args, calls // 3)
-            rows.append((f"tool call {tool} {path}", median(ours), median(ref), "bare FastMCP"))
+            rows.append(
+                Row(
+                    f"tool call {tool} {path}",
+                    median(ours),
+                    median(ref),
+                    "bare FastMCP",
+                    goal=ratio_at_most(1.2),
+                    measures=f"median of {len(ours)} calls in one client session, against the "
+                    "same calls to bare FastMCP serving the same tools, alternating rounds",
+                )
+            )
     return rows
 
 
-async def first_call_row(folder: Path, dsn: str, env: dict[str, str]) -> Row:
-    port = free_port()
-    with DaemonProcess(folder, port=port, database_url=dsn, env=env) as daemon:
-        url = f"{daemon.url}/mcp"
-        first = await fresh_call(url)
-        warm = [await fresh_call(url) for _ in range(5)]
-    return ("first tool call after /health", first, median(warm), "warm (same, later)")
+async def first_call_row(folder: Path, dsn: str, env: dict[str, str], starts: int) -> Row:
+    """The first call on each of ``starts`` fresh daemons, against later ones on the same."""
+    first: list[float] = []
+    warm: list[float] = []
+    for _ in range(starts):
+        port = free_port()
+        with DaemonProcess(folder, port=port, database_url=dsn, env=env) as daemon:
+            url = f"{daemon.url}/mcp"
+            first.append(await fresh_call(url))
+            warm += [await fresh_call(url) for _ in range(3)]
+    return Row(
+        "first tool call after /health",
+        median(first),
+        median(warm),
+        "the same call later, same daemons",
+        goal=ratio_at_most(1.5),
+        measures=f"median over {starts} fresh daemons of the first new client session and "
+        f"status call once /health answers, against the median of {len(warm)} later ones "
+        "(the 2nd to 4th call of each daemon)",
+    )
 
 
-async def measure(dsn: str, calls: int, env: dict[str, str], tmp: Path) -> list[Row]:
-    """Every tool-call row: (label, butler ms, reference ms, reference name)."""
+async def measure(
+    dsn: str, calls: int, env: dict[str, str], tmp: Path, starts: int = 5
+) -> list[Row]:
+    """Every tool-call row, each beside its reference from the same run."""
     port = free_port()
     schema = f"bench_tc_{port}"
     folder = write_butler(tmp / "roster", "toolcalls", port=port, schema=schema)
@@ -78,7 +105,7 @@ async def measure(dsn: str, calls: int, env: dict[str, str], tmp: Path) -> list[
         with DaemonProcess(folder, port=port, database_url=dsn, env=env) as daemon:
             with BareFastMCP(folder, dsn) as bare:
                 rows = await warm_rows(daemon.url, bare, calls)
-        rows.append(await first_call_row(folder, dsn, env))
+        rows.append(await first_call_row(folder, dsn, env, starts))
     finally:
         await drop_schema(dsn, schema)
     return rows
@@ -87,13 +114,13 @@ async def measure(dsn: str, calls: int, env: dict[str, str], tmp: Path) -> list[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=60)
+    parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--database-url", default=DEFAULT_DSN)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         env = {"BUTLER_DATA_DIR": str(Path(tmp) / "data"), "ANTHROPIC_API_KEY": "sk-bench"}
-        rows = asyncio.run(measure(args.database_url, args.calls, env, Path(tmp)))
-    for label, ours, ref, name in rows:
-        print(f"{label:<36} {ours:8.1f} ms   {name}: {ref:8.1f} ms   {ours / ref:5.2f}x")
+        rows = asyncio.run(measure(args.database_url, args.calls, env, Path(tmp), args.starts))
+    print(table(rows, verdicts=True))
 
 
 if __name__ == "__main__":

@@ -3,13 +3,16 @@
 Every record goes through one handler on the root logger: butler's own,
 uvicorn's and FastMCP's alike, each carrying the name of the butler it
 concerns. Only names ever reach a log line, never credential values:
-nothing in butler logs an environment or a DSN password.
+nothing in butler logs an environment or a DSN password, and the handler
+drops what the libraries would write of a request's secrets (its query
+string, its credential headers) before a line is made.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 import time
 from contextvars import ContextVar
@@ -41,6 +44,26 @@ _QUIET = (
 )
 
 
+#: A request target's query string: the dashboard's login link, a terminal handshake's
+#: ``?token=`` from a script. uvicorn's WebSocket lines and the websockets library's debug
+#: lines write the whole target; the path is kept, what follows ``?`` never is.
+_QUERY = re.compile(r"((?:[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/?#\"']*)?/[^\s?#\"']*)\?[^\s#\"']+")
+#: A header line the websockets library writes at debug (``< authorization: Bearer ...``).
+_HEADER = re.compile(
+    r"^([<>] [\w-]*(?:auth|cookie|token|key|secret|password)[\w-]*:).*$", re.I | re.M
+)
+_BEARER = re.compile(r"\b(bearer)\s+\S+", re.I)
+REDACTED = "[redacted]"
+
+
+def scrub(text: str) -> str:
+    """``text`` without query strings, credential headers' values or bearer tokens."""
+    if "?" in text:
+        text = _QUERY.sub(r"\1", text)
+    text = _HEADER.sub(rf"\1 {REDACTED}", text)
+    return _BEARER.sub(rf"\1 {REDACTED}", text)
+
+
 def extras(record: logging.LogRecord) -> dict[str, Any]:
     """The ``extra`` fields a record was logged with."""
     return {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
@@ -57,6 +80,23 @@ class ButlerName(logging.Filter):
         return True
 
 
+class NoSecrets(logging.Filter):
+    """Scrub a record's message and fields (:func:`scrub`) before any line is made of it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed record: logging reports it as it formats
+            return True
+        clean = scrub(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        for key, value in extras(record).items():
+            if isinstance(value, str):
+                setattr(record, key, scrub(value))
+        return True
+
+
 class JsonFormatter(logging.Formatter):
     """Render a record as one JSON line with its ``extra`` fields."""
 
@@ -70,7 +110,7 @@ class JsonFormatter(logging.Formatter):
         }
         data.update(extras(record))
         if record.exc_info:
-            data["exception"] = self.formatException(record.exc_info)
+            data["exception"] = scrub(self.formatException(record.exc_info))
         return json.dumps(data, default=str)
 
 
@@ -87,7 +127,7 @@ class TextFormatter(logging.Formatter):
             pairs = " ".join(f"{k}={v}" for k, v in fields.items())
             line += f" [dim]{escape(pairs)}[/]"
         if record.exc_info:
-            line += "\n" + escape(self.formatException(record.exc_info))
+            line += "\n" + escape(scrub(self.formatException(record.exc_info)))
         return line
 
 
@@ -106,6 +146,7 @@ def handler_for(log_format: LogFormat, stream: Any = None) -> logging.Handler:
         handler = logging.StreamHandler(stream)
         handler.setFormatter(JsonFormatter())
     handler.addFilter(ButlerName())
+    handler.addFilter(NoSecrets())
     return handler
 
 

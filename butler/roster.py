@@ -1,4 +1,4 @@
-"""A whole roster in one process: what ``butler up`` and ``butler list`` do.
+"""A whole roster in one process: what ``butler up`` (and ``butler run``, a roster of one) does.
 
 Every butler keeps what makes it a butler: its own port, its own schema, its
 own spawner and schedules. What they share is the process and the database
@@ -17,20 +17,22 @@ import socket
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from types import FrameType
 
 import uvicorn
 
 from butler import roster_channels
-from butler.config import ButlerConfig, load_config
+from butler.config import ButlerConfig
+from butler.config.watch import current_digest
 from butler.context import ButlerContext
 from butler.daemon import OpenDatabase, assemble, open_database, start_embedded
-from butler.errors import ButlerError, ConfigError
+from butler.errors import ButlerError
 from butler.http_quiet import Traffic
 from butler.hygiene import harden_process
 from butler.logs import current_butler
 from butler.paths import note_serving
+from butler.roster_folders import load_roster as load_roster  # where callers found it
+from butler.roster_folders import roster_names
 from butler.sandbox import probe_if_used
 from butler.security.owner_token import owner_token
 from butler.server import build_app
@@ -39,71 +41,6 @@ from butler.webterm.endpoint import MAX_MESSAGE
 from butler.webterm.protocol import websocket_protocol
 
 log = logging.getLogger("butler.roster")
-
-#: The roster folder of prompt snippets, which is not a butler.
-SHARED = "shared"
-
-
-def butler_folders(roster_dir: Path) -> list[Path]:
-    """Every sub-folder of the roster holding a butler.toml, by name."""
-    if not roster_dir.is_dir():
-        raise ConfigError(f"{roster_dir}: expected a roster folder holding butler folders")
-    return sorted(
-        p for p in roster_dir.iterdir() if p.name != SHARED and (p / "butler.toml").is_file()
-    )
-
-
-def load_each(roster_dir: Path) -> list[ButlerConfig | ConfigError]:
-    """Every butler folder's config, or the error that stops it loading (for ``butler list``)."""
-    found: list[ButlerConfig | ConfigError] = []
-    for folder in butler_folders(roster_dir):
-        try:
-            found.append(load_config(folder))
-        except ConfigError as exc:
-            found.append(exc)
-    return found
-
-
-def roster_names(roster_dir: Path) -> list[str]:
-    """The names of the roster's butlers that load."""
-    return [c.name for c in load_each(roster_dir) if isinstance(c, ButlerConfig)]
-
-
-def load_roster(
-    roster_dir: Path, only: Sequence[str] = (), db_url: str | None = None
-) -> list[ButlerConfig]:
-    """Load the roster's butlers (or the ``only`` ones) and check they can run together."""
-    configs = [load_config(folder, db_url=db_url) for folder in butler_folders(roster_dir)]
-    if not configs:
-        raise ConfigError(f"{roster_dir}: no butler folders (sub-folders holding butler.toml)")
-    names = [c.name for c in configs]
-    unknown = [name for name in only if name not in names]
-    if unknown:
-        raise ConfigError(
-            f"--only: no butler named {unknown[0]!r} in {roster_dir}; "
-            f"expected some of {', '.join(names)}"
-        )
-    if only:
-        configs = [c for c in configs if c.name in only]
-    check_distinct(configs)
-    return configs
-
-
-def check_distinct(configs: Sequence[ButlerConfig]) -> None:
-    """Two butlers of one process cannot share a port, a name or a schema."""
-    for what, key in (
-        ("port", lambda c: c.butler.port),
-        ("name", lambda c: c.name),
-        ("schema", lambda c: c.db_schema),
-    ):
-        seen: dict[object, ButlerConfig] = {}
-        for config in configs:
-            other = seen.setdefault(key(config), config)
-            if other is not config:
-                raise ConfigError(
-                    f"{what} {key(config)} is claimed by both {other.name} ({other.config_dir}) "
-                    f"and {config.name} ({config.config_dir}); expected one {what} per butler"
-                )
 
 
 def bind(config: ButlerConfig) -> socket.socket:
@@ -222,7 +159,8 @@ async def up(configs: Sequence[ButlerConfig], *, named: bool = True) -> None:
             for config in configs:
                 token = current_butler.set(config.name)
                 try:
-                    opened.append(await open_database(config, config.butler.db.url or shared))
+                    url = config.butler.db.url or shared
+                    opened.append(await open_database(config, url, serving=True))
                 finally:
                     current_butler.reset(token)
             await probing
@@ -261,6 +199,7 @@ async def serve_all(
     serving = lambda: all(s.started for s in servers)  # noqa: E731
     channels = asyncio.create_task(roster_channels.start_when_serving(butlers, serving))
     announce = asyncio.create_task(_announce(servers, started))
+    watching = asyncio.create_task(watch_configs(butlers))
     tasks = [asyncio.create_task(_serve(s, sock)) for s, sock in zip(servers, sockets, strict=True)]
     try:
         # A butler that stops on its own takes the others down with it: a
@@ -274,6 +213,7 @@ async def serve_all(
         for sig in STOP_SIGNALS:
             loop.remove_signal_handler(sig)
         announce.cancel()
+        watching.cancel()
         channels.cancel()
         await roster_channels.stop(butlers)
         for task, butler in zip(schedules, butlers, strict=True):
@@ -281,6 +221,31 @@ async def serve_all(
         for butler in butlers:
             await butler.spawner.drain(0)
     _raise_failures(servers, tasks)
+
+
+#: How often a running butler looks whether its butler.toml changed.
+CONFIG_CHECK_EVERY_S = 5.0
+
+
+async def watch_configs(butlers: Sequence[ButlerContext]) -> None:
+    """Say once per change that a butler's butler.toml changed and needs a restart."""
+    warned: dict[str, str | None] = {b.config.name: b.config.source_digest for b in butlers}
+    while True:
+        await asyncio.sleep(CONFIG_CHECK_EVERY_S)
+        for butler in butlers:
+            config = butler.config
+            now = await asyncio.to_thread(current_digest, config)
+            if config.source_digest is None or now == warned[config.name]:
+                continue
+            warned[config.name] = now
+            if now == config.source_digest:
+                log.info("butler.toml is back as loaded", extra={"butler": config.name})
+                continue
+            log.warning(
+                "butler.toml changed since start: restart the daemon to apply it "
+                "(settings are read once)",
+                extra={"butler": config.name, "path": str(config.config_dir / "butler.toml")},
+            )
 
 
 async def _serve(server: ButlerServer, sock: socket.socket) -> None:

@@ -25,10 +25,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from butler import __version__
 from butler.context import ButlerContext
 from butler.dashboard import SECURITY_HEADERS, dashboard_routes
+from butler.dashboard.login import login_page
 from butler.http_limits import JsonRpcBodyLimit
 from butler.security.handshake import GuardEveryScope
 from butler.security.http import RequireToken, cookie_name
-from butler.security.owner_token import owner_token
+from butler.security.owner_token import LiveToken
 from butler.tools.builders import register_builder_tools
 from butler.tools.contract import register_contract_tools
 from butler.tools.core import register_core_tools, status_of
@@ -100,6 +101,7 @@ def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> ASGIApp:
         return JSONResponse(body, 200 if body["database"] else 503, SECURITY_HEADERS)
 
     terminals = Terminals(butler)
+    token = LiveToken(butler.config.name)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -113,16 +115,17 @@ def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> ASGIApp:
     routes = [
         Route("/health", health, methods=["GET"]),
         Route("/api/status", status, methods=["GET"]),
-        *dashboard_routes(butler),
+        *dashboard_routes(butler, token),
         *terminal_routes(terminals),
     ]
     site = Starlette(routes=routes, lifespan=lifespan)
     mcp_apps = {"/mcp": http_app, "/sse": sse_app, "/messages": sse_app}
     authenticated = RequireToken(
         JsonRpcBodyLimit(_ByPrefix(site, mcp_apps)),
-        owner_token=owner_token(butler.config.name),
+        owner_token=token,
         sessions=butler.spawner.session_tokens,
         cookie=cookie_name(section.port),
+        login_page=login_page(section.name, f"butler token --config {butler.config.config_dir}"),
     )
     # The same guard as FastMCP's own, in front of the dashboard, the terminal's
     # WebSocket and the token check too.
@@ -141,6 +144,14 @@ async def warm_up(mcp: FastMCP) -> None:
     several times slower than later ones. One list and one call through the
     server's own API (middleware included) pay for it, without importing
     FastMCP's client stack, which start-up does not otherwise need.
+
+    The MCP SDK checks a call's ``Mcp-Param-*`` headers against the tool's
+    input schema; with no lookup it runs a whole ``tools/list`` through the
+    server (middleware and all) for every ``tools/call``, a sixth of the
+    daemon's CPU per trigger. The tools are fixed once registered, so the
+    lookup answers from what this listing returned.
     """
-    await mcp.list_tools()
+    tools = await mcp.list_tools()
+    schemas = {tool.name: tool.to_mcp_tool(name=tool.name).input_schema for tool in tools}
+    mcp._mcp_server.get_tool_input_schema = schemas.get
     await mcp.call_tool("status", {})

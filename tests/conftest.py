@@ -30,6 +30,9 @@ pytest_plugins = ["tests.fakes.fixtures", "tests.servers.fixtures"]
 #: Suites that are not about the jail run their fakes (which live in this repository,
 #: outside any jail) unjailed; tests/sandbox turns it on for every runtime it starts.
 os.environ.setdefault("BUTLER_SANDBOX", "none")
+#: The suite runs as root on its machines; the daemons it starts are told that is meant
+#: (tests/test_root.py proves the refusal without it).
+os.environ.setdefault("BUTLER_ALLOW_ROOT", "1")
 
 #: The test database: TEST_DATABASE_URL, the machine's PostgreSQL, or an embedded one.
 _DATABASE = SuiteDatabase()

@@ -22,21 +22,23 @@ PACKAGE = Path(__file__).resolve().parent.parent / "butler"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("commands", ("butler.cli",)),
     ("serving", ("butler.roster",)),
-    ("the roster's parts", ("butler.roster_channels", "butler.roster_status")),
+    ("the roster's parts", ("butler.roster_channels", "butler.roster_folders",
+                          "butler.roster_status")),
     ("assembly", ("butler.daemon", "butler.server")),
     ("surfaces", ("butler.tools", "butler.dashboard")),
     ("terminal", ("butler.webterm",)),
     ("the assembled butler", ("butler.context",)),
     ("features", ("butler.builders", "butler.subagent", "butler.contract", "butler.scheduler",
-                  "butler.channels", "butler.testing", "butler.workers")),
+                  "butler.channels", "butler.testing", "butler.scaffold",
+                  "butler.service", "butler.workers")),
     ("reaching the person", ("butler.notify",)),
     ("the session path", ("butler.spawner",)),
     ("mechanisms", ("butler.sandbox", "butler.client")),
-    ("configuration", ("butler.config",)),
+    ("configuration", ("butler.config", "butler.address")),
     ("parts", ("butler.runtimes", "butler.store", "butler.security")),
     ("helpers", ("butler.logs", "butler.paths", "butler.jsonfile", "butler.tomlfile",
                  "butler.telemetry", "butler.http_limits", "butler.http_quiet",
-                 "butler.hygiene")),
+                 "butler.hygiene", "butler.root", "butler.mcp_http")),
     # Leaves that import nothing of butler, used from every layer: the package's
     # version, the errors, the one private-file writer, the one way to touch what a
     # runtime can write, a runtime's settings, the clock.

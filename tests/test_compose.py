@@ -34,6 +34,9 @@ pytestmark = pytest.mark.slow
 COMPOSE = REPO / "docker-compose.yml"
 DOCKERFILE = REPO / "Dockerfile"
 ENV_EXAMPLE = REPO / ".env.example"
+SECCOMP_PROFILE = REPO / "deploy" / "seccomp-bwrap.json"
+DOCKER_DEFAULT = REPO / "deploy" / "seccomp" / "docker-default.json"
+CLONE_NEWUSER = 0x10000000
 ROSTER = {c.name: c for c in load_roster(REPO / "roster")}
 _VARIABLE = re.compile(r"\$\{(\w+)(?:(:?[-?])([^}]*))?\}")
 #: What a person must put in .env before compose starts (the example leaves them empty).
@@ -111,6 +114,20 @@ def dockerfile_instructions() -> list[tuple[str, str]]:
             word, _, rest = line.strip().partition(" ")
             found.append((word.upper(), rest.strip()))
     return found
+
+
+def base_images() -> list[str]:
+    """Each stage's base image, its build argument replaced by the argument's default."""
+    defaults = {}
+    images = []
+    for word, rest in dockerfile_instructions():
+        if word == "ARG" and "=" in rest and not images:
+            name, _, value = rest.partition("=")
+            defaults[name] = value
+        elif word == "FROM":
+            image = rest.split()[0]
+            images.append(_VARIABLE.sub(lambda m: defaults[m.group(1)], image))
+    return images
 
 
 def final_stage() -> list[tuple[str, str]]:
@@ -210,8 +227,13 @@ def test_the_dockerfile_installs_the_clis_from_the_pinned_lock_file():
         assert re.fullmatch(r"\d+\.\d+\.\d+", version), f"{name} is not pinned exactly"
         assert lock[f"node_modules/{name}"]["version"] == version, name
     steps = dockerfile_instructions()
-    froms = [rest for word, rest in steps if word == "FROM"]
+    froms = base_images()
     assert froms[0].startswith("node:20.") and froms[-1].startswith("python:3.11.")
+    # Each base is a build argument: a machine without a registry builds from its own.
+    assert [rest.split()[0] for word, rest in steps if word == "FROM"] == [
+        "${NODE_IMAGE}",
+        "${PYTHON_IMAGE}",
+    ]
     assert ("COPY", "clis/package.json clis/package-lock.json ./") in steps
     assert any(word == "RUN" and rest.startswith("npm ci") for word, rest in steps)
     users = [rest for word, rest in final_stage() if word == "USER"]
@@ -221,7 +243,7 @@ def test_the_dockerfile_installs_the_clis_from_the_pinned_lock_file():
 
 
 def test_every_image_is_pinned_to_a_patch_release():
-    images = [rest.split()[0] for word, rest in dockerfile_instructions() if word == "FROM"]
+    images = base_images()
     images += [s["image"] for n, s in compose_file()["services"].items() if n not in ROSTER]
     for image in images:
         assert PINNED.match(image), f"{image}: expected an exact version tag"
@@ -258,6 +280,8 @@ def test_docker_compose_reads_the_file_as_these_tests_do(tmp_path):
     if client is None:
         missing_tool("a docker compose client")
     shutil.copy(COMPOSE, tmp_path / "docker-compose.yml")
+    (tmp_path / "deploy").mkdir()
+    shutil.copy(SECCOMP_PROFILE, tmp_path / "deploy")  # compose reads it
     (tmp_path / "roster").mkdir()
     shutil.copy(ENV_EXAMPLE, tmp_path / ".env")
     clean = {k: v for k, v in os.environ.items() if k not in REQUIRED}
@@ -339,3 +363,49 @@ def test_the_service_command_serves_health_with_the_container_environment(
             proc.kill()
             proc.wait()
         log.close()
+
+
+def test_every_butler_jails_its_runtimes_with_only_what_the_jail_needs():
+    services = compose_file()["services"]
+    for name in ROSTER:
+        service = services[name]
+        assert service_environment(name)["BUTLER_SANDBOX"] == "bwrap"  # refuse, never unjailed
+        assert service["cap_drop"] == ["ALL"]
+        assert set(service["security_opt"]) == {
+            "seccomp=./deploy/seccomp-bwrap.json",
+            "systempaths=unconfined",
+            "no-new-privileges:true",
+        }
+        assert not service.get("privileged") and "cap_add" not in service
+    assert "security_opt" not in services["postgres"]
+
+
+def test_the_seccomp_profile_is_dockers_default_plus_user_namespaces_and_their_mounts():
+    check = subprocess.run(
+        [REPO / "scripts" / "seccomp-profile", "--check"], capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stderr
+    default = json.loads(DOCKER_DEFAULT.read_text())
+    profile = json.loads(SECCOMP_PROFILE.read_text())
+    assert {k: v for k, v in profile.items() if k != "syscalls"} == {
+        k: v for k, v in default.items() if k != "syscalls"
+    }
+    assert profile["syscalls"][: len(default["syscalls"])] == default["syscalls"]
+    added = profile["syscalls"][len(default["syscalls"]) :]
+    assert all(rule["action"] == "SCMP_ACT_ALLOW" for rule in added)
+    assert {n for rule in added for n in rule["names"]} == {
+        "clone",
+        "unshare",
+        "mount",
+        "umount2",
+        "pivot_root",
+    }
+    for rule in added:
+        if {"clone", "unshare"} & set(rule["names"]):
+            # Namespaces only together with a new user namespace.
+            (arg,) = rule["args"]
+            assert arg["op"] == "SCMP_CMP_MASKED_EQ"
+            assert arg["value"] == arg["valueTwo"] == CLONE_NEWUSER
+        assert not rule["includes"].get("caps")
+    notice = (REPO / "deploy" / "seccomp" / "NOTICE").read_text()
+    assert "Apache License" in notice and "docker-default.json" in notice

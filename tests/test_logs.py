@@ -64,3 +64,28 @@ def test_a_terminal_gets_coloured_text_and_json_can_be_forced(restore_logging, m
     assert "INFO" in plain and "alpha: hello n=1" in plain
     assert not plain.lstrip().startswith("{")
     assert json.loads(forced.strip())["event"] == "hello"
+
+
+def test_a_request_line_keeps_its_path_but_never_its_query_or_credential_headers(
+    restore_logging, monkeypatch
+):
+    stream = io.StringIO()
+    monkeypatch.setattr("sys.stderr", stream)
+    setup_logging("debug", "json")
+    secret = "s3cret-token-value"
+    access = logging.getLogger("uvicorn.access")
+    access.warning('%s - "%s %s HTTP/%s" %d', "127.0.0.1:1", "GET", f"/?token={secret}", "1.1", 303)
+    error = logging.getLogger("uvicorn.error")
+    error.info('%s - "WebSocket %s" 403', "127.0.0.1:2", f"/sessions/x/terminal?token={secret}")
+    error.debug("< %s: %s", "Authorization", f"Bearer {secret}")
+    error.debug("< %s: %s", "cookie", f"butler_token_8101={secret}")
+    logging.getLogger("butler.test").warning(
+        "fetched", extra={"url": f"http://127.0.0.1:8101/api/status?ticket={secret}&x=1"}
+    )
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert secret not in stream.getvalue()
+    assert [line["event"] for line in lines[:2]] == [
+        '127.0.0.1:1 - "GET / HTTP/1.1" 303',
+        '127.0.0.1:2 - "WebSocket /sessions/x/terminal" 403',
+    ]
+    assert lines[4]["url"] == "http://127.0.0.1:8101/api/status"

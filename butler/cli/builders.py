@@ -8,7 +8,6 @@ not running, is one line on stderr and exit status 2.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from contextlib import nullcontext
@@ -17,12 +16,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Column, Table
-from rich.text import Text
 
 from butler.builders.modes import NothingToSpawn, SpawnOptions, choose_mode
-from butler.cli.common import JsonOption, console, fail, load, run, sub_app, waiting
-from butler.errors import UserError
+from butler.cli.common import JsonOption, address, console, fail, load, sub_app, waiting
+from butler.errors import ButlerError, UserError
 
 app = sub_app()
 
@@ -107,7 +104,7 @@ def spawn(
     arguments = tool_arguments(options, (repo or Path.cwd()).resolve(), headless)
     timeout = cfg.runtime.timeout_s + 60 if headless else 120
     with waiting("builder running…") if headless else nullcontext():
-        found = run(ask(cfg, "builder_spawn", arguments, timeout))
+        found = ask(cfg, "builder_spawn", arguments, timeout)
     if as_json:
         typer.echo(json.dumps(found, indent=2))
     elif headless:
@@ -124,10 +121,11 @@ def attach(
     """Join a builder's tmux session (detach again with Ctrl-b d)."""
     from butler.builders.tmux import Tmux, session_name
     from butler.client import DaemonNotRunning
+    from butler.client import tool_call as daemon_tool
 
-    cfg = load(config)
+    cfg = address(config)
     try:
-        found = asyncio.run(ask(cfg, "builder_get", {"builder_id": builder_id}, 30))
+        found = daemon_tool(cfg, "builder_get", {"builder_id": builder_id}, 30)
         socket, name = found.get("tmux_socket"), found.get("tmux_session")
     except DaemonNotRunning:
         # Builders outlive their daemon: their tmux session is found by name.
@@ -148,7 +146,7 @@ def builders(
     as_json: JsonOption = False,
 ) -> None:
     """List the butler's builders, grouped by type, from its session records."""
-    found = run(ask(load(config), "builder_list", {"include_pruned": show_all}, 30))
+    found = ask(address(config), "builder_list", {"include_pruned": show_all}, 30)
     if as_json:
         typer.echo(json.dumps(found, indent=2))
         return
@@ -162,7 +160,7 @@ def stop(
     as_json: JsonOption = False,
 ) -> None:
     """End a running builder's runtime; it is recorded cancelled (prune removes it later)."""
-    found = run(ask(load(config), "builder_stop", {"builder_id": builder_id}, 60))
+    found = ask(address(config), "builder_stop", {"builder_id": builder_id}, 60)
     if as_json:
         typer.echo(json.dumps(found, indent=2))
         return
@@ -183,7 +181,7 @@ def prune(
     as_json: JsonOption = False,
 ) -> None:
     """Remove finished builders' worktrees, merged branches and tmux sessions."""
-    found = run(ask(load(config), "builder_prune", {"force": force}, 120))
+    found = ask(address(config), "builder_prune", {"force": force}, 120)
     if as_json:
         typer.echo(json.dumps(found, indent=2))
         return
@@ -256,19 +254,16 @@ def tool_arguments(options: SpawnOptions, repo: Path, headless: bool) -> dict[st
     return {key: value for key, value in arguments.items() if value not in (None, False)}
 
 
-async def ask(config: Any, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
+def ask(config: Any, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
     """Call one of the daemon's builder tools; its refusal is a user error (exit 2)."""
-    from fastmcp.exceptions import ToolError
+    from butler.client import tool_call
 
-    from butler.client import daemon_client
-
-    async with daemon_client(config, timeout=timeout) as client:
-        try:
-            result = await client.call_tool(tool, arguments)
-        except ToolError as exc:
-            raise UserError(str(exc)) from None
-    data = result.structured_content
-    return data["result"] if isinstance(data, dict) and set(data) == {"result"} else data
+    try:
+        return tool_call(config, tool, arguments, timeout=timeout)
+    except UserError as exc:
+        fail(str(exc), 2)
+    except ButlerError as exc:
+        fail(str(exc), 1)
 
 
 def print_spawned(found: dict[str, Any], config: Path) -> None:
@@ -299,6 +294,9 @@ def print_builders(found: list[dict[str, Any]]) -> None:
         typer.echo("no builders; start one with butler spawn")
         return
     # Ids and branches are copied into other commands: never cut, the summary wraps instead.
+    from rich.table import Column, Table
+    from rich.text import Text
+
     fixed = [Column(name, no_wrap=True) for name in ("type", "id", "status", "branch")]
     table = Table(*fixed, Column("summary", ratio=1))
     colour = {

@@ -59,8 +59,8 @@ def keeper(folder: Path, kind: str, db_url: str | None) -> ButlerConfig:
 
 
 def _find(folder: Path, kind: str, db_url: str | None) -> ButlerConfig:
-    from butler.roster import load_each
     from butler.roster_channels import keeper as find
+    from butler.roster_folders import load_each
 
     def roster(where: Path) -> list[ButlerConfig]:
         return [c for c in load_each(where) if isinstance(c, ButlerConfig)]

@@ -2,25 +2,29 @@
 
 A user's mistake is one line on stderr and exit status 2; any other error of
 butler's own is one line and exit status 1; never a traceback.
+
+Every command pays for what this module imports, so it imports the config
+(pydantic) and rich only when a command asks for them (``butler --help`` and
+``butler token`` stay under 300 ms of CPU: ``benchmarks/cli.py``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import signal
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
 from typer.core import TyperCommand, TyperGroup
 
-from butler.config import ButlerConfig, load_config
 from butler.errors import ButlerError, UserError
-from butler.subagent.template import PromptTemplateError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from butler.config import ButlerConfig
 
 T = TypeVar("T")
 
@@ -92,6 +96,8 @@ def sub_app(**settings: Any) -> App:
 
 def console() -> Console:
     """Where tables go: the terminal's width, or whole lines (never cut) for a pipe or file."""
+    from rich.console import Console
+
     return Console() if sys.stdout.isatty() else Console(width=1000)
 
 
@@ -102,6 +108,8 @@ def waiting(message: str) -> contextlib.AbstractContextManager[Any]:
     """
     if not sys.stderr.isatty():
         return contextlib.nullcontext()
+    from rich.console import Console
+
     return Console(stderr=True).status(message)
 
 
@@ -111,12 +119,45 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+#: ``--allow-root``, the same for ``run`` and ``up`` (butler/root.py says why it is needed).
+AllowRootOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-root",
+        envvar="BUTLER_ALLOW_ROOT",
+        help="Run even as root (refused otherwise); also BUTLER_ALLOW_ROOT=1.",
+    ),
+]
+
+
+def refuse_root(allow_root: bool) -> None:
+    """One line and exit 2 when a daemon would start as root without ``--allow-root``."""
+    from butler.root import root_refusal
+
+    refusal = root_refusal(allow_root)
+    if refusal:
+        fail(refusal)
+
+
 def load(config_dir: Path, **overrides: Any) -> ButlerConfig:
     """The butler's config; a mistake in it is one line and exit 2."""
+    from butler.config import load_config
+
     try:
         return load_config(config_dir, **overrides)
     except UserError as exc:
         fail(str(exc))
+
+
+def address(config_dir: Path) -> Any:
+    """What a command needs to reach the butler's running daemon (name, URL, folder).
+
+    Read plainly from butler.toml when it says them plainly (no validation of
+    the rest: much cheaper); otherwise the full load, which names the mistake.
+    """
+    from butler.address import daemon_address
+
+    return daemon_address(config_dir) or load(config_dir)
 
 
 def check_log_level(level: str) -> str:
@@ -152,6 +193,9 @@ async def cancel_on_signals(coro: Coroutine[Any, Any, T]) -> T:
     By default those signals end the process on the spot, skipping the
     ``finally`` blocks that stop child processes and remove temp folders.
     """
+    import asyncio
+    import signal
+
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     assert task is not None
@@ -181,6 +225,10 @@ def run(coro: Coroutine[Any, Any, T], *, signals: bool = False) -> T:
     With ``signals``, SIGTERM and SIGHUP cancel the run (its cleanup runs)
     and the exit status is 128 + the signal, as a shell reports it.
     """
+    import asyncio
+
+    from butler.subagent.template import PromptTemplateError
+
     try:
         return asyncio.run(cancel_on_signals(coro) if signals else coro)
     except PromptTemplateError as exc:

@@ -50,7 +50,7 @@ def dashboard(
 
     from butler.dashboard.standalone import TOKEN_NAME, build_roster_app
     from butler.logs import setup_logging
-    from butler.roster import load_each
+    from butler.roster_folders import load_each
     from butler.security.owner_token import owner_token
 
     check_log_level(log_level)

@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 
 from butler.cli.common import (
+    AllowRootOption,
     LogFormatOption,
     LogLevelOption,
     check_log_format,
@@ -19,6 +20,7 @@ from butler.cli.common import (
     console,
     fail,
     names,
+    refuse_root,
     run,
     sub_app,
 )
@@ -56,7 +58,7 @@ LIST_EPILOG = (
 
 def load_roster(roster: Path, only: str | None, database_url: str | None = None) -> list:
     """The roster's butlers; a mistake in any is one line and exit 2."""
-    from butler.roster import load_roster as load_all
+    from butler.roster_folders import load_roster as load_all
 
     try:
         return load_all(roster, names(only), db_url=database_url)
@@ -80,11 +82,13 @@ def up(
     ] = None,
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "auto",
+    allow_root: AllowRootOption = False,
 ) -> None:
     """Run every butler of the roster in this one process."""
     from butler.logs import setup_logging
     from butler.roster import up as run_roster
 
+    refuse_root(allow_root)
     check_log_level(log_level)
     check_log_format(log_format)
     configs: list[ButlerConfig] = load_roster(roster, only, database_url)
@@ -95,7 +99,7 @@ def up(
 @app.command("list", epilog=LIST_EPILOG)
 def list_butlers(roster: RosterOption = Path("roster")) -> None:
     """Show the roster's butlers: port, runtime, schedules and whether each is up."""
-    from butler.roster import load_each
+    from butler.roster_folders import load_each
     from butler.roster_status import statuses
 
     try:

@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from butler.cli.common import (
+    AllowRootOption,
     ConfigOption,
     DatabaseUrlOption,
     LogFormatOption,
@@ -19,6 +20,7 @@ from butler.cli.common import (
     check_log_format,
     check_log_level,
     load,
+    refuse_root,
     run,
     sub_app,
 )
@@ -46,11 +48,13 @@ def run_butler(
     database_url: DatabaseUrlOption = None,
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "auto",
+    allow_root: AllowRootOption = False,
 ) -> None:
     """Run one butler daemon: MCP at /mcp (streamable HTTP) and /sse, health at /health."""
     from butler.logs import setup_logging
     from butler.roster import up
 
+    refuse_root(allow_root)
     check_log_level(log_level)
     check_log_format(log_format)
     cfg = load(config, port=port, db_url=database_url)

@@ -1,26 +1,36 @@
-"""``butler token``: print the owner token a butler's daemon and commands use."""
+"""``butler token``: print the owner token a butler's daemon and commands use, or rotate it."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from butler.cli.common import ConfigOption, fail, load, sub_app
+from butler.cli.common import ConfigOption, address, fail, sub_app
 from butler.errors import UserError
-from butler.security.owner_token import owner_token
+from butler.security.owner_token import owner_token, rotate_owner_token
 
 app = sub_app()
 
 
 @app.command(
     "token",
-    epilog="[bold]Example[/bold]\n\n  butler token --config roster/health\n\n"
-    "The token is kept in the butler's data folder (mode 0600); BUTLER_TOKEN overrides it.",
+    epilog="[bold]Examples[/bold]\n\n  butler token --config roster/health\n\n"
+    "  butler token --config roster/health --rotate\n\n"
+    "The token is kept in the butler's data folder (mode 0600); BUTLER_TOKEN overrides it. "
+    "--rotate replaces it: the running daemon takes the new one at once, and every "
+    "browser login and login link made with the old one stops working.",
 )
-def token(config: ConfigOption) -> None:
+def token(
+    config: ConfigOption,
+    rotate: Annotated[
+        bool, typer.Option("--rotate", help="Replace the token, ending every login made with it.")
+    ] = False,
+) -> None:
     """Print the butler's owner token: send it as 'Authorization: Bearer <token>'."""
-    cfg = load(config)
+    cfg = address(config)  # the name and URL only: no need to validate the whole folder
     try:
-        value = owner_token(cfg.name)
+        value = rotate_owner_token(cfg.name) if rotate else owner_token(cfg.name)
     except UserError as exc:
         fail(str(exc))
     typer.echo(value)

@@ -83,13 +83,10 @@ class ChannelSettings(Section):
         return values
 
 
-class TelegramSettings(ChannelSettings):
-    """``[butler.channels.telegram]``: a bot, by long polling (no public address needed)."""
+class BotChannelSettings(ChannelSettings):
+    """A channel that logs in as a bot with one access token from the credentials store."""
 
-    token_credential: str = "TELEGRAM_BOT_TOKEN"
-    #: The Bot API server (a self-hosted one, or a test's).
-    api_url: str = "https://api.telegram.org"
-    poll_timeout_s: int = Field(default=30, ge=1, le=50)
+    token_credential: str
 
     @property
     def credential(self) -> str:
@@ -100,13 +97,22 @@ class TelegramSettings(ChannelSettings):
     def _token(cls, value: str) -> str:
         return credential_name(value)
 
+
+class TelegramSettings(BotChannelSettings):
+    """``[butler.channels.telegram]``: a bot, by long polling (no public address needed)."""
+
+    token_credential: str = "TELEGRAM_BOT_TOKEN"
+    #: The Bot API server (a self-hosted one, or a test's).
+    api_url: str = "https://api.telegram.org"
+    poll_timeout_s: int = Field(default=30, ge=1, le=50)
+
     @field_validator("api_url")
     @classmethod
     def _api_url(cls, value: str) -> str:
         return _http_url(value, "api_url")
 
 
-class MatrixSettings(ChannelSettings):
+class MatrixSettings(BotChannelSettings):
     """``[butler.channels.matrix]``: a bot user on a homeserver, in unencrypted rooms."""
 
     homeserver: str
@@ -117,15 +123,6 @@ class MatrixSettings(ChannelSettings):
     max_rooms: int = Field(default=20, ge=1, le=500)
     #: Characters per message event; longer replies are split.
     max_reply_chars: int = Field(default=16000, ge=500, le=60000)
-
-    @property
-    def credential(self) -> str:
-        return self.token_credential
-
-    @field_validator("token_credential")
-    @classmethod
-    def _token(cls, value: str) -> str:
-        return credential_name(value)
 
     @field_validator("homeserver")
     @classmethod

@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl, urlsplit
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from butler.config.errors import describe
-from butler.config.section import NAME_PATTERN, Section
+from butler.config.section import NAME_PATTERN, Section, time_zone_name
 from butler.errors import ConfigError
 from butler.tomlfile import read_toml
 
@@ -139,15 +139,7 @@ class NotifyConfig(Section):
     @field_validator("timezone")
     @classmethod
     def _timezone(cls, value: str) -> str:
-        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(
-                f"expected an IANA time zone like 'Europe/Paris', found {value!r}"
-            ) from None
-        return value
+        return time_zone_name(value)
 
     @model_validator(mode="after")
     def _default_channels_exist(self) -> NotifyConfig:

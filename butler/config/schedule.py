@@ -6,7 +6,7 @@ from croniter import croniter
 from pydantic import Field, field_validator
 
 from butler.config.notify import Delivery
-from butler.config.section import NAME_PATTERN, Section
+from butler.config.section import NAME_PATTERN, Section, time_zone_name
 
 
 class ScheduleConfig(Section):
@@ -51,12 +51,4 @@ class ScheduleConfig(Section):
     @field_validator("timezone")
     @classmethod
     def _timezone(cls, value: str) -> str:
-        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(
-                f"expected an IANA time zone like 'Europe/Paris', found {value!r}"
-            ) from None
-        return value
+        return time_zone_name(value)

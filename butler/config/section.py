@@ -16,3 +16,16 @@ class Section(BaseModel):
     """A table of ``butler.toml``: unknown keys refused, values frozen once loaded."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def time_zone_name(value: str) -> str:
+    """``value`` when it is an IANA time zone this machine knows; a ValueError that says so."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # its database loads on first use
+
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"expected an IANA time zone like 'Europe/Paris', found {value!r}"
+        ) from None
+    return value

@@ -22,6 +22,8 @@ from butler.dashboard.render import SECURITY_HEADERS, Page, e, live, table
 from butler.dashboard.roster_charts import daily_series, render_butler_charts
 from butler.dashboard.schedules import moment
 from butler.dashboard.view import View, bad
+from butler.security.login import mint_ticket
+from butler.security.owner_token import owner_token
 from butler.store.session_days import daily
 
 
@@ -84,9 +86,15 @@ def _row(s: dict[str, Any]) -> str:
     # data-label: on a phone each row becomes a card whose cells say what they are.
     tds = "".join(f'<td {attrs} data-label="{label}">{text}</td>' for label, attrs, text in cells)
     return (
-        f'<tr data-butler="{e(s["name"])}"><th scope="row"><a href="{e(s["url"])}/">'
+        f'<tr data-butler="{e(s["name"])}"><th scope="row"><a href="{e(_link(s))}">'
         f"{e(s['name'])}</a></th>{tds}</tr>"
     )
+
+
+def _link(s: dict[str, Any]) -> str:
+    """The butler's dashboard; with a one-time ticket, its link logs the browser in there too."""
+    login = s.get("login")
+    return login if isinstance(login, str) and login.startswith(s["url"]) else f"{s['url']}/"
 
 
 def _channels(found: Any) -> str:
@@ -131,15 +139,21 @@ def roster_routes(view: View) -> list[Route]:
     butler = view.butler
 
     async def body(days: int) -> str:
-        peers = butler.peers or [butler]
-        return render_roster([await summary(p, days) for p in peers], day_range(days))
+        summaries = []
+        for peer in butler.peers or [butler]:
+            found = await summary(peer, days)
+            if peer is not butler:  # one login for the roster: the link logs in there too
+                ticket = mint_ticket(owner_token(peer.config.name))
+                found["login"] = f"{found['url']}/?ticket={ticket}"
+            summaries.append(found)
+        return render_roster(summaries, day_range(days))
 
     async def roster(request: Request) -> Response:
         try:
             days = chart_days(request.query_params, ("days",), default=7)
         except BadParam as exc:
-            return bad(exc, json=False)
-        return view.page(
+            return await view.refused_page(str(exc), 400, "/roster")
+        return await view.page(
             Page(
                 title=f"{butler.config.name} · roster",
                 subtitle="every butler of this process",
@@ -154,14 +168,14 @@ def roster_routes(view: View) -> list[Route]:
         try:  # the page's script may send its cursor
             days = chart_days(request.query_params, ("days", "since"), default=7)
         except BadParam as exc:
-            return bad(exc, json=True)
+            return bad(exc)
         return live(await body(days))
 
     async def summary_json(request: Request) -> Response:
         try:
             days = chart_days(request.query_params, ("days",), default=7)
         except BadParam as exc:
-            return bad(exc, json=True)
+            return bad(exc)
         return JSONResponse(await summary(butler, days), headers=SECURITY_HEADERS)
 
     return [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -15,12 +17,14 @@ from butler.dashboard.roster import roster_routes
 from butler.dashboard.schedules import schedule_routes
 from butler.dashboard.state import state_routes
 from butler.dashboard.view import View
-from butler.security.owner_token import owner_token
 
 
-def dashboard_routes(butler: ButlerContext) -> list[Route]:
-    """The dashboard's pages, their JSON twins, its two buttons and its two assets."""
-    view = View(butler, owner_token(butler.config.name))
+def dashboard_routes(butler: ButlerContext, owner_token: Callable[[], str]) -> list[Route]:
+    """The dashboard's pages, their JSON twins, its two buttons and its two assets.
+
+    ``owner_token`` says the token now: the forms' token follows a rotation.
+    """
+    view = View(butler, owner_token)
     return [
         *listing_routes(view),
         *chart_routes(view),

@@ -28,6 +28,7 @@ from starlette.types import ASGIApp
 
 from butler.config import ButlerConfig
 from butler.dashboard.charts import day_range, ranges
+from butler.dashboard.login import login_page
 from butler.dashboard.params import BadParam, chart_days
 from butler.dashboard.render import ASSETS, SECURITY_HEADERS, Page, asset_text, live, page, refused
 from butler.dashboard.roster import render_roster
@@ -36,7 +37,8 @@ from butler.jsonfile import read_json_object
 from butler.paths import serving_file
 from butler.security.http import RequireToken, cookie_name
 from butler.security.listener import held_by_me
-from butler.security.owner_token import owner_token, stored_owner_token
+from butler.security.login import mint_ticket
+from butler.security.owner_token import LiveToken, stored_owner_token
 from butler.security.session_tokens import SessionTokens
 
 #: The name its own token is kept under (not a butler name: those start with a letter).
@@ -78,7 +80,8 @@ def ask(config: ButlerConfig, days: int = 7) -> dict[str, Any]:
         return {**row, "status": "down"}
     if not isinstance(found, dict) or found.get("name") != config.name:
         return {**row, "status": "other"}  # another program holds its port
-    return {**found, "url": url}
+    # The link logs the browser in to that butler too: one login for the roster.
+    return {**found, "url": url, "login": f"{url}/?ticket={mint_ticket(token)}"}
 
 
 async def summaries(configs: Sequence[ButlerConfig], days: int) -> list[dict[str, Any]]:
@@ -133,7 +136,12 @@ def build_roster_app(configs: Sequence[ButlerConfig], port: int) -> ASGIApp:
             Route("/assets/{name}", asset, methods=["GET"]),
         ]
     )
-    token = owner_token(TOKEN_NAME)
     sessions = SessionTokens()  # no session of a runtime ever calls this page
-    guarded = RequireToken(site, owner_token=token, sessions=sessions, cookie=cookie_name(port))
+    guarded = RequireToken(
+        site,
+        owner_token=LiveToken(TOKEN_NAME),
+        sessions=sessions,
+        cookie=cookie_name(port),
+        login_page=login_page("roster", "butler dashboard --roster DIR"),
+    )
     return HostOriginGuardMiddleware(guarded, allowed_hosts=[], allowed_origins=[], mode="strict")

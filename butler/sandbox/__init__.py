@@ -125,6 +125,8 @@ def jail_policy(settings: SandboxConfig, request: JailRequest) -> JailPolicy:
         read_only_over=request.protected,
         cwd=request.cwd,
         home=request.home,
+        max_processes=settings.max_processes,
+        max_memory_mb=settings.max_memory_mb,
     )
 
 

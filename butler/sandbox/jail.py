@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
+from butler.sandbox.container import container_hint
 from butler.sandbox.egress import ALLOW_SETTING, Egress, Target
 from butler.sandbox.folders import new_jail_folder
 from butler.sandbox.hosts import (
@@ -69,7 +70,7 @@ def probe(bwrap: str = "bwrap") -> str | None:
         return f"bubblewrap cannot start a jail here: {exc}"
     if done.returncode != 0:
         reason = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
-        return f"bubblewrap cannot start a jail here: {reason[0]}"
+        return f"bubblewrap cannot start a jail here: {reason[0]}{container_hint(reason[0])}"
     return None
 
 
@@ -177,7 +178,8 @@ class Jail:
         policy = replace(policy, interactive=interactive)
         forwards = ",".join(str(p) for p in self.forwards)
         bridge = [python, "-I", "-S", str(BRIDGE_PATH), str(EGRESS_DIR / EGRESS_SOCKET)]
-        command = [*bridge, str(self.proxy_port), forwards, *(["linger"] if linger else [])]
+        bounds = f"limits={policy.max_processes},{policy.max_memory_mb}"
+        command = [*bridge, str(self.proxy_port), forwards, bounds, *(["linger"] if linger else [])]
         return bwrap_argv(policy, self.bwrap)[1:], [*command, "--", exe]
 
     def launcher(

@@ -70,6 +70,9 @@ class JailPolicy:
     guard_git: bool = True
     #: The session's home, bound writable at :data:`JAIL_HOME`.
     home: Path | None = None
+    #: ``[butler.sandbox] max_processes`` and ``max_memory_mb``: the bridge holds the jail to them.
+    max_processes: int = 512
+    max_memory_mb: int = 2048
 
     def with_read_only(self, *paths: Path) -> JailPolicy:
         """The same policy, ``paths`` readable too."""

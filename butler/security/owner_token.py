@@ -19,7 +19,7 @@ from pathlib import Path
 
 from butler.errors import ConfigError
 from butler.paths import butler_dir
-from butler.security.private_files import write_private
+from butler.security.private_files import replace_private, write_private
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,59 @@ def owner_token(name: str) -> str:
         return _read(path)
     log.info("owner token created", extra={"path": str(path)})
     return token
+
+
+def rotate_owner_token(name: str) -> str:
+    """Replace butler ``name``'s token with a new one, which ends every login made with the old.
+
+    A running daemon reads the file again when it changes (:class:`LiveToken`), so
+    the old token and every cookie and ticket derived from it stop working at once.
+    """
+    if os.environ.get(ENV_VAR) is not None:
+        raise ConfigError(
+            f"{ENV_VAR} is set, so the token file is not used: rotate the token by "
+            f"setting {ENV_VAR} to a new value where it is set, then restart the butler"
+        )
+    token = secrets.token_urlsafe(32)
+    replace_private(token_path(name), token + "\n")
+    log.info("owner token rotated", extra={"path": str(token_path(name))})
+    return token
+
+
+class LiveToken:
+    """Butler ``name``'s owner token as it is now: the file is read again when it changes.
+
+    One ``stat`` per call; ``BUTLER_TOKEN``, when set, is fixed for the process.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.fixed = os.environ.get(ENV_VAR) is not None
+        self.path = token_path(name)  # once: finding it makes folders
+        self._stamp = self._stat()
+        self._value = owner_token(name)
+
+    def _stat(self) -> tuple[int, int, int] | None:
+        if self.fixed:
+            return None
+        try:
+            info = os.stat(self.path, follow_symlinks=False)
+        except OSError:
+            return None
+        return info.st_ino, info.st_mtime_ns, info.st_size
+
+    def __call__(self) -> str:
+        if self.fixed:
+            return self._value
+        stamp = self._stat()
+        if stamp != self._stamp and stamp is not None:
+            try:
+                self._value = _read(self.path)
+            except (OSError, ConfigError) as exc:
+                # Keep the token in force rather than open the door or lock the owner out.
+                log.warning("owner token file unreadable; the previous token stays", exc_info=exc)
+            self._stamp = stamp
+        return self._value
 
 
 def stored_owner_token(name: str) -> str | None:

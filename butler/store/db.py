@@ -25,6 +25,19 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
         await conn.set_type_codec(kind, encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
 
 
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """Nothing to undo when a connection goes back to the pool: no query round trip.
+
+    asyncpg's default reset sends ``pg_advisory_unlock_all(); CLOSE ALL;
+    UNLISTEN *; RESET ALL`` after every statement run through the pool, one
+    round trip in two of a session's. The daemon leaves none of that state:
+    ``search_path`` is a setting of the connection itself, nothing listens or
+    keeps a cursor, and the one advisory lock (migrations) is released by the
+    code that took it. An open transaction is still rolled back: the pool
+    does that before it calls this.
+    """
+
+
 def redact_dsn(dsn: str) -> str:
     """A DSN fit for a log line: the password, if any, replaced."""
     if "@" not in dsn or "://" not in dsn:
@@ -77,6 +90,7 @@ class Database:
             min_size=self._min_size,
             max_size=self._max_size,
             init=_init_connection,
+            reset=_keep_session,
             server_settings={"search_path": quote_ident(self.schema)},
         )
 

@@ -39,8 +39,8 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
     ) -> SpawnerResult:
         """Run a session of this butler's agent runtime on ``prompt`` and return its result.
 
-        ``context`` is prepended to the prompt. A session of this butler calling
-        ``trigger`` is refused at once when no slot is free (it would deadlock).
+        ``context`` is prepended to the prompt. From a session while no slot is free,
+        the session is queued and the answer names it at once (no wait on itself).
         """
         origin = request_origin(current_caller())
         step = 0
@@ -103,5 +103,14 @@ async def list_sessions(
         trigger_source=trigger_source,
         before=after,
     )
-    keep = ("id", "status", "trigger_source", "runtime", "created_at", "duration_ms", "error")
+    keep = (
+        "id",
+        "status",
+        "trigger_source",
+        "runtime",
+        "created_at",
+        "duration_ms",
+        "cost_usd",
+        "error",
+    )
     return [{**{k: r[k] for k in keep}, "position": position(r)} for r in rows]

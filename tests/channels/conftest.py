@@ -33,11 +33,8 @@ from butler.store.credentials import CredentialStore
 from butler.store.db import Database, quote_ident
 from butler.store.sessions import SessionStore
 from tests.conftest import TEST_DSN
-from tests.fakes.synapse_server import synapse
 from tests.fakes.telegram_api import TOKEN, FakeTelegram
 from tests.helpers import eventually, free_port, wait_until, write_butler
-
-__all__ = ["synapse"]  # a fixture, shared with this package's tests
 
 AGENT = Path(__file__).with_name("agent.py")
 DESCRIPTIONS = {

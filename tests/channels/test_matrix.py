@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from tests.channels.conftest import write_roster
-from tests.fakes.synapse_server import MatrixUser, Synapse
 from tests.helpers import eventually
+from tests.servers.synapse import MatrixUser, Synapse
 
 pytestmark = pytest.mark.slow
 

@@ -1,15 +1,16 @@
-"""A fake Telegram Bot API on loopback that speaks the real HTTP API, and the way there.
+"""The fake Bot API (tests/fakes/telegram_api.py) reached at api.telegram.org, as Apprise does.
 
 Apprise's Telegram plugin has the API's address written into it
 (``https://api.telegram.org/bot``); nothing in a ``tgram://`` URL changes
 it. So the plugin is left as it is and the network is what changes, as a
 company proxy would: ``HTTPS_PROXY`` names a CONNECT proxy on loopback that
-tunnels ``api.telegram.org:443`` (and nothing else) to this fake, which
-presents a certificate for ``api.telegram.org`` signed by a test CA that
-``REQUESTS_CA_BUNDLE`` makes requests trust. The plugin's own URL building,
-requests and answer parsing all run unchanged.
+tunnels ``api.telegram.org:443`` (and nothing else) to a TLS front with a
+certificate for ``api.telegram.org`` signed by a test CA (which
+``REQUESTS_CA_BUNDLE`` makes requests trust); the front hands each request
+to the one fake Bot API the channel tests use too. The plugin's own URL
+building, requests and answer parsing all run unchanged.
 
-    with FakeTelegram(tmp_path) as telegram:
+    with TelegramAtItsAddress(tmp_path) as telegram:
         env = telegram.env()          # for the daemon, or monkeypatch.setenv
         ... send to tgram://{telegram.token}/{telegram.chat_id} ...
         telegram.wait(1)              # [{"method": "sendMessage", "text": ...}, ...]
@@ -17,21 +18,20 @@ requests and answer parsing all run unchanged.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-import email
-import email.policy
-import json
 import secrets
 import select
 import socket
 import ssl
 import threading
-import time
+import urllib.error
+import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from socketserver import StreamRequestHandler, ThreadingTCPServer
 from typing import Any
+
+from tests.fakes.telegram_api import ALICE, FakeTelegram
 
 API_HOST = "api.telegram.org"
 
@@ -88,38 +88,30 @@ def make_certificates(folder: Path) -> tuple[Path, Path, Path]:
     return paths
 
 
-def _form(content_type: str, body: bytes) -> dict[str, Any]:
-    """A multipart/form-data body as fields; a file field as {"filename", "content"}."""
-    raw = f"Content-Type: {content_type}\r\n\r\n".encode() + body
-    message = email.message_from_bytes(raw, policy=email.policy.HTTP)
-    fields: dict[str, Any] = {}
-    for part in message.iter_parts():
-        field = part.get_param("name", header="content-disposition")
-        data = part.get_payload(decode=True) or b""
-        filename = part.get_filename()
-        fields[field] = {"filename": filename, "content": data} if filename else data.decode()
-    return fields
+class TelegramAtItsAddress:
+    """The fake Bot API behind TLS as api.telegram.org, and a CONNECT proxy that leads there.
 
-
-class FakeTelegram:
-    """The Bot API (TLS, as api.telegram.org) and a CONNECT proxy that leads to it."""
+    The chat a notification goes to is a person's who wrote to the bot first, as on
+    Telegram (a bot cannot open a chat).
+    """
 
     def __init__(self, folder: Path) -> None:
-        self.token = f"{secrets.randbelow(10**9) + 10**9}:{secrets.token_urlsafe(26)}"
-        self.chat_id = str(secrets.randbelow(10**9) + 10**8)
-        self.calls: list[dict[str, Any]] = []
+        self.api = FakeTelegram(
+            token=f"{secrets.randbelow(10**9) + 10**9}:{secrets.token_urlsafe(26)}"
+        )
+        self.token = self.api.token
+        self.chat_id = str(ALICE.id)
         self.tunnels: list[str] = []
-        self._arrived = threading.Condition()
         self.ca, cert, key = make_certificates(folder)
-        self._api = ThreadingHTTPServer(("127.0.0.1", 0), self._api_handler())
+        self._front = ThreadingHTTPServer(("127.0.0.1", 0), self._front_handler())
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
-        self._api.socket = context.wrap_socket(self._api.socket, server_side=True)
+        self._front.socket = context.wrap_socket(self._front.socket, server_side=True)
         self._proxy = ThreadingTCPServer(("127.0.0.1", 0), self._proxy_handler())
         self._proxy.daemon_threads = True
 
     def env(self) -> dict[str, str]:
-        """What a process needs for requests to reach this fake as api.telegram.org."""
+        """What a process needs for requests to reach the fake as api.telegram.org."""
         return {
             "HTTPS_PROXY": f"http://127.0.0.1:{self._proxy.server_address[1]}",
             "REQUESTS_CA_BUNDLE": str(self.ca),
@@ -130,49 +122,26 @@ class FakeTelegram:
         return f"tgram://{self.token}/{self.chat_id}"
 
     def wait(self, count: int = 1, timeout: float = 30.0) -> list[dict[str, Any]]:
-        deadline = time.monotonic() + timeout
-        with self._arrived:
-            while len(self.calls) < count:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"{len(self.calls)} of {count} Bot API calls in {timeout} s")
-                self._arrived.wait(left)
-            return list(self.calls)
+        return self.api.wait(count, timeout)
 
-    def _answer(self, token: str, method: str, fields: dict[str, Any]) -> tuple[int, dict]:
-        """What the real Bot API answers (its JSON shapes and errors)."""
-        if token != self.token:
-            return 401, {"ok": False, "error_code": 401, "description": "Unauthorized"}
-        if method == "getMe":
-            return 200, {"ok": True, "result": {"id": 1, "is_bot": True, "username": "butler_bot"}}
-        if method not in ("sendMessage", "sendDocument", "sendPhoto"):
-            return 404, {"ok": False, "error_code": 404, "description": "Not Found"}
-        if str(fields.get("chat_id")) != self.chat_id:
-            return 400, {
-                "ok": False,
-                "error_code": 400,
-                "description": "Bad Request: chat not found",
-            }
-        with self._arrived:
-            self.calls.append({"method": method, **fields})
-            self._arrived.notify_all()
-        message = {"message_id": len(self.calls), "date": int(time.time()), "chat": {"id": 1}}
-        return 200, {"ok": True, "result": message}
+    async def until(self, count: int = 1, timeout: float = 30.0) -> list[dict[str, Any]]:
+        return await self.api.until(count, timeout)
 
-    def _api_handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
+    def _front_handler(self) -> type[BaseHTTPRequestHandler]:
+        api = self.api
 
-        class Handler(BaseHTTPRequestHandler):
+        class Front(BaseHTTPRequestHandler):
+            """Hands each request on to the fake Bot API as it came, and its answer back."""
+
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                kind = self.headers.get("Content-Type", "")
-                if kind.startswith("multipart/form-data"):
-                    fields = _form(kind, body)
-                else:
-                    fields = json.loads(body or b"{}")
-                bot, _, method = self.path.lstrip("/").partition("/")
-                status, answer = fake._answer(bot.removeprefix("bot"), method, fields)
-                data = json.dumps(answer).encode()
+                request = urllib.request.Request(api.api_url + self.path, data=body)
+                request.add_header("Content-Type", self.headers.get("Content-Type", ""))
+                try:
+                    with urllib.request.urlopen(request, timeout=30) as answer:
+                        status, data = answer.status, answer.read()
+                except urllib.error.HTTPError as refused:
+                    status, data = refused.code, refused.read()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -182,7 +151,7 @@ class FakeTelegram:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        return Handler
+        return Front
 
     def _proxy_handler(self) -> type[StreamRequestHandler]:
         fake = self
@@ -197,26 +166,25 @@ class FakeTelegram:
                 if request[:1] != ["CONNECT"] or target != f"{API_HOST}:443":
                     self.wfile.write(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
                     return
-                upstream = socket.create_connection(fake._api.server_address[:2])
+                upstream = socket.create_connection(fake._front.server_address[:2])
                 self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 self.wfile.flush()
                 _pipe(self.connection, upstream)
 
         return Tunnel
 
-    async def until(self, count: int = 1, timeout: float = 30.0) -> list[dict[str, Any]]:
-        """:meth:`wait` from a test's event loop, which goes on running meanwhile."""
-        return await asyncio.to_thread(self.wait, count, timeout)
-
-    def __enter__(self) -> FakeTelegram:
-        for server in (self._api, self._proxy):
+    def __enter__(self) -> TelegramAtItsAddress:
+        self.api.start()
+        self.api.send("/start", user=ALICE)  # the person opens the chat with the bot
+        for server in (self._front, self._proxy):
             threading.Thread(target=server.serve_forever, daemon=True).start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for server in (self._api, self._proxy):
+        for server in (self._front, self._proxy):
             server.shutdown()
             server.server_close()
+        self.api.stop()
 
 
 def _pipe(client: socket.socket, upstream: socket.socket) -> None:

@@ -3,8 +3,10 @@
 It speaks the real HTTP API, the part a bot by long polling uses: ``getMe``,
 ``getUpdates`` (long polling, offsets confirming earlier updates),
 ``sendMessage`` (4096 UTF-16 units at most, like the real one),
-``sendChatAction``, ``getFile`` and the file download path. A client library
-pointed at :attr:`FakeTelegram.api_url` cannot tell it from Telegram.
+``sendDocument`` and ``sendPhoto`` (multipart uploads), ``sendChatAction``,
+``getFile`` and the file download path. A client library pointed at
+:attr:`FakeTelegram.api_url` cannot tell it from Telegram (Apprise, whose
+address is fixed, reaches it through tests/fakes/telegram.py).
 
     telegram = FakeTelegram().start()
     telegram.send("what is due today?", user=PERSON)   # the phone writes
@@ -20,11 +22,13 @@ import asyncio
 import contextlib
 import json
 import threading
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -61,13 +65,14 @@ class FakeTelegram:
     def __init__(self, token: str = TOKEN) -> None:
         self.token = token
         self.updates: list[dict[str, Any]] = []
-        #: Every sendMessage the bot made, as sent (chat_id as an int).
+        #: Every message and file the bot sent, as sent (chat_id as an int, "method" added).
         self.sent: list[dict[str, Any]] = []
         self.actions: list[dict[str, Any]] = []
         self.refused: list[dict[str, Any]] = []
         self.files: dict[str, tuple[str, bytes]] = {}
         self.confirmed = 0
         self._lock = threading.Lock()
+        self._arrived = threading.Condition()
         self._next_message = 1
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: asyncio.Event | None = None
@@ -149,7 +154,9 @@ class FakeTelegram:
 
     def texts(self, chat: int) -> list[str]:
         """What the bot sent to ``chat``, in order."""
-        return [m["text"] for m in self.sent if m["chat_id"] == chat]
+        return [
+            m["text"] for m in self.sent if m["chat_id"] == chat and m["method"] == "sendMessage"
+        ]
 
     # -- the API ----------------------------------------------------------
 
@@ -162,6 +169,8 @@ class FakeTelegram:
             "getMe": lambda p: _ok(BOT),
             "getUpdates": self._get_updates,
             "sendMessage": self._send_message,
+            "sendDocument": lambda p: self._send_file("sendDocument", "document", p),
+            "sendPhoto": lambda p: self._send_file("sendPhoto", "photo", p),
             "sendChatAction": self._send_chat_action,
             "getFile": self._get_file,
         }
@@ -201,16 +210,46 @@ class FakeTelegram:
         with self._lock:
             message_id = self._next_message
             self._next_message += 1
-        self.sent.append({**params, "chat_id": chat})
+        self._record({**params, "chat_id": chat, "method": "sendMessage"})
+        return _ok(self._message(message_id, chat, text=text))
+
+    def _send_file(self, method: str, field: str, params: dict[str, Any]) -> Response:
+        chat = _chat(params)
+        if not isinstance(params.get(field), dict):
+            return _error(400, f"Bad Request: there is no {field} in the request")
+        if chat not in {u["message"]["chat"]["id"] for u in self.updates}:
+            return _error(400, "Bad Request: chat not found")
+        with self._lock:
+            message_id = self._next_message
+            self._next_message += 1
+        self._record({**params, "chat_id": chat, "method": method})
+        return _ok(self._message(message_id, chat))
+
+    def _record(self, sent: dict[str, Any]) -> None:
+        with self._arrived:
+            self.sent.append(sent)
+            self._arrived.notify_all()
         self._wake()
-        message = {
-            "message_id": message_id,
-            "date": 1_760_000_000,
-            "chat": {"id": chat, "type": "private"},
-            "from": BOT,
-            "text": text,
-        }
-        return _ok(message)
+
+    @staticmethod
+    def _message(message_id: int, chat: int | str, **content: Any) -> dict[str, Any]:
+        found = {"message_id": message_id, "date": 1_760_000_000, "from": BOT}
+        return {**found, "chat": {"id": chat, "type": "private"}, **content}
+
+    def wait(self, count: int = 1, timeout: float = 30.0) -> list[dict[str, Any]]:
+        """The first ``count`` messages and files the bot sent, once there are that many."""
+        deadline = time.monotonic() + timeout
+        with self._arrived:
+            while len(self.sent) < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"{len(self.sent)} of {count} sends in {timeout} s")
+                self._arrived.wait(left)
+            return list(self.sent)
+
+    async def until(self, count: int = 1, timeout: float = 30.0) -> list[dict[str, Any]]:
+        """:meth:`wait` from a test's event loop, which goes on running meanwhile."""
+        return await asyncio.to_thread(self.wait, count, timeout)
 
     def _send_chat_action(self, params: dict[str, Any]) -> Response:
         self.actions.append({**params, "chat_id": _chat(params)})
@@ -242,8 +281,10 @@ async def _params(request: Request) -> dict[str, Any]:
     elif kind.startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
         form = await request.form()
         for key, value in form.items():
-            raw = isinstance(value, str) and key in STRINGS
-            found[key] = _decoded(value) if isinstance(value, str) and not raw else value
+            if isinstance(value, UploadFile):
+                found[key] = {"filename": value.filename, "content": await value.read()}
+            else:
+                found[key] = value if key in STRINGS else _decoded(value)
     return found
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TEST_DSN
-from tests.fakes.telegram import FakeTelegram
+from tests.fakes.telegram import TelegramAtItsAddress
 from tests.helpers import free_port, write_butler
 from tests.notify.conftest import notify_table
 from tests.notify.test_secrets import store_credential
@@ -37,7 +37,7 @@ async def test_each_channel_says_delivered_or_why_not(
     folder = write_butler(
         roster, "tester", port=free_port(), schema=schema_name, extra=notify_table(channels)
     )
-    with FakeTelegram(tmp_path) as telegram:
+    with TelegramAtItsAddress(tmp_path) as telegram:
         store_credential(folder, "TELEGRAM_BOT_TOKEN", telegram.token)
         store_credential(folder, "TELEGRAM_CHAT_ID", telegram.chat_id)
         everything = butler_notify(folder, env=telegram.env())
@@ -66,7 +66,7 @@ async def test_a_wrong_token_shows_the_services_own_answer(
     folder = write_butler(
         roster, "tester", port=free_port(), schema=schema_name, extra=notify_table(channels)
     )
-    with FakeTelegram(tmp_path) as telegram:
+    with TelegramAtItsAddress(tmp_path) as telegram:
         wrong = telegram.token[:-3] + "xyz"
         store_credential(folder, "TELEGRAM_BOT_TOKEN", wrong)
         store_credential(folder, "TELEGRAM_CHAT_ID", telegram.chat_id)

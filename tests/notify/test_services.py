@@ -17,7 +17,7 @@ from fastmcp import Client
 from butler.context import ButlerContext
 from butler.server import build_mcp
 from butler.store.credentials import CredentialStore
-from tests.fakes.telegram import FakeTelegram
+from tests.fakes.telegram import TelegramAtItsAddress
 from tests.notify.conftest import deliveries, notify_table
 from tests.servers.mail import MailServer
 from tests.servers.mqtt import Subscriber
@@ -98,7 +98,7 @@ async def test_a_webhook_receives_json_with_the_priority_as_its_type(make_butler
 async def test_telegram_bot_api_gets_the_message_as_escaped_text_and_the_document(
     make_butler, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    with FakeTelegram(tmp_path) as telegram:
+    with TelegramAtItsAddress(tmp_path) as telegram:
         for name, value in telegram.env().items():
             monkeypatch.setenv(name, value)
         channel = notify_table({"phone": "tgram://{TELEGRAM_BOT_TOKEN}/{TELEGRAM_CHAT_ID}"})

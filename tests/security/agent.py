@@ -3,9 +3,9 @@
 argv: PROMPT_FILE MCP_CONFIG. The prompt is a JSON list of steps, each one
 tool call: ``{"tool": name, "args": {...}}``, with optional ``"headers"``
 (added to, or with ``"no_token": true`` instead of, the configured ones),
-``"query"`` (appended to the URL) and ``"save"`` (a file to write the
-configured server entry to, token included). ``"tool": "list"`` lists the
-tools. Prints one JSON list: per step ``ok``, ``text`` and ``seconds``.
+``"query"`` (appended to the URL; ``{token}`` in it is the session's own token)
+and ``"save"`` (a file to write the configured server entry to, token included).
+``"tool": "list"`` lists the tools. Prints one JSON list: per step ``ok``, ``text`` and ``seconds``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from fastmcp.client.transports import SSETransport, StreamableHttpTransport
 async def step(server: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     headers = {} if spec.get("no_token") else dict(server.get("headers", {}))
     headers.update(spec.get("headers", {}))
-    url = server["url"] + spec.get("query", "")
+    token = server.get("headers", {}).get("Authorization", "").removeprefix("Bearer ")
+    url = server["url"] + spec.get("query", "").replace("{token}", token)
     kind = SSETransport if server["type"] == "sse" else StreamableHttpTransport
     started = time.monotonic()
     try:

@@ -3,6 +3,7 @@ write: the daemon signals only a group a child of its own leads (docs/security.m
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -24,10 +25,22 @@ def sleeper(*, new_group: bool) -> subprocess.Popen[bytes]:
 
 
 def stranger() -> int:
-    """A process group of someone else's: led by no child of this process."""
-    shell = "setsid sleep 60 < /dev/null > /dev/null 2>&1 & echo $!"
-    done = subprocess.run(["/bin/sh", "-c", shell], capture_output=True, text=True, check=True)
-    return int(done.stdout)
+    """A process group of someone else's: led by no child of this process.
+
+    An intermediate process starts it in its own session and exits, so it is nobody's
+    child here. Popen returns after the exec, when the group already exists (a shell's
+    ``setsid ... & echo $!`` could print the pid before the group was made, or the pid
+    of a forked-away setsid)."""
+    start = (
+        "import subprocess; "
+        "print(subprocess.Popen(['sleep', '60'], start_new_session=True,"
+        " stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,"
+        " stderr=subprocess.DEVNULL).pid)"
+    )
+    done = subprocess.run([sys.executable, "-c", start], capture_output=True, text=True, check=True)
+    pgid = int(done.stdout)
+    assert group_alive(pgid)
+    return pgid
 
 
 async def test_a_planted_pid_signals_nobody_else(tmp_path: Path):
@@ -44,7 +57,8 @@ async def test_a_planted_pid_signals_nobody_else(tmp_path: Path):
         finishes(CliGroup(tmp_path).expire)
         assert child_group(0) is None and child_group(os.getpgrp()) is None
     finally:
-        os.killpg(other, 9)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(other, 9)
 
 
 async def test_the_launchers_own_group_is_still_ended(tmp_path: Path):

@@ -7,8 +7,12 @@ server per test process (the ``synapse`` fixture is session-scoped); tests
 make their own users and rooms, so they never see each other's messages.
 
     synapse.register("person") -> MatrixUser (user id, password, access token)
-    synapse.create_room(person, alias) -> room id
-    synapse.messages(person, room_id) -> the room's m.room.message contents
+    synapse.create_room(person, alias) -> room id (a public room, for notify's bot)
+    synapse.direct_room(person, bot_id) -> room id (a private room, for a channel's bot)
+    synapse.say(person, room, text) / upload(person, data, type) -> event id / mxc:// address
+    synapse.messages(person, room_id) -> the room's m.room.message events
+    synapse.typing(person, room, since) / position(person) -> who types, sync tokens
+    synapse.restart() -> the same server again: same port, keys, rooms and messages
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -108,6 +113,7 @@ class Synapse:
         self.port = free_port()
         self.shared_secret = secrets.token_hex(16)
         self.proc: subprocess.Popen[bytes] | None = None
+        self.config = self._write_config()  # once: a restart keeps its port and keys
 
     @property
     def url(self) -> str:
@@ -140,10 +146,9 @@ class Synapse:
         return path
 
     def start(self) -> Synapse:
-        config = self._write_config()
-        log = (self.folder / "homeserver.log").open("wb")
+        log = (self.folder / "homeserver.log").open("ab")
         self.proc = subprocess.Popen(
-            [str(self.python), "-m", "synapse.app.homeserver", "-c", str(config)],
+            [str(self.python), "-m", "synapse.app.homeserver", "-c", str(self.config)],
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=self.folder,
@@ -175,6 +180,11 @@ class Synapse:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
 
+    def restart(self) -> None:
+        """Stop and start again: same port, same keys, same rooms and messages."""
+        self.stop()
+        self.start()
+
     def call(
         self, method: str, path: str, body: dict[str, Any] | None = None, token: str | None = None
     ) -> dict[str, Any]:
@@ -203,15 +213,68 @@ class Synapse:
         body = {"room_alias_name": alias, "preset": "public_chat"}
         return self.call("POST", "/_matrix/client/v3/createRoom", body, owner.token)["room_id"]
 
-    def messages(self, reader: MatrixUser, room_id: str) -> list[dict[str, Any]]:
-        """The ``m.room.message`` events of the room, oldest first, with their sender."""
-        path = f"/_matrix/client/v3/rooms/{room_id}/messages?dir=b&limit=100"
+    def direct_room(self, person: MatrixUser, bot_id: str, encrypted: bool = False) -> str:
+        """A private room ``person`` makes and invites the bot to (encrypted as Element would)."""
+        body: dict[str, Any] = {"preset": "private_chat", "invite": [bot_id], "is_direct": True}
+        if encrypted:
+            algorithm = {"algorithm": "m.megolm.v1.aes-sha2"}
+            state = {"type": "m.room.encryption", "state_key": "", "content": algorithm}
+            body["initial_state"] = [state]
+        return self.call("POST", "/_matrix/client/v3/createRoom", body, person.token)["room_id"]
+
+    def say(self, person: MatrixUser, room: str, content: dict[str, Any] | str) -> str:
+        """``person`` sends a message (text, or a whole content) to ``room``; its event id."""
+        if isinstance(content, str):
+            content = {"msgtype": "m.text", "body": content}
+        txn = secrets.token_hex(8)
+        path = f"/_matrix/client/v3/rooms/{_q(room)}/send/m.room.message/{txn}"
+        return self.call("PUT", path, content, person.token)["event_id"]
+
+    def upload(self, person: MatrixUser, data: bytes, media_type: str) -> str:
+        """Put a file in the media repository; its mxc:// address."""
+        request = urllib.request.Request(
+            f"{self.url}/_matrix/media/v3/upload", data=data, method="POST"
+        )
+        request.add_header("Content-Type", media_type)
+        request.add_header("Authorization", f"Bearer {person.token}")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())["content_uri"]
+
+    def messages(self, reader: MatrixUser, room: str) -> list[dict[str, Any]]:
+        """The room's ``m.room.message`` events, oldest first: sender, event id and content."""
+        path = f"/_matrix/client/v3/rooms/{_q(room)}/messages?dir=b&limit=200"
         events = self.call("GET", path, token=reader.token)["chunk"]
         return [
-            {"sender": ev["sender"], **ev["content"]}
+            {"sender": ev["sender"], "event_id": ev["event_id"], **ev["content"]}
             for ev in reversed(events)
             if ev["type"] == "m.room.message"
         ]
+
+    def typing(self, reader: MatrixUser, room: str, since: str) -> tuple[list[str], str]:
+        """Who ``reader``'s client is told types in ``room`` after ``since``, and the next token.
+
+        Start with ``since`` from :meth:`position`; the call long-polls for up to a second.
+        """
+        query = urllib.parse.urlencode({"since": since, "timeout": 1000})
+        sync = self.call("GET", f"/_matrix/client/v3/sync?{query}", token=reader.token)
+        joined = sync.get("rooms", {}).get("join", {}).get(room, {})
+        typing = [
+            user
+            for event in joined.get("ephemeral", {}).get("events", [])
+            if event["type"] == "m.typing"
+            for user in event["content"].get("user_ids", [])
+        ]
+        return typing, sync["next_batch"]
+
+    def position(self, reader: MatrixUser) -> str:
+        """``reader``'s sync token now: what comes after it is news."""
+        return self.call("GET", "/_matrix/client/v3/sync?timeout=0", token=reader.token)[
+            "next_batch"
+        ]
+
+
+def _q(room: str) -> str:
+    return urllib.parse.quote(room, safe="")
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,115 @@
+"""What a browser logs in with: a signed cookie, one-time tickets, and where to go after.
+
+The cookie never holds the owner token. It holds an expiry and an HMAC of it,
+keyed by a key derived from the owner token: a stolen cookie dies on its own
+after :data:`COOKIE_LIFETIME`, and rotating the token (``butler token
+--rotate``) ends every cookie and ticket at once, with no list of sessions
+to keep.
+
+A ticket is how one login covers a roster: the roster page, which can read
+each butler's token, links to each butler with a ticket that butler can
+check (an expiry, a nonce and an HMAC under the butler's own key). The
+butler redeems it once, sets its own cookie, and forgets it at its expiry.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+import re
+import secrets
+import time
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+#: How long a login lasts in the browser, restarts included.
+COOKIE_LIFETIME_S = 30 * 24 * 3600
+#: How long a roster page's link to a butler logs in (the page renews its links as it polls).
+TICKET_LIFETIME_S = 10 * 60
+#: At most this many unexpired tickets are remembered as used; past it the oldest go.
+MAX_REDEEMED = 10_000
+_VERSION = "v1"
+_TICKET = re.compile(r"^(\d{1,12})\.([A-Za-z0-9_-]{16,64})\.([0-9a-f]{64})$")
+_COOKIE = re.compile(r"^v1\.(\d{1,12})\.([0-9a-f]{64})$")
+
+
+@functools.lru_cache(maxsize=32)  # one derivation per token, not one per request
+def _key(owner_token: str, purpose: str) -> bytes:
+    return hmac.new(owner_token.encode(), f"butler-login-{purpose}".encode(), "sha256").digest()
+
+
+def _mac(key: bytes, message: str) -> str:
+    return hmac.new(key, message.encode(), hashlib.sha256).hexdigest()
+
+
+def issue_cookie(owner_token: str, now: float | None = None) -> str:
+    """A login cookie's value, good for :data:`COOKIE_LIFETIME_S` from ``now``."""
+    expires = int((now or time.time()) + COOKIE_LIFETIME_S)
+    body = f"{_VERSION}.{expires}"
+    return f"{body}.{_mac(_key(owner_token, 'cookie'), body)}"
+
+
+def cookie_valid(value: str | None, owner_token: str, now: float | None = None) -> bool:
+    """Whether ``value`` is a cookie :func:`issue_cookie` made with this token, not expired."""
+    match = _COOKIE.match(value or "")
+    if match is None:
+        return False
+    expected = _mac(_key(owner_token, "cookie"), f"{_VERSION}.{match.group(1)}")
+    if not hmac.compare_digest(match.group(2), expected):
+        return False
+    return int(match.group(1)) > (now or time.time())
+
+
+def mint_ticket(owner_token: str, now: float | None = None) -> str:
+    """A one-time login ticket for the butler whose owner token is ``owner_token``."""
+    expires = int((now or time.time()) + TICKET_LIFETIME_S)
+    nonce = secrets.token_urlsafe(18)
+    return f"{expires}.{nonce}.{_mac(_key(owner_token, 'ticket'), f'{expires}.{nonce}')}"
+
+
+class Tickets:
+    """The tickets one butler has redeemed, each refused after its first use."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self._redeemed: dict[str, int] = {}
+
+    def redeem(self, ticket: str, owner_token: str) -> bool:
+        """Whether ``ticket`` is good for this butler and unused; it is used up either way."""
+        match = _TICKET.match(ticket)
+        if match is None:
+            return False
+        expires, nonce, mac = int(match.group(1)), match.group(2), match.group(3)
+        expected = _mac(_key(owner_token, "ticket"), f"{expires}.{nonce}")
+        if not hmac.compare_digest(mac, expected):
+            return False
+        now = self.clock()
+        self._forget_expired(now)
+        if expires <= now or expires > now + TICKET_LIFETIME_S + 60 or nonce in self._redeemed:
+            return False
+        if len(self._redeemed) >= MAX_REDEEMED:
+            # The oldest still count as used: refuse rather than let one be replayed.
+            return False
+        self._redeemed[nonce] = expires
+        return True
+
+    def _forget_expired(self, now: float) -> None:
+        for nonce in [n for n, expires in self._redeemed.items() if expires <= now]:
+            del self._redeemed[nonce]
+
+
+def safe_next(target: str | None) -> str:
+    """``target`` when it is a path on this site, else ``/``: the login never sends elsewhere.
+
+    A browser reads ``//host``, ``/\\host`` and control characters inside a path as
+    another site, so only a plain absolute path (with its query) passes.
+    """
+    if not target or len(target) > 2000 or not target.startswith("/"):
+        return "/"
+    if target.startswith(("//", "/\\")) or any(ord(c) < 0x21 or c == "\\" for c in target):
+        return "/"
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc:
+        return "/"
+    return target

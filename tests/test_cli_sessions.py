@@ -1,0 +1,140 @@
+"""``butler trigger``, ``butler sessions``, ``butler logs`` against a real daemon.
+
+The daemon runs the ``command`` runtime (jailed, as by default): a bash line
+that answers, fails with a message on stderr, or takes a while, by prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO, DaemonProcess, free_port, wait_until, write_butler
+
+pytestmark = pytest.mark.slow
+
+BUTLER = Path(sys.executable).with_name("butler")
+SCRIPT = (
+    'case "$1" in '
+    "fail) echo 'the model API key is missing: set ANTHROPIC_API_KEY' >&2; exit 3;; "
+    "slow) until [ -e release ]; do sleep 0.1; done; echo 'done slowly';; "
+    '*) echo "You asked: $1";; esac'
+)
+RUNTIME = {"type": "command", "command": ["bash", "-c", SCRIPT, "butler", "{prompt}"]}
+
+
+def butler(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    return subprocess.run(
+        [str(BUTLER), *args],
+        capture_output=True,
+        text=True,
+        input=stdin,
+        env={**env, "COLUMNS": "250"},
+        cwd=REPO,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def daemon(roster, schema_name, pg_dsn):
+    port = free_port()
+    folder = write_butler(roster, "shell", port=port, schema=schema_name, runtime=RUNTIME)
+    with DaemonProcess(folder, port=port, database_url=pg_dsn) as running:
+        yield running
+
+
+def test_trigger_prints_the_answer_and_sessions_lists_it(daemon):
+    folder = str(daemon.config_dir)
+    done = butler("trigger", "-c", folder, "what is due?")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "You asked: what is due?\n"
+
+    listed = butler("sessions", "-c", folder, "--json")
+    rows = json.loads(listed.stdout)
+    assert [(r["status"], r["trigger_source"]) for r in rows] == [("succeeded", "external")]
+    table = butler("sessions", "-c", folder)
+    assert rows[0]["id"] in table.stdout and "succeeded" in table.stdout
+
+
+def test_a_failed_session_is_its_error_in_the_terminal_and_exit_1(daemon):
+    folder = str(daemon.config_dir)
+    failed = butler("trigger", "-c", folder, "fail")
+    assert failed.returncode == 1
+    assert "the model API key is missing: set ANTHROPIC_API_KEY" in failed.stderr
+    assert failed.stderr.startswith("butler: error: ")
+
+    rows = json.loads(butler("sessions", "-c", folder, "--json").stdout)
+    session = rows[0]["id"]
+    table = butler("sessions", "-c", folder, "--status", "failed")
+    line = next(line for line in table.stdout.splitlines() if session in line)
+    assert "failed" in line and "ANTHROPIC_API_KEY" in line  # the error's first line
+
+    shown = butler("logs", session, "-c", folder)
+    assert shown.returncode == 1
+    assert "prompt:\n  fail" in shown.stdout
+    assert "the model API key is missing" in shown.stdout
+    assert "tool calls (0):" in shown.stdout
+
+
+def test_the_prompt_can_come_from_stdin(daemon):
+    done = butler("trigger", "-c", str(daemon.config_dir), "-", stdin="from a file")
+    assert done.stdout == "You asked: from a file\n", done.stderr
+
+
+def test_logs_follow_waits_for_the_running_session_to_end(daemon):
+    folder = str(daemon.config_dir)
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    slow = subprocess.Popen(
+        [str(BUTLER), "trigger", "-c", folder, "slow"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=REPO,
+    )
+    try:
+
+        def running() -> str | None:
+            rows = json.loads(butler("sessions", "-c", folder, "--json").stdout)
+            return next((r["id"] for r in rows if r["status"] == "running"), None)
+
+        session = wait_until(running, timeout=60, interval=0.2)
+        followed = subprocess.Popen(
+            [str(BUTLER), "logs", session, "-c", folder, "--follow"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=REPO,
+        )
+        # The session waits (its cwd is the butler folder) until the follower is watching.
+        assert followed.stderr.readline() == f"session {session}: running\n"
+        (daemon.config_dir / "release").touch()
+        out, err = followed.communicate(timeout=60)
+        assert followed.returncode == 0, err
+        assert "status    succeeded" in out
+        assert "answer:\n  done slowly" in out
+    finally:
+        slow.communicate(timeout=60)
+
+
+def test_an_unknown_session_and_a_stopped_daemon_are_one_line(daemon):
+    folder = str(daemon.config_dir)
+    unknown = butler("logs", "00000000-0000-0000-0000-000000000000", "-c", folder)
+    assert unknown.returncode == 2
+    assert unknown.stderr == (
+        "butler: error: session 00000000-0000-0000-0000-000000000000 not found\n"
+    )
+    daemon.stop()
+    down = butler("trigger", "-c", folder, "hello")
+    assert down.returncode == 2
+    assert down.stderr == (
+        f"butler: error: butler 'shell' is not running at {daemon.url}/mcp; "
+        f"start it with: butler run --config {daemon.config_dir}\n"
+    )
