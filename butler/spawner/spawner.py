@@ -99,7 +99,6 @@ class Spawner:
         self._sandbox = resolve_mode(
             config.butler.sandbox, f"{config.config_dir / 'butler.toml'}: [butler.sandbox]"
         )
-        #: Sessions handed to workers, when ``[butler.runtime] workers = "remote"``.
         self._jobs = SessionJobs(sessions.db)
         self._interactive = InteractiveSessions(
             config, adapter, credentials, self._lifecycle, self._sandbox
@@ -309,10 +308,9 @@ class Spawner:
         parent: dict | None,
         progress: ProgressSink | None,
     ) -> RuntimeResult:
-        if self.config.runtime.workers == "remote":
+        if self.config.runtime.workers == "remote":  # the worker names itself on the row
             job = job_for(request, sid, parent)
-            _, result = await run_on_worker(self.config, self._jobs, self.session_tokens, job)
-            return result  # the row names its worker: the worker claimed it on pick
+            return await run_on_worker(self.config, self._jobs, self.session_tokens, job)
         memory = await memory_context(self.config, self.memory)
         with Workspace(self._workspace_prefix) as workspace:
             placed = await asyncio.to_thread(workspace.place, request.files)
