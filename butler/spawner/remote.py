@@ -57,8 +57,8 @@ async def run_on_worker(
     jobs: SessionJobs,
     tokens: SessionTokens,
     job: SessionJob,
-) -> tuple[str, RuntimeResult]:
-    """Hand ``job`` to the workers and wait for its result; ``(worker, result)``.
+) -> RuntimeResult:
+    """Hand ``job`` to the workers and wait for its result.
 
     Raises :class:`RuntimeFailure` with what the runtime produced when it failed,
     and when no worker reported within the session's time limit and a grace.
@@ -80,7 +80,7 @@ async def run_on_worker(
     if handed.get("status") != "succeeded":
         error = handed.get("error") or "the runtime failed on its worker"
         raise RuntimeFailure(f"{error} (on worker {worker})", result)
-    return worker, result
+    return result
 
 
 class _GivenToken:

@@ -92,7 +92,6 @@ class Spawner:
         self._sandbox = resolve_mode(
             config.butler.sandbox, f"{config.config_dir / 'butler.toml'}: [butler.sandbox]"
         )
-        #: Sessions handed to workers, when ``[butler.runtime] workers = "remote"``.
         self._jobs = SessionJobs(sessions.db)
         self._interactive = InteractiveSessions(
             config, adapter, credentials, self._lifecycle, self._sandbox
@@ -305,11 +304,9 @@ class Spawner:
         parent: dict | None,
         progress: ProgressSink | None,
     ) -> RuntimeResult:
-        if self.config.runtime.workers == "remote":
+        if self.config.runtime.workers == "remote":  # the worker names itself on the row
             job = job_for(request, sid, parent)
-            worker, result = await run_on_worker(self.config, self._jobs, self.session_tokens, job)
-            await self._lifecycle.annotate(sid, {"worker": worker})
-            return result
+            return await run_on_worker(self.config, self._jobs, self.session_tokens, job)
         return await self._here.run(request, sid, parent, progress)
 
     async def _own_share(

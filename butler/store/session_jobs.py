@@ -81,6 +81,21 @@ class SessionJobs:
                 )
             await Queries(AsyncpgDriver(self._queue)).enqueue(ENTRYPOINT, job.encode())
 
+    async def claim(self, session_id: str, worker: str) -> str | None:
+        """Mark the session as picked by ``worker``; None when it is the first, else the
+        worker that picked it before (and stopped: its job came round again)."""
+        claimed = await self.db.fetchval(
+            "UPDATE sessions SET metadata = metadata || jsonb_build_object('worker', $2::text)"
+            " WHERE id = $1 AND NOT metadata ? 'worker' RETURNING id",
+            uuid.UUID(session_id),
+            worker,
+        )
+        if claimed is not None:
+            return None
+        return await self.db.fetchval(
+            "SELECT metadata->>'worker' FROM sessions WHERE id = $1", uuid.UUID(session_id)
+        )
+
     async def put_result(self, session_id: str, worker: str, result: dict[str, Any]) -> None:
         """A worker's result for the session (once: a second one is ignored), and the wake-up."""
         async with self.db.pool.acquire() as conn, conn.transaction():

@@ -39,8 +39,9 @@ from butler.store.session_jobs import ENTRYPOINT, SessionJob, SessionJobs
 
 log = logging.getLogger(__name__)
 
-#: A picked session whose worker sent no heartbeat for this long is another worker's.
-HEARTBEAT_TIMEOUT = timedelta(seconds=60)
+#: A picked session whose worker sent no heartbeat for this long is another worker's
+#: (BUTLER_WORKER_HEARTBEAT_S changes it; the tests shorten it).
+HEARTBEAT_TIMEOUT = timedelta(seconds=float(os.environ.get("BUTLER_WORKER_HEARTBEAT_S") or 60))
 
 
 def worker_name() -> str:
@@ -59,6 +60,17 @@ async def reachable(config: ButlerConfig) -> str | None:
     if answer.status_code != 200:
         return f"{url}: HTTP {answer.status_code}"
     return None
+
+
+def stopped(worker: str) -> dict[str, object]:
+    """The result of a session whose worker stopped while it ran."""
+    seconds = HEARTBEAT_TIMEOUT.total_seconds()
+    return {
+        "status": "failed",
+        "error": f"the worker {worker} stopped while this session ran (no heartbeat for "
+        f"{seconds:g} s); it is not run again, since its runtime may have acted already",
+        "result": {},
+    }
 
 
 @dataclass
@@ -120,11 +132,16 @@ class Worker:
             if job.payload is None:
                 return
             picked = SessionJob.decode(job.payload)
-            log.info(
-                "session picked", extra={"butler": config.name, "session_id": picked.session_id}
-            )
+            sid = picked.session_id
+            log.info("session picked", extra={"butler": config.name, "session_id": sid})
+            before = await jobs.claim(sid, self.name)
+            if before is not None:
+                # Its worker died mid-run: the runtime may have acted already (mail sent,
+                # state written), so the session is recorded, never run a second time.
+                await jobs.put_result(sid, self.name, stopped(before))
+                return
             handed = await run_job(config, adapter, credentials, sandbox, picked)
-            await jobs.put_result(picked.session_id, self.name, handed)
+            await jobs.put_result(sid, self.name, handed)
 
         return Served(config, db, listener, manager)
 

@@ -3,16 +3,19 @@ joined by a veth link), calling back to their butler across the link."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import asyncpg
+import psutil
 import pytest
 
 from butler.store.embedded import EmbeddedPostgres
-from tests.helpers import REPO, DaemonProcess, butler_client, free_port
+from tests.helpers import REPO, DaemonProcess, butler_client, eventually, free_port
 from tests.workers.machines import Machine, machine
 
 pytestmark = pytest.mark.slow
@@ -78,7 +81,9 @@ class _Daemon(DaemonProcess):
         return f"http://{self.host}:{self.port}"
 
 
-def _worker(place: Machine, roster: Path, dsn: str, data: Path) -> subprocess.Popen[str]:
+def _worker(
+    place: Machine, roster: Path, dsn: str, data: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     argv = place.argv(
         sys.executable,
         "-m",
@@ -93,7 +98,7 @@ def _worker(place: Machine, roster: Path, dsn: str, data: Path) -> subprocess.Po
         "--log-format",
         "json",
     )
-    env = {**os.environ, "BUTLER_DATA_DIR": str(data)}
+    env = {**os.environ, **(env or {}), "BUTLER_DATA_DIR": str(data)}
     return subprocess.Popen(
         argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -155,6 +160,72 @@ async def test_a_worker_that_cannot_reach_its_butler_says_so_in_one_line_and_tak
                 assert f"{linked.peer}:{port}/health" in lines[0]
                 assert "takes none of its sessions" in lines[0]
             finally:
+                daemon.stop()
+    finally:
+        await server.stop()
+
+
+async def _picked_by(dsn: str) -> str | None:
+    """The worker that picked the newest session, once one did."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        return await conn.fetchval(
+            "SELECT metadata->>'worker' FROM workers_test.sessions ORDER BY created_at DESC LIMIT 1"
+        )
+    finally:
+        await conn.close()
+
+
+async def test_a_killed_workers_session_is_recorded_failed_by_the_next_worker_never_run_twice(
+    own_postgres, tmp_path
+):
+    server = EmbeddedPostgres(own_postgres)
+    dsn = await server.start()
+    roster = tmp_path / "roster"
+    marker = "307.25"  # this test's runtime, found by its argv to end it afterwards
+    try:
+        with machine() as place:
+            port = free_port()
+            folder = _butler(roster, place.peer, port)
+            toml = folder / "butler.toml"
+            toml.write_text(
+                toml.read_text().replace(
+                    toml.read_text().split("command = ")[1].splitlines()[0],
+                    json.dumps(["sleep", marker]),
+                )
+            )
+            daemon = _Daemon(folder, port=port, database_url=dsn, host=place.peer).start()
+            first = second = None
+            try:
+                first = _worker(place, roster, dsn, tmp_path / "first")
+                async with butler_client(f"{daemon.url}/mcp", timeout=120) as client:
+                    call = asyncio.create_task(client.call_tool("trigger", {"prompt": "nap"}))
+                    picked = await eventually(lambda: _picked_by(dsn), timeout=60)
+                    first.kill()  # kill -9: no drain, no goodbye
+                    first.wait(30)
+                    second = _worker(
+                        place, roster, dsn, tmp_path / "second", {"BUTLER_WORKER_HEARTBEAT_S": "3"}
+                    )
+                    answer = (await asyncio.wait_for(call, 120)).structured_content
+                assert not answer["success"]
+                assert f"the worker {picked} stopped while this session ran" in answer["error"]
+                assert "it is not run again" in answer["error"]
+                # The first worker's runtime died with it (its process dies with its parent);
+                # the second worker started none: nothing of this session runs anywhere.
+                alive = [
+                    p
+                    for p in psutil.process_iter(["cmdline"])
+                    if p.info["cmdline"] == ["sleep", marker]
+                ]
+                assert alive == []
+            finally:
+                for proc in psutil.process_iter(["cmdline"]):
+                    if proc.info["cmdline"] == ["sleep", marker]:
+                        proc.kill()
+                for worker in (first, second):
+                    if worker is not None and worker.poll() is None:
+                        worker.terminate()
+                        worker.communicate(timeout=60)
                 daemon.stop()
     finally:
         await server.stop()
