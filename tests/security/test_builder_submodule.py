@@ -1,4 +1,4 @@
-"""ATTACK: a builder's nested repository makes the daemon's git run its program.
+"""A builder's nested repository never gets the daemon's git to run its program.
 
 The builder's jail keeps the repository's ``config`` and ``hooks/`` read-only, but its
 worktree is its own. A repository made inside the worktree and committed as a gitlink
@@ -8,28 +8,26 @@ daemon's ``is_dirty``, run by ``builder_prune``, and ``git worktree remove`` wit
 ``--force``) recurses into the submodule and runs it. It runs in the daemon's git jail,
 which has the repository's whole ``.git`` writable: it plants a hook and ``core.fsmonitor``
 there, and the owner's own next ``git status`` / ``git checkout`` runs them, as the owner
-(root here). All from a plain session: ``builder_spawn`` + ``builder_prune``.
+(root here). All from a plain session: ``builder_spawn`` + ``builder_prune``. Now the daemon's git
+never looks into a submodule, and runs with ``.git`` read-only when it only reads.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.builders import conftest as builder_fixtures
-from tests.conftest import TEST_DSN
-from tests.helpers import DaemonProcess, free_port, require_jail, write_butler
+from tests.helpers import require_jail
 from tests.sandbox.conftest import Jailed
+from tests.security.conftest import attacked_butler, owners_git
 
 pytestmark = pytest.mark.slow
 
 repo = builder_fixtures.repo
-ATTACKER = Path(__file__).with_name("attacker.py")
 
 #: What the builder runs in its jail (its cwd is its worktree).
 BUILDER_SH = r"""
@@ -42,7 +40,8 @@ cat > .git/stage2.sh <<SH
 #!/bin/sh
 printf '#!/bin/sh\nid > MARKERS/hook\n' > $REPO/.git/hooks/post-checkout
 chmod +x $REPO/.git/hooks/post-checkout
-grep -q MARKERS $REPO/.git/config || printf '[core]\n\tfsmonitor = "id > MARKERS/fsmonitor; false"\n' >> $REPO/.git/config
+grep -q MARKERS $REPO/.git/config ||
+  printf '[core]\n\tfsmonitor = "id > MARKERS/fsmonitor; false"\n' >> $REPO/.git/config
 cat
 SH
 chmod +x .git/stage2.sh
@@ -56,33 +55,13 @@ echo planted
 @pytest.fixture
 def attacked(tmp_path: Path, schema_name: str, repo: Path) -> Iterator[Jailed]:
     require_jail()
-    roster = tmp_path / "roster"
-    (roster / "shared").mkdir(parents=True)
-    runtime = {
-        "type": "command",
-        "command": [
-            "/usr/bin/python3",
-            "-I",
-            str(roster / "victim" / "attacker.py"),
-            "{prompt_file}",
-            "{mcp_config}",
-        ],
-        "max_concurrent_sessions": 2,
-        "timeout_s": 240,
-    }
-    port = free_port()
     extra = f'\n[butler.builders]\nrepos = ["{repo}"]\n'
-    folder = write_butler(
-        roster, "victim", port=port, schema=schema_name, runtime=runtime, extra=extra
-    )
-    shutil.copy(ATTACKER, folder / "attacker.py")
-    data = tmp_path / "data"
-    env = {"BUTLER_DATA_DIR": str(data), "BUTLER_SANDBOX": "bwrap"}
-    with DaemonProcess(folder, port=port, database_url=TEST_DSN, env=env) as daemon:
-        yield Jailed(daemon, folder, data, schema_name)
+    daemon, jailed = attacked_butler(tmp_path, schema_name, extra)
+    with daemon:
+        yield jailed
 
 
-async def test_a_session_gets_the_owners_git_to_run_its_code(
+async def test_a_builders_submodule_leaves_nothing_for_the_owners_git_to_run(
     attacked: Jailed, repo: Path, tmp_path: Path
 ):
     markers = tmp_path / "markers"
@@ -102,8 +81,8 @@ async def test_a_session_gets_the_owners_git_to_run_its_code(
     result = await attacked.run(session_plan, timeout_s=240)
     assert result["success"], result
     # The owner, later, in their own checkout, with their own git:
-    subprocess.run(["git", "status", "--short"], cwd=repo, capture_output=True)
-    subprocess.run(["git", "checkout", "-q", "-b", "owner-work"], cwd=repo, capture_output=True)
+    owners_git(repo, "status", "--short")
+    owners_git(repo, "checkout", "-q", "-b", "owner-work")
     ran = sorted(p.name for p in markers.iterdir())
     assert ran == [], f"the owner's git ran the builder's code: {ran}: " + " | ".join(
         (markers / name).read_text().strip() for name in ran
