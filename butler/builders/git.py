@@ -158,7 +158,8 @@ def _real_dir(path: Path) -> bool:
 def top_of(path: Path) -> Path:
     """The nearest of ``path`` and its parents holding ``.git``, which must be a real
     folder: a linked ``.git`` would let the repository name any folder as its git
-    folder (and the builder's jail bind it writable); a ``.git`` file is a linked worktree."""
+    folder (and the builder's jail bind it writable); a ``.git`` file is a linked worktree.
+    A ``.git`` folder without ``HEAD`` is passed over, as git passes over it."""
     path = path.resolve()
     for folder in [path, *path.parents]:
         try:
@@ -167,6 +168,8 @@ def top_of(path: Path) -> Path:
             continue
         except OSError as exc:
             raise UserError(f"--repo {path}: cannot look for .git: {exc.strerror}") from None
+        if stat.S_ISDIR(found.st_mode) and not os.path.lexists(folder / ".git" / "HEAD"):
+            continue  # no repository (the empty one a jail holds in a butler folder): as git
         if not stat.S_ISDIR(found.st_mode):
             raise UserError(
                 f"--repo {folder}: its .git is a link or a file, not a folder; expected the "

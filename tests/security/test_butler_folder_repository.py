@@ -1,4 +1,4 @@
-"""ATTACK: a butler folder that is a repository puts ``.builders/`` in the session's reach.
+"""A butler folder that is a repository keeps ``.builders/`` out of its sessions' reach.
 
 With ``[butler.builders] repos`` unset, a session may use the repository holding its
 butler folder. When the butler folder *is* that repository, builders' worktrees are made
@@ -11,26 +11,24 @@ binds the repository's whole ``.git`` writable: hooks and config included.
 
 Here a session rewrites each new pointer as soon as the daemon's git writes it, then
 spawns a headless builder; the builder appends ``core.fsmonitor`` to ``.git/config``;
-the owner's next ``git status`` in the butler folder runs it.
+the owner's next ``git status`` in the butler folder runs it. Now a session's jail holds
+``.builders/`` read-only, and the builder's jail takes its worktree folder from the
+builder's id, never from the pointer.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import TEST_DSN
-from tests.helpers import DaemonProcess, free_port, require_jail, write_butler
+from tests.helpers import require_jail
 from tests.sandbox.conftest import Jailed
+from tests.security.conftest import attacked_butler, owners_git
 
 pytestmark = pytest.mark.slow
-
-ATTACKER = Path(__file__).with_name("attacker.py")
 
 POLLER = r"""
 ( end=$(( $(date +%s) + 90 ))
@@ -49,34 +47,18 @@ echo poller started
 @pytest.fixture
 def butler(tmp_path: Path, schema_name: str) -> Iterator[Jailed]:
     require_jail()
-    roster = tmp_path / "roster"
-    (roster / "shared").mkdir(parents=True)
-    runtime = {
-        "type": "command",
-        "command": [
-            "/usr/bin/python3",
-            "-I",
-            str(roster / "victim" / "attacker.py"),
-            "{prompt_file}",
-            "{mcp_config}",
-        ],
-        "max_concurrent_sessions": 2,
-        "timeout_s": 120,
-    }
-    port = free_port()
-    folder = write_butler(roster, "victim", port=port, schema=schema_name, runtime=runtime)
-    shutil.copy(ATTACKER, folder / "attacker.py")
+    daemon, jailed = attacked_butler(tmp_path, schema_name, timeout_s=120)
     # The owner keeps the butler folder in git (docs: "a butler folder that is a repository").
-    git = ["git", "-c", "user.name=o", "-c", "user.email=o@o"]
-    subprocess.run(["git", "init", "-q", str(folder)], check=True)
-    subprocess.run([*git, "-C", str(folder), "add", "."], check=True)
-    subprocess.run([*git, "-C", str(folder), "commit", "-qm", "butler"], check=True)
-    env = {"BUTLER_DATA_DIR": str(tmp_path / "data"), "BUTLER_SANDBOX": "bwrap"}
-    with DaemonProcess(folder, port=port, database_url=TEST_DSN, env=env) as daemon:
-        yield Jailed(daemon, folder, tmp_path / "data", schema_name)
+    owners_git(jailed.folder, "init", "-q")
+    owners_git(jailed.folder, "add", ".")
+    owners_git(jailed.folder, "commit", "-qm", "butler")
+    with daemon:
+        yield jailed
 
 
-async def test_a_session_gives_its_builder_the_whole_git_folder(butler: Jailed, tmp_path: Path):
+async def test_a_session_cannot_hand_its_builder_the_whole_git_folder(
+    butler: Jailed, tmp_path: Path
+):
     marker = tmp_path / "fsmonitor-ran"
     git_dir = butler.folder / ".git"
     builder_sh = (
@@ -98,5 +80,5 @@ async def test_a_session_gives_its_builder_the_whole_git_folder(butler: Jailed, 
     }
     result = await butler.run(plan, timeout_s=120)
     assert result["success"], result
-    subprocess.run(["git", "status", "--short"], cwd=butler.folder, capture_output=True)
+    owners_git(butler.folder, "status", "--short")
     assert not marker.exists(), f"owner's git ran the builder's fsmonitor: {marker.read_text()}"
