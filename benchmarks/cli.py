@@ -25,6 +25,7 @@ import uuid
 from pathlib import Path
 
 from common import DEFAULT_DSN, REPO, drop_schema, median
+from rows import Row, at_most, table
 
 from tests.helpers import DaemonProcess, free_port, write_butler
 
@@ -56,32 +57,43 @@ def commands(folder: Path, roster: Path) -> dict[str, list[str]]:
         "butler list": ["list", "--roster", str(roster)],
         "butler credentials list": ["credentials", "list", *config],
         "butler stop (refused by the daemon)": ["stop", "no-such-builder", *config],
+        "butler sessions": ["sessions", *config],
     }
 
 
-def measure(dsn: str, runs: int, tmp: Path) -> list[tuple[str, float, float, str]]:
-    """One row per command: its median CPU ms, and ``python -c pass``'s."""
+def measure(dsn: str, runs: int, tmp: Path) -> list[Row]:
+    """One row per command: its median CPU ms, beside ``python -c pass``'s."""
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     env.update(BUTLER_DATA_DIR=str(tmp / "data"), DATABASE_URL=dsn, BUTLER_TOKEN=TOKEN)
     schema = f"bench_cli_{uuid.uuid4().hex[:8]}"
     roster = tmp / "roster"
     runtime = {"type": "command", "command": ["echo", "done"]}
-    folder = write_butler(roster, "cli", port=free_port(), schema=schema, runtime=runtime)
-    port = int(folder.joinpath("butler.toml").read_text().split("port = ")[1].split()[0])
+    port = free_port()
+    folder = write_butler(roster, "cli", port=port, schema=schema, runtime=runtime)
     reference = [cpu_ms([sys.executable, "-c", "pass"], env) for _ in range(runs)]
-    rows = []
+    found = []
     daemon = DaemonProcess(folder, port=port, database_url=dsn, env=env, token=TOKEN)
     try:
         daemon.start()
         for label, args in commands(folder, roster).items():
             argv = [str(BUTLER), *args]
             cpu_ms(argv, env)  # warms the file cache; not counted
-            rows.append((f"CLI CPU: {label}", median([cpu_ms(argv, env) for _ in range(runs)])))
+            found.append((label, median([cpu_ms(argv, env) for _ in range(runs)])))
     finally:
         daemon.stop()
         asyncio.run(drop_schema(dsn, schema))
     floor = median(reference)
-    return [(label, ours, floor, REFERENCE) for label, ours in rows]
+    return [
+        Row(
+            f"CLI CPU: {label}",
+            ours,
+            floor,
+            REFERENCE,
+            goal=at_most(GOAL_MS, "ms") if has_goal(label) else None,
+            measures=f"median CPU (user + system, wait4) of {runs} runs of `{label}`",
+        )
+        for label, ours in found
+    ]
 
 
 def main() -> None:
@@ -93,14 +105,8 @@ def main() -> None:
     print(f"machine: {machine}; load average {os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory() as work:
         rows = measure(args.database_url, args.runs, Path(work))
-    print("| command | CPU | python -c pass | goal | met |")
-    print("|---|---|---|---|---|")
-    for label, ours, floor, _ in rows:
-        command = label.removeprefix("CLI CPU: ")
-        goal = has_goal(command)
-        met = ("yes" if ours <= GOAL_MS else "**no**") if goal else ""
-        goal_text = f"<= {GOAL_MS} ms" if goal else ""
-        print(f"| {command} | {ours:.0f} ms | {floor:.0f} ms | {goal_text} | {met} |")
+    print(table(rows, verdicts=True))
+    print(f"load at the end: {os.getloadavg()}")
 
 
 def has_goal(command: str) -> bool:

@@ -14,6 +14,9 @@ sys.path.insert(0, str(REPO))
 
 from tests.helpers import free_port, wait_until  # noqa: E402
 
+# The benchmarks run where the suite runs, as root on the CI machine: butler refuses root
+# unless told, as the suite tells it (tests/conftest.py).
+os.environ.setdefault("BUTLER_ALLOW_ROOT", "1")
 DEFAULT_DSN = os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 NOOP_CLI = REPO / "tests" / "runtimes" / "fake_claude.py"
 TICKS = os.sysconf("SC_CLK_TCK")

@@ -112,6 +112,7 @@ def main() -> None:
     args = parser.parse_args()
 
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env.setdefault("BUTLER_ALLOW_ROOT", "1")  # as the suite runs it (tests/conftest.py)
     work = Path(tempfile.mkdtemp(prefix="butler-bench-"))
     schema = f"bench_{uuid.uuid4().hex[:8]}"
     try:

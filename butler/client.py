@@ -21,6 +21,7 @@ from butler.security.owner_token import owner_token
 if TYPE_CHECKING:
     from fastmcp import Client
 
+    from butler.address import DaemonAddress
     from butler.config import ButlerConfig
 
 
@@ -68,7 +69,7 @@ def _loopback(host: str | None) -> bool:
         return False
 
 
-def _refuse_a_stranger(config: ButlerConfig, url: str) -> None:
+def _refuse_a_stranger(config: ButlerConfig | DaemonAddress, url: str) -> None:
     """No owner token for a local port that another user's process holds.
 
     A butler that is down leaves its port free for any local user to listen
@@ -119,7 +120,7 @@ async def call(client: Client, tool: str, arguments: dict[str, Any]) -> Any:
 
 
 def tool_call(
-    config: ButlerConfig,
+    config: ButlerConfig | DaemonAddress,
     tool: str,
     arguments: dict[str, Any],
     *,

@@ -24,6 +24,7 @@ from butler.store.credentials import CredentialStore
 from butler.store.db import Database, redact_dsn
 from butler.store.deliveries import DeliveryStore
 from butler.store.embedded import EmbeddedPostgres
+from butler.store.install import Install, Lease, check_install, hold
 from butler.store.memory import PostgresMemory
 from butler.store.migrations import Migration, migrate
 from butler.store.schedules import ScheduleStore
@@ -40,8 +41,12 @@ class OpenDatabase:
     db: Database
     embedded: EmbeddedPostgres | None = None
     applied: list[Migration] = field(default_factory=list)
+    #: A serving daemon's hold on its schema (:mod:`butler.store.install`).
+    lease: Lease | None = None
 
     async def close(self) -> None:
+        if self.lease is not None:
+            await self.lease.release()
         await self.db.close()
         if self.embedded is not None:
             await self.embedded.stop()
@@ -70,21 +75,28 @@ async def start_embedded() -> tuple[EmbeddedPostgres, str]:
     return embedded, dsn
 
 
-async def open_database(config: ButlerConfig, dsn: str | None = None) -> OpenDatabase:
-    """Connect to the butler's schema and migrate it.
+async def open_database(
+    config: ButlerConfig, dsn: str | None = None, *, serving: bool = False
+) -> OpenDatabase:
+    """Connect to the butler's schema, migrate it and check it holds this butler's data.
 
     At ``dsn`` when given (a roster's shared embedded database), else at the
     configured URL, else in an embedded PostgreSQL started here and stopped
-    by :meth:`OpenDatabase.close`.
+    by :meth:`OpenDatabase.close`. ``serving``: the daemon's own opening, which
+    holds the schema until closed and is refused while another daemon holds it.
     """
     embedded = None
     dsn = dsn or config.butler.db.url
     if not dsn:
         embedded, dsn = await start_embedded()
     db = Database(dsn, config.db_schema)
+    lease = None
     try:
         await db.connect()
         applied = await migrate(db)
+        chosen = config.butler.db.schema_ is not None
+        await check_install(db, Install(config.name, config.config_dir, chosen))
+        lease = await hold(db, config.name) if serving else None
     except BaseException:
         await db.close()
         if embedded is not None:
@@ -98,7 +110,7 @@ async def open_database(config: ButlerConfig, dsn: str | None = None) -> OpenDat
             "migrations_applied": [m.version for m in applied],
         },
     )
-    return OpenDatabase(db, embedded, applied)
+    return OpenDatabase(db, embedded, applied, lease)
 
 
 async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:

@@ -166,7 +166,7 @@ class _Session:
             where = f"{self.connection.host}:{self.connection.port}"
             raise McpError(f"cannot reach {where}: {exc}") from None
         if response.status >= 400:
-            detail = response.read(2000).decode("utf-8", "replace").strip()
+            detail = " ".join(response.read(2000).decode("utf-8", "replace").split())
             raise McpError(f"HTTP {response.status}: {detail[:300]}", status=response.status)
         return response
 
@@ -195,6 +195,8 @@ def _messages(response: http.client.HTTPResponse) -> Iterator[dict[str, Any]]:
         line = response.readline(MAX_MESSAGE_BYTES + 1)
         if not line:
             return
+        if len(line) > MAX_MESSAGE_BYTES:
+            raise McpError(f"an event of more than {MAX_MESSAGE_BYTES} bytes")
         line = line.rstrip(b"\r\n")
         if line.startswith(b"data:"):
             chunk = line[5:].removeprefix(b" ")

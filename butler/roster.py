@@ -23,6 +23,7 @@ import uvicorn
 
 from butler import roster_channels
 from butler.config import ButlerConfig
+from butler.config.watch import current_digest
 from butler.context import ButlerContext
 from butler.daemon import OpenDatabase, assemble, open_database, start_embedded
 from butler.errors import ButlerError
@@ -158,7 +159,8 @@ async def up(configs: Sequence[ButlerConfig], *, named: bool = True) -> None:
             for config in configs:
                 token = current_butler.set(config.name)
                 try:
-                    opened.append(await open_database(config, config.butler.db.url or shared))
+                    url = config.butler.db.url or shared
+                    opened.append(await open_database(config, url, serving=True))
                 finally:
                     current_butler.reset(token)
             await probing
@@ -197,6 +199,7 @@ async def serve_all(
     serving = lambda: all(s.started for s in servers)  # noqa: E731
     channels = asyncio.create_task(roster_channels.start_when_serving(butlers, serving))
     announce = asyncio.create_task(_announce(servers, started))
+    watching = asyncio.create_task(watch_configs(butlers))
     tasks = [asyncio.create_task(_serve(s, sock)) for s, sock in zip(servers, sockets, strict=True)]
     try:
         # A butler that stops on its own takes the others down with it: a
@@ -210,6 +213,7 @@ async def serve_all(
         for sig in STOP_SIGNALS:
             loop.remove_signal_handler(sig)
         announce.cancel()
+        watching.cancel()
         channels.cancel()
         await roster_channels.stop(butlers)
         for task, butler in zip(schedules, butlers, strict=True):
@@ -217,6 +221,31 @@ async def serve_all(
         for butler in butlers:
             await butler.spawner.drain(0)
     _raise_failures(servers, tasks)
+
+
+#: How often a running butler looks whether its butler.toml changed.
+CONFIG_CHECK_EVERY_S = 5.0
+
+
+async def watch_configs(butlers: Sequence[ButlerContext]) -> None:
+    """Say once per change that a butler's butler.toml changed and needs a restart."""
+    warned: dict[str, str | None] = {b.config.name: b.config.source_digest for b in butlers}
+    while True:
+        await asyncio.sleep(CONFIG_CHECK_EVERY_S)
+        for butler in butlers:
+            config = butler.config
+            now = await asyncio.to_thread(current_digest, config)
+            if config.source_digest is None or now == warned[config.name]:
+                continue
+            warned[config.name] = now
+            if now == config.source_digest:
+                log.info("butler.toml is back as loaded", extra={"butler": config.name})
+                continue
+            log.warning(
+                "butler.toml changed since start: restart the daemon to apply it "
+                "(settings are read once)",
+                extra={"butler": config.name, "path": str(config.config_dir / "butler.toml")},
+            )
 
 
 async def _serve(server: ButlerServer, sock: socket.socket) -> None:

@@ -221,7 +221,8 @@ class Scheduler:
         self, schedule: ScheduleConfig, caller: str | None = None
     ) -> SpawnerResult | None:
         try:
-            result = await self.spawner.trigger(self._request(schedule, caller))
+            # no session waits on this task, so it may wait for a slot itself
+            result = await self.spawner.trigger(self._request(schedule, caller), background=True)
         except Exception:
             log.exception("scheduled session crashed", extra={"schedule": schedule.name})
             return None

@@ -144,6 +144,14 @@ async def warm_up(mcp: FastMCP) -> None:
     several times slower than later ones. One list and one call through the
     server's own API (middleware included) pay for it, without importing
     FastMCP's client stack, which start-up does not otherwise need.
+
+    The MCP SDK checks a call's ``Mcp-Param-*`` headers against the tool's
+    input schema; with no lookup it runs a whole ``tools/list`` through the
+    server (middleware and all) for every ``tools/call``, a sixth of the
+    daemon's CPU per trigger. The tools are fixed once registered, so the
+    lookup answers from what this listing returned.
     """
-    await mcp.list_tools()
+    tools = await mcp.list_tools()
+    schemas = {tool.name: tool.to_mcp_tool(name=tool.name).input_schema for tool in tools}
+    mcp._mcp_server.get_tool_input_schema = schemas.get
     await mcp.call_tool("status", {})

@@ -22,7 +22,7 @@ BUTLER = Path(sys.executable).with_name("butler")
 SCRIPT = (
     'case "$1" in '
     "fail) echo 'the model API key is missing: set ANTHROPIC_API_KEY' >&2; exit 3;; "
-    "slow) sleep 4; echo 'done slowly';; "
+    "slow) until [ -e release ]; do sleep 0.1; done; echo 'done slowly';; "
     '*) echo "You asked: $1";; esac'
 )
 RUNTIME = {"type": "command", "command": ["bash", "-c", SCRIPT, "butler", "{prompt}"]}
@@ -105,11 +105,21 @@ def test_logs_follow_waits_for_the_running_session_to_end(daemon):
             return next((r["id"] for r in rows if r["status"] == "running"), None)
 
         session = wait_until(running, timeout=60, interval=0.2)
-        followed = butler("logs", session, "-c", folder, "--follow")
-        assert followed.returncode == 0, followed.stderr
-        assert f"session {session}: running" in followed.stderr
-        assert "status    succeeded" in followed.stdout
-        assert "answer:\n  done slowly" in followed.stdout
+        followed = subprocess.Popen(
+            [str(BUTLER), "logs", session, "-c", folder, "--follow"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=REPO,
+        )
+        # The session waits (its cwd is the butler folder) until the follower is watching.
+        assert followed.stderr.readline() == f"session {session}: running\n"
+        (daemon.config_dir / "release").touch()
+        out, err = followed.communicate(timeout=60)
+        assert followed.returncode == 0, err
+        assert "status    succeeded" in out
+        assert "answer:\n  done slowly" in out
     finally:
         slow.communicate(timeout=60)
 

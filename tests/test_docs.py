@@ -116,6 +116,20 @@ def test_the_quick_start_the_health_check_and_the_mcp_client_example(quick_start
     assert client.returncode == 0, client.stderr
     assert client.stdout.splitlines() == ['{"dose":"65mg"}', "Nothing is due today."]
 
+    # The quick start's third command: the answer in the terminal.
+    fake_model.script = [Text("Your iron, 65mg.")]
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    trigger = subprocess.run(
+        shlex.split(moved(marked("trigger"), port)),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**env, "BUTLER_PORT": str(port)},
+        timeout=180,
+    )
+    assert trigger.returncode == 0, trigger.stderr
+    assert trigger.stdout == "Your iron, 65mg.\n"
+
     # The tools table names real tools with their real parameters.
     readme = read(REPO / "README.md")
     table = readme[readme.index("Tools every butler serves:") : readme.index("## A butler")]

@@ -65,9 +65,18 @@ class BuilderManager:
         self._typing: set[asyncio.Task[bool]] = set()
 
     async def spawn(
-        self, options: SpawnOptions, repo: Path, source: str = "external", headless: bool = False
+        self,
+        options: SpawnOptions,
+        repo: Path,
+        source: str = "external",
+        headless: bool = False,
+        caller: str | None = None,
     ) -> dict[str, Any]:
-        """Create a builder; return its view (and, headless, the session's result)."""
+        """Create a builder; return its view (and, headless, the session's result).
+
+        ``caller`` is the running session that asked: a headless builder is its
+        child, in its chain (spawner/chains.py).
+        """
         mode = choose_mode(options)
         if headless and mode == "shell":
             raise UserError("--headless needs a prompt; --shell is an interactive session only")
@@ -86,7 +95,7 @@ class BuilderManager:
                 await self._check_room()
                 return await self._interactive(plan, source, runtime)
             await git.add_worktree(plan.repo, plan.worktree, plan.branch)
-        return await self._headless(plan, source)
+        return await self._headless(plan, source, caller)
 
     async def running(self) -> int:
         """How many interactive builders run now (their runtimes hold no session slot)."""
@@ -147,7 +156,9 @@ class BuilderManager:
         if await git.branch_exists(plan.repo, plan.branch):
             await git.delete_branch(plan.repo, plan.branch)
 
-    async def _headless(self, plan: BuilderPlan, source: str) -> dict[str, Any]:
+    async def _headless(
+        self, plan: BuilderPlan, source: str, caller: str | None = None
+    ) -> dict[str, Any]:
         """The same builder run through the spawner to completion, in its worktree."""
         context = (
             f"You are a builder. Your git worktree is {plan.worktree} on branch {plan.branch}; "
@@ -162,6 +173,7 @@ class BuilderManager:
             session_type=plan.type,
             metadata={**plan.metadata(), "headless": True},
             writable=plan_writable(plan),
+            caller_session_id=caller,
         )
         result = await self.spawner.trigger(request)
         if result.session_id is None:  # refused before a session existed

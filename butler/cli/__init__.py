@@ -46,6 +46,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "The sources `butler ask` and `butler chat` can read: git checkouts, folders, files.",
     ),
     "up": ("roster", "Run every butler of the roster in this one process."),
+    "worker": (
+        "worker",
+        "Run the sessions the roster's daemons hand to workers, on this machine.",
+    ),
     "list": (
         "roster",
         "Show the roster's butlers: port, runtime, schedules and whether each is up.",

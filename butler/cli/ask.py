@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Column, Table
-from rich.text import Text
 
 from butler.cli.common import console, fail, names, run, sub_app, waiting
 from butler.errors import UserError
-from butler.subagent.runner import SubagentRunner
-from butler.subagent.sources import add_source, config_path, load_user_config
+from butler.subagent.sources import add_source, config_path, load_user_config, remove_source
+
+if TYPE_CHECKING:
+    from butler.subagent.runner import SubagentRunner
 
 app = sub_app()
 
@@ -66,6 +66,8 @@ def source_names(sources: str) -> list[str]:
 
 def _runner() -> SubagentRunner:
     """The runner over the user's config; a bad config is one line and exit 2."""
+    from butler.subagent.runner import SubagentRunner
+
     try:
         config = load_user_config()
     except UserError as exc:
@@ -115,6 +117,9 @@ def sources_list() -> None:
     if not len(config.sources):
         typer.echo(f"no sources in {config.path}; add one with: butler sources add NAME PATH")
         return
+    from rich.table import Column, Table
+    from rich.text import Text
+
     table = Table(Column("name", no_wrap=True), "kind", Column("path", overflow="fold"))
     for source in config.sources:
         table.add_row(source.name, source.kind, Text(str(source.path)))
@@ -137,3 +142,20 @@ def sources_add(
     except UserError as exc:
         fail(str(exc))
     typer.echo(f"added {source.name} ({source.kind}) -> {source.path} in {config_path()}")
+
+
+@sources_app.command(
+    "remove",
+    epilog="[bold]Examples[/bold]\n\n  butler sources remove langchain\n\n"
+    "  butler sources list\n\n"
+    "Only the entry goes; the folder or file it named is not touched.",
+)
+def sources_remove(
+    name: Annotated[str, typer.Argument(help="The source's name, from butler sources list.")],
+) -> None:
+    """Remove a source from \\[sources] in config.toml (the rest of the file is kept)."""
+    try:
+        source = remove_source(name)
+    except UserError as exc:
+        fail(str(exc))
+    typer.echo(f"removed {source.name} ({source.path}) from {config_path()}")

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from butler.builders.modes import NothingToSpawn, SpawnOptions, choose_mode
-from butler.cli.common import JsonOption, console, fail, load, sub_app, waiting
+from butler.cli.common import JsonOption, address, console, fail, load, sub_app, waiting
 from butler.errors import ButlerError, UserError
 
 app = sub_app()
@@ -123,7 +123,7 @@ def attach(
     from butler.client import DaemonNotRunning
     from butler.client import tool_call as daemon_tool
 
-    cfg = load(config)
+    cfg = address(config)
     try:
         found = daemon_tool(cfg, "builder_get", {"builder_id": builder_id}, 30)
         socket, name = found.get("tmux_socket"), found.get("tmux_session")
@@ -146,7 +146,7 @@ def builders(
     as_json: JsonOption = False,
 ) -> None:
     """List the butler's builders, grouped by type, from its session records."""
-    found = ask(load(config), "builder_list", {"include_pruned": show_all}, 30)
+    found = ask(address(config), "builder_list", {"include_pruned": show_all}, 30)
     if as_json:
         typer.echo(json.dumps(found, indent=2))
         return
@@ -160,7 +160,7 @@ def stop(
     as_json: JsonOption = False,
 ) -> None:
     """End a running builder's runtime; it is recorded cancelled (prune removes it later)."""
-    found = ask(load(config), "builder_stop", {"builder_id": builder_id}, 60)
+    found = ask(address(config), "builder_stop", {"builder_id": builder_id}, 60)
     if as_json:
         typer.echo(json.dumps(found, indent=2))
         return
@@ -181,7 +181,7 @@ def prune(
     as_json: JsonOption = False,
 ) -> None:
     """Remove finished builders' worktrees, merged branches and tmux sessions."""
-    found = ask(load(config), "builder_prune", {"force": force}, 120)
+    found = ask(address(config), "builder_prune", {"force": force}, 120)
     if as_json:
         typer.echo(json.dumps(found, indent=2))
         return

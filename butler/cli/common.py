@@ -149,6 +149,17 @@ def load(config_dir: Path, **overrides: Any) -> ButlerConfig:
         fail(str(exc))
 
 
+def address(config_dir: Path) -> Any:
+    """What a command needs to reach the butler's running daemon (name, URL, folder).
+
+    Read plainly from butler.toml when it says them plainly (no validation of
+    the rest: much cheaper); otherwise the full load, which names the mistake.
+    """
+    from butler.address import daemon_address
+
+    return daemon_address(config_dir) or load(config_dir)
+
+
 def check_log_level(level: str) -> str:
     """``--log-level`` as given, or one line naming what is allowed."""
     if level.lower() not in LOG_LEVELS:

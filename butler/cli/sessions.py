@@ -15,13 +15,15 @@ from typing import Annotated, Any
 
 import typer
 
-from butler.cli.common import ConfigOption, JsonOption, console, fail, load, sub_app, waiting
+from butler.cli.common import ConfigOption, JsonOption, address, console, fail, sub_app, waiting
 from butler.errors import ButlerError, UserError
 
 app = sub_app()
 
 #: How often ``butler logs --follow`` asks for the session while it runs.
 FOLLOW_EVERY_S = 1.0
+#: A session's own limit when neither --timeout nor butler.toml gives one (as the config's).
+DEFAULT_TIMEOUT_S = 600
 #: Statuses of a session that has not ended.
 OPEN = ("pending", "running")
 
@@ -82,12 +84,12 @@ def trigger(
         prompt = sys.stdin.read()
     if not prompt.strip():
         fail('the prompt is empty; expected what to ask, e.g. butler trigger -c DIR "Hello"')
-    cfg = load(config)
+    cfg = address(config)
     arguments = {"prompt": prompt, "context": context, "max_turns": max_turns}
     arguments["timeout_s"] = timeout
     arguments = {k: v for k, v in arguments.items() if v is not None}
     # The client waits the session's whole time: its timeout, plus time in the queue.
-    wait = (timeout or cfg.runtime.timeout_s) + 300
+    wait = (timeout or getattr(cfg, "timeout_s", None) or DEFAULT_TIMEOUT_S) + 300
     with waiting(f"{cfg.name}: session queued…") as status:
 
         def progress(_done: float, _total: float | None, message: str | None) -> None:
@@ -127,7 +129,7 @@ def sessions(
     as_json: JsonOption = False,
 ) -> None:
     """List the butler's recent sessions: status, source, duration, cost, error."""
-    cfg = load(config)
+    cfg = address(config)
     arguments: dict[str, Any] = {"limit": limit, "status": status, "trigger_source": source}
     rows = call(cfg, "session_list", {k: v for k, v in arguments.items() if v is not None}, 60)
     if as_json:
@@ -166,7 +168,7 @@ def logs(
     as_json: JsonOption = False,
 ) -> None:
     """Show one session whole: prompt, tool calls, answer or error (--follow)."""
-    cfg = load(config)
+    cfg = address(config)
     row = call(cfg, "session_get", {"session_id": session}, 60)
     if follow and row.get("status") in OPEN:
         seen = row.get("status")

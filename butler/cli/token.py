@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from butler.cli.common import ConfigOption, fail, load, sub_app
+from butler.cli.common import ConfigOption, address, fail, sub_app
 from butler.errors import UserError
 from butler.security.owner_token import owner_token, rotate_owner_token
 
@@ -28,7 +28,7 @@ def token(
     ] = False,
 ) -> None:
     """Print the butler's owner token: send it as 'Authorization: Bearer <token>'."""
-    cfg = load(config)
+    cfg = address(config)  # the name and URL only: no need to validate the whole folder
     try:
         value = rotate_owner_token(cfg.name) if rotate else owner_token(cfg.name)
     except UserError as exc:

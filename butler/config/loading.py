@@ -11,6 +11,7 @@ from butler.config.errors import validation_error_line
 from butler.config.model import ButlerConfig, ButlerSection
 from butler.config.notify import with_roster_defaults
 from butler.config.overrides import apply_env, env_overrides, put
+from butler.config.watch import digest
 from butler.errors import ConfigError
 from butler.runtimes.registry import adapter_class, available_runtimes
 from butler.runtimes.settings import RuntimeConfig
@@ -32,6 +33,7 @@ def load_config(config_dir: str | Path, **overrides: Any) -> ButlerConfig:
     path = folder / "butler.toml"
     if not path.is_file():
         raise ConfigError(f"{folder}: no butler.toml found; {expected}")
+    loaded_digest = digest(path)
     data = read_toml(path)
     unknown = sorted(set(data) - {"butler"})
     if unknown:
@@ -61,7 +63,7 @@ def load_config(config_dir: str | Path, **overrides: Any) -> ButlerConfig:
         table = table.model_copy(update={"type": name})
         _check_runtime_type(table, path, str(path), f"butler.builders.runtimes.{name}")
     _check_prompt_file(folder, section.runtime)
-    return ButlerConfig(butler=section, config_dir=folder)
+    return ButlerConfig(butler=section, config_dir=folder, source_digest=loaded_digest)
 
 
 def _check_prompt_file(folder: Path, runtime: RuntimeConfig) -> None:

@@ -106,6 +106,8 @@ class ButlerConfig(BaseModel):
 
     butler: ButlerSection
     config_dir: Path
+    #: SHA-256 of the butler.toml it was loaded from (``config.watch`` compares it).
+    source_digest: str | None = None
 
     @property
     def name(self) -> str:

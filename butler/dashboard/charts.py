@@ -197,8 +197,8 @@ def chart_routes(view: View) -> list[Route]:
         try:
             days, html = await body(request)
         except BadParam as exc:
-            return bad(exc, json=False)
-        return view.page(
+            return await view.refused_page(str(exc), 400, "/charts")
+        return await view.page(
             Page(
                 title=f"{view.butler.config.name} · charts",
                 subtitle=f"the last {days} days (UTC)",
@@ -213,7 +213,7 @@ def chart_routes(view: View) -> list[Route]:
         try:
             _, html = await body(request)
         except BadParam as exc:
-            return bad(exc, json=True)
+            return bad(exc)
         return live(html)
 
     return [

@@ -109,8 +109,8 @@ class Conversations:
         try:
             html = await self.listing_body(request)
         except BadParam as exc:
-            return bad(exc, json=False)
-        return self.view.page(
+            return await self.view.refused_page(str(exc), 400, "/conversations")
+        return await self.view.page(
             Page(
                 title=f"{self.view.butler.config.name} · conversations",
                 subtitle="chat conversations of this butler's channels",
@@ -124,16 +124,16 @@ class Conversations:
         try:
             return live(await self.listing_body(request))
         except BadParam as exc:
-            return bad(exc, json=True)
+            return bad(exc)
 
     async def thread(self, request: Request) -> Response:
         try:
             html = await self.thread_body(request)
         except BadParam as exc:
-            return bad(exc, json=False)
+            return await self.view.refused_page(str(exc), 400, "/conversations")
         if html is None:
-            return refused(NOT_FOUND, 404)
-        return self.view.page(
+            return await self.view.refused_page(NOT_FOUND, 404, "/conversations")
+        return await self.view.page(
             Page(
                 title=f"{self.view.butler.config.name} · conversation",
                 subtitle="a conversation, oldest message first",
@@ -147,7 +147,7 @@ class Conversations:
         try:
             html = await self.thread_body(request)
         except BadParam as exc:
-            return bad(exc, json=True)
+            return bad(exc)
         return refused(NOT_FOUND, 404, json=True) if html is None else live(html)
 
 

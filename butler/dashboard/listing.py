@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -9,17 +10,23 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from butler.builders.records import is_builder
+from butler.builders.records import is_builder, is_live
 from butler.dashboard.deliveries import still_open
 from butler.dashboard.detail import render_detail
 from butler.dashboard.forms import button
 from butler.dashboard.params import BadParam, session_query
 from butler.dashboard.render import FINAL, SECURITY_HEADERS, Page, live, refused
-from butler.dashboard.sessions import any_row, filter_form, pager, render_list
-from butler.dashboard.view import View, bad
+from butler.dashboard.sessions import any_row, filter_form, matches, pager, render_list
+from butler.dashboard.view import View
 from butler.errors import ButlerError
 from butler.spawner.spawner import TriggerRequest
-from butler.store.session_search import distinct_values, find_sessions
+from butler.store.session_search import (
+    COUNT_CAP,
+    SessionQuery,
+    count_matches,
+    distinct_values,
+    find_sessions,
+)
 from butler.store.sessions import parse_timestamp
 from butler.webterm.panel import terminal_panel
 
@@ -37,18 +44,21 @@ class Listing:
     async def found(self, params: dict[str, str]) -> tuple[str, int]:
         query, limit = session_query(params)
         rows = await find_sessions(self.butler.db, query, limit)
-        return render_list(rows) + pager(params, rows, limit), len(rows)
+        found = ""
+        if replace(query, before=None) != SessionQuery():  # a search or a filter
+            found = matches(await count_matches(self.butler.db, query), COUNT_CAP)
+        return found + render_list(rows) + pager(params, rows, limit), len(rows)
 
     async def index(self, request: Request) -> Response:
         params = dict(request.query_params)
         try:
             body, _ = await self.found(params)
         except BadParam as exc:
-            return bad(exc, json=False)
+            return await self.view.refused_page(str(exc), 400, "/")
         columns = ("trigger_source", "runtime", "type")
         choices = {c: await distinct_values(self.butler.db, c) for c in columns}
         query = request.url.query
-        return self.view.page(
+        return await self.view.page(
             Page(
                 title=f"{self.butler.config.name} · butler",
                 subtitle="sessions and builders",
@@ -89,6 +99,9 @@ class Listing:
         if not is_builder(row):
             again = f"/sessions/{row['id']}/run-again"
             actions = button(again, "Run again", self.view.owner_token, "run-again")
+        elif is_live(row):  # as builder_stop does: the worktree and branch stay
+            stop = f"/sessions/{row['id']}/stop"
+            actions = button(stop, "Stop", self.view.owner_token, "stop")
         body = render_detail(
             row,
             screen,
@@ -103,9 +116,10 @@ class Listing:
         session_id = request.path_params["session_id"]
         row, body = await self.detail(session_id)
         if row is None:
-            return refused(f"session: {session_id[:40]!r} is not a session of this butler", 404)
+            line = f"session: {session_id[:40]!r} is not a session of this butler"
+            return await self.view.refused_page(line, 404, "/")
         panel = terminal_panel(row)  # a live builder's terminal (butler.webterm)
-        return self.view.page(
+        return await self.view.page(
             Page(
                 title=f"session {row['id'][:8]}",
                 subtitle=f"session {row['id']}",
@@ -153,6 +167,21 @@ class Listing:
             return refused(f"run again: {exc}", 409)
         return RedirectResponse(f"/sessions/{new_id}", 303, headers=SECURITY_HEADERS)
 
+    async def stop(self, request: Request) -> Response:
+        """The builder page's Stop: end a running builder's runtime, recorded cancelled."""
+        refusal = await self.view.posted(request)
+        if refusal is not None:
+            return refusal
+        row = await self.butler.sessions.get(request.path_params["session_id"])
+        if row is None or not is_builder(row):
+            asked = request.path_params["session_id"][:40]
+            return refused(f"session: {asked!r} is not a builder of this butler", 404)
+        try:
+            await self.butler.builders.stop_builder(row["metadata"]["builder_id"])
+        except ButlerError as exc:
+            return refused(f"stop: {exc}", 409)
+        return RedirectResponse(f"/sessions/{row['id']}", 303, headers=SECURITY_HEADERS)
+
     def routes(self) -> list[Route]:
         return [
             Route("/", self.index, methods=["GET"]),
@@ -160,6 +189,7 @@ class Listing:
             Route("/sessions/{session_id}", self.session, methods=["GET"]),
             Route("/api/sessions/{session_id}", self.session_json, methods=["GET"]),
             Route("/sessions/{session_id}/run-again", self.run_again, methods=["POST"]),
+            Route("/sessions/{session_id}/stop", self.stop, methods=["POST"]),
         ]
 
 

@@ -130,6 +130,8 @@ class Page:
     meta: str | None = None
     #: The response's headers; the security headers when None.
     headers: Mapping[str, str] | None = None
+    #: What is wrong with the butler as a whole (HTML), shown above every view.
+    banner: str = ""
 
 
 def page(butler: str, runtime: str, view: Page) -> HTMLResponse:
@@ -145,6 +147,7 @@ def page(butler: str, runtime: str, view: Page) -> HTMLResponse:
         body=view.body,
         nav=nav(view.current, view.views),
         controls=view.controls,
+        banner=view.banner,
         updated=e("rendered " + datetime.now(UTC).strftime("%H:%M:%S UTC")),
     )
     return HTMLResponse(text, headers=dict(view.headers or SECURITY_HEADERS))

@@ -152,8 +152,8 @@ def roster_routes(view: View) -> list[Route]:
         try:
             days = chart_days(request.query_params, ("days",), default=7)
         except BadParam as exc:
-            return bad(exc, json=False)
-        return view.page(
+            return await view.refused_page(str(exc), 400, "/roster")
+        return await view.page(
             Page(
                 title=f"{butler.config.name} · roster",
                 subtitle="every butler of this process",
@@ -168,14 +168,14 @@ def roster_routes(view: View) -> list[Route]:
         try:  # the page's script may send its cursor
             days = chart_days(request.query_params, ("days", "since"), default=7)
         except BadParam as exc:
-            return bad(exc, json=True)
+            return bad(exc)
         return live(await body(days))
 
     async def summary_json(request: Request) -> Response:
         try:
             days = chart_days(request.query_params, ("days",), default=7)
         except BadParam as exc:
-            return bad(exc, json=True)
+            return bad(exc)
         return JSONResponse(await summary(butler, days), headers=SECURITY_HEADERS)
 
     return [

@@ -83,8 +83,8 @@ def schedule_routes(view: View) -> list[Route]:
         try:
             only(request.query_params, ())
         except BadParam as exc:
-            return bad(exc, json=False)
-        return view.page(
+            return await view.refused_page(str(exc), 400, "/schedules")
+        return await view.page(
             Page(
                 title=f"{butler.config.name} · schedules",
                 subtitle="schedules",
@@ -98,7 +98,7 @@ def schedule_routes(view: View) -> list[Route]:
         try:
             only(request.query_params, ("since",))  # the page's script may send its cursor
         except BadParam as exc:
-            return bad(exc, json=True)
+            return bad(exc)
         return live(await body())
 
     async def run_now(request: Request) -> Response:

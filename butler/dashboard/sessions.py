@@ -19,6 +19,19 @@ from butler.dashboard.render import (
 )
 from butler.store.sessions import STATUSES, position
 
+#: The session table's columns; the error's first line says why a failed one failed.
+SESSION_COLUMNS = (
+    "Session",
+    "Status",
+    "Prompt",
+    "Error",
+    "Runtime",
+    "Started",
+    "Duration",
+    "Tokens",
+    "Cost",
+)
+
 
 def builder_row(row: dict[str, Any]) -> str:
     meta = row.get("metadata") or {}
@@ -39,6 +52,7 @@ def session_row(row: dict[str, Any]) -> str:
         f'<tr data-session="{e(row["id"])}">'
         f'<td><a href="/sessions/{e(row["id"])}"><code>{e(row["id"][:8])}</code></a></td>'
         f'{status_cell(row)}<td class="what">{e(first_line(row.get("prompt")))}</td>'
+        f'<td class="error">{e(first_line(row.get("error")))}</td>'
         f"<td>{e(row['runtime'])}</td><td>{e(when(row.get('created_at')))}</td>"
         f'<td class="num">{e(duration(row))}</td><td class="num">{e(tokens(row))}</td>'
         f'<td class="num">{e(cost(row))}</td></tr>'
@@ -70,7 +84,7 @@ def render_list(rows: list[dict[str, Any]]) -> str:
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in others:
         groups.setdefault((row["type"], row["trigger_source"]), []).append(row)
-    head = ["Session", "Status", "Prompt", "Runtime", "Started", "Duration", "Tokens", "Cost"]
+    head = list(SESSION_COLUMNS)
     for (kind, source), group in sorted(groups.items()):
         label = f"{kind} · {source}"
         rows_html = [session_row(r) for r in group]
@@ -82,6 +96,12 @@ def render_list(rows: list[dict[str, Any]]) -> str:
         parts.append('<p class="empty">No sessions match.</p>')
     parts.append("</section>")
     return "".join(parts)
+
+
+def matches(count: int, cap: int) -> str:
+    """How many sessions a search or filter found, on every page of it."""
+    shown = f"{cap:,}+ matches" if count > cap else f"{count:,} match{'es' if count != 1 else ''}"
+    return f'<p class="matches" id="matches" role="status">{shown}</p>'
 
 
 def pager(params: dict[str, str], rows: list[dict[str, Any]], limit: int) -> str:

@@ -87,9 +87,9 @@ def state_routes(view: View) -> list[Route]:
         try:
             prefix, html = await body(request)
         except BadParam as exc:
-            return bad(exc, json=False)
+            return await view.refused_page(str(exc), 400, "/state")
         query = request.url.query
-        return view.page(
+        return await view.page(
             Page(
                 title=f"{view.butler.config.name} · state",
                 subtitle="state (read-only)",
@@ -104,7 +104,7 @@ def state_routes(view: View) -> list[Route]:
         try:
             _, html = await body(request)
         except BadParam as exc:
-            return bad(exc, json=True)
+            return bad(exc)
         return live(html)
 
     return [

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -11,7 +11,8 @@ from starlette.responses import HTMLResponse, Response
 from butler.context import ButlerContext
 from butler.dashboard.forms import Refused, check_post
 from butler.dashboard.params import BadParam
-from butler.dashboard.render import Page, page, refused
+from butler.dashboard.render import Page, e, page, refused
+from butler.spawner.preflight import missing_credential
 
 
 @dataclass(frozen=True)
@@ -30,10 +31,35 @@ class View:
     def trace_url(self) -> str | None:
         return self.butler.config.butler.telemetry.trace_url
 
-    def page(self, view: Page) -> HTMLResponse:
-        """``view`` in the frame of this butler's pages."""
+    async def page(self, view: Page, status: int = 200) -> HTMLResponse:
+        """``view`` in the frame of this butler's pages, under the banner of what is wrong."""
         config = self.butler.config
-        return page(config.name, config.runtime.type, view)
+        response = page(config.name, config.runtime.type, replace(view, banner=await self.banner()))
+        response.status_code = status
+        return response
+
+    async def banner(self) -> str:
+        """A line above every page when the runtime has no credential: every session would fail.
+
+        Asked at each page (not each poll), so setting the credential clears it.
+        """
+        line = await missing_credential(self.butler.config, self.butler.spawner.credentials)
+        return f'<p class="banner" role="alert" id="no-credential">{e(line)}</p>' if line else ""
+
+    async def refused_page(self, line: str, status: int, current: str) -> HTMLResponse:
+        """A page refused (a bad parameter, nothing there): its one line, in the page frame."""
+        return await self.page(
+            Page(
+                title=f"{self.butler.config.name} · {status}",
+                subtitle="not shown",
+                source="",
+                body=f'<p class="error" role="alert" id="refused">{e(line)}</p>'
+                '<p><a href="/">Back to the sessions</a></p>',
+                current=current,
+                final=True,
+            ),
+            status,
+        )
 
     async def posted(self, request: Request) -> Response | None:
         """None when this POST came from one of the dashboard's forms, else the refusal."""
@@ -45,6 +71,6 @@ class View:
         return None
 
 
-def bad(exc: BadParam, json: bool) -> Response:
-    """The one-line 400 for a bad query parameter."""
-    return refused(str(exc), 400, json=json)
+def bad(exc: BadParam) -> Response:
+    """The one-line JSON 400 for a bad query parameter of an ``/api`` twin."""
+    return refused(str(exc), 400, json=True)

@@ -20,6 +20,10 @@ class RuntimeConfig(BaseModel):
     model: str | None = None
     max_concurrent_sessions: int = Field(default=1, ge=1, le=64)
     max_queued_sessions: int = Field(default=100, ge=0, le=10_000)
+    #: How far sessions may start sessions: a root trigger is depth 0 (spawner/chains.py).
+    max_chain_depth: int = Field(default=3, ge=0, le=100)
+    #: How many sessions may descend from one root trigger, all depths together.
+    max_chain_sessions: int = Field(default=20, ge=0, le=10_000)
     max_turns: int = Field(default=20, ge=1, le=1000)
     timeout_s: float = Field(default=600.0, gt=0, allow_inf_nan=False)
     args: list[str] = Field(default_factory=list)
@@ -27,5 +31,8 @@ class RuntimeConfig(BaseModel):
     transport: Literal["http", "sse"] = "http"
     command: list[str] = Field(default_factory=list)
     interactive_command: list[str] = Field(default_factory=list)
+    #: Where sessions run: "local" (in the daemon) or "remote" (by `butler worker`
+    #: processes, through the job queue; docs/scaling.md). "any" is not built yet.
+    workers: Literal["local", "remote"] = "local"
     #: The tools a session may call; None is every tool the butler serves.
     tools: list[str] | None = None

@@ -129,6 +129,8 @@ def jail_policy(settings: SandboxConfig, request: JailRequest) -> JailPolicy:
         held=request.held,
         cwd=request.cwd,
         home=request.home,
+        max_processes=settings.max_processes,
+        max_memory_mb=settings.max_memory_mb,
     )
 
 

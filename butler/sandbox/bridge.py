@@ -10,6 +10,16 @@ configs keep their ``http://127.0.0.1:PORT`` URLs. Those connections ask the
 proxy for ``127.0.0.1:PORT`` first; the proxy decides. Then it runs ARGV as
 its child, passes terminating signals on, and exits as the child did.
 
+With ``limits=PROCESSES,MEMORY_MB`` it holds the jail to them (``[butler.sandbox]
+max_processes`` and ``max_memory_mb``): a watcher counts the jail's processes
+and the memory they hold, and past either writes one line on stderr naming
+the setting and ends every process of the jail, so a fork bomb or a memory hog
+ends its own session and nothing else. The runtime also starts under
+``RLIMIT_DATA`` (no one process allocates past twice the bound) and ``RLIMIT_NPROC``,
+which the kernel counts per user namespace, so for a daemon not run as root it
+stops a fork bomb even between two looks of the watcher (root is exempt from it,
+hence the watcher).
+
 With ``linger`` (a call that leaves a background agent running, as an
 external runtime's ``spawn`` does) it reports the runtime's exit status on
 stdout instead, closes it, and keeps relaying until nothing else runs in
@@ -33,6 +43,16 @@ import time
 EXIT_MARKER = "\x00butler-jail-exit "
 CHUNK = 65536
 HEAD_LIMIT = 16384
+#: How often the watcher looks at the jail's processes, in seconds.
+WATCH_S = 0.05
+#: RLIMIT_NPROC counts threads too (the bridge's among them): a margin above the bound, so
+#: the watcher, which ends the session with a reason, finds the breach first.
+NPROC_MARGIN = 64
+#: RLIMIT_DATA is this many times the memory bound: the watcher, which says why, ends a
+#: session first, and no one process can allocate past it between two looks.
+DATA_FACTOR = 2
+#: How the jail ends when it went past a bound (a shell's "killed" statuses are above).
+BREACH_STATUS = 125
 
 
 def _pipe(src: _socket.socket, dst: _socket.socket, done: _thread.LockType | None) -> None:
@@ -107,10 +127,91 @@ def _listen(host: str, port: int) -> _socket.socket | None:
     return sock
 
 
+def _bounds(args: list[str]) -> tuple[int, int] | None:
+    """``limits=PROCESSES,MEMORY_MB`` among the options, if there."""
+    for arg in args:
+        if arg.startswith("limits="):
+            processes, memory_mb = arg.removeprefix("limits=").split(",")
+            return int(processes), int(memory_mb)
+    return None
+
+
+def _limit_self(processes: int, memory_mb: int) -> None:
+    """The runtime's own rlimits, set in the child before it becomes the runtime."""
+    import resource  # a C module of the standard library; only the child pays for it
+
+    for which, bound in (
+        (resource.RLIMIT_NPROC, processes + NPROC_MARGIN),
+        (resource.RLIMIT_DATA, (memory_mb << 20) * DATA_FACTOR),
+    ):
+        _, hard = resource.getrlimit(which)
+        bound = bound if hard == resource.RLIM_INFINITY else min(bound, hard)
+        try:
+            resource.setrlimit(which, (bound, bound))
+        except (OSError, ValueError):
+            pass  # the watcher holds the bound all the same
+
+
+def _jail_pids() -> list[str]:
+    own = {"1", str(os.getpid())}
+    return [name for name in os.listdir("/proc") if name.isdigit() and name not in own]
+
+
+def _resident(pids: list[str]) -> int:
+    """The jail's memory in bytes: each process's proportional share (PSS), so pages its
+    processes share (libraries, a fork's copy-on-write) count once, not once per process."""
+    total = 0
+    for pid in pids:
+        try:
+            fd = os.open(f"/proc/{pid}/smaps_rollup", os.O_RDONLY)
+        except OSError:
+            continue  # it ended meanwhile
+        try:
+            for line in os.read(fd, 4096).splitlines():
+                if line.startswith(b"Pss:"):
+                    total += int(line.split()[1]) << 10
+                    break
+        except (OSError, ValueError, IndexError):
+            pass
+        finally:
+            os.close(fd)
+    return total
+
+
+def _watch(processes: int, memory_mb: int) -> None:
+    """End the jail once it holds more processes or resident memory than its bounds."""
+    while True:
+        time.sleep(WATCH_S)
+        pids = _jail_pids()
+        if len(pids) >= processes:
+            _breach(f"max_processes = {processes} ({len(pids)} processes)")
+        resident = _resident(pids)
+        if resident > memory_mb << 20:
+            _breach(f"max_memory_mb = {memory_mb} ({resident >> 20} MiB held)")
+
+
+#: Held by whichever ends the bridge first: the runtime's exit, or the watcher's breach.
+_ENDING = _thread.allocate_lock()
+
+
+def _breach(what: str) -> None:
+    _ENDING.acquire()
+    os.write(
+        2,
+        f"butler jail: the session went past [butler.sandbox] {what} in butler.toml; "
+        "every process of its jail was ended\n".encode(),
+    )
+    # In the jail's pid namespace, -1 is every process but its init and this bridge.
+    os.kill(-1, _signal.SIGKILL)
+    os._exit(BREACH_STATUS)
+
+
 def _exit_like(status: int) -> None:
+    _ENDING.acquire()  # a breach being reported ends the bridge itself
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        _signal.signal(sig, _signal.SIG_DFL)
+        if sig not in (_signal.SIGKILL, _signal.SIGSTOP):  # those keep their default anyway
+            _signal.signal(sig, _signal.SIG_DFL)
         os.kill(os.getpid(), sig)
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
@@ -136,6 +237,7 @@ def main(args: list[str]) -> None:
     split = args.index("--")
     path, proxy_port, forwards = args[0], int(args[1]), args[2]
     linger = "linger" in args[3:split]
+    bounds = _bounds(args[3:split])
     argv = args[split + 1 :]
     listeners = [(_listen("127.0.0.1", proxy_port), None)]
     for port in filter(None, forwards.split(",")):
@@ -148,6 +250,8 @@ def main(args: list[str]) -> None:
             if listener is not None:
                 listener.close()
         try:
+            if bounds is not None:
+                _limit_self(*bounds)
             os.execvp(argv[0], argv)
         except OSError as exc:
             print(f"butler jail: cannot start {argv[0]}: {exc.strerror}", file=sys.stderr)
@@ -162,6 +266,8 @@ def main(args: list[str]) -> None:
     for listener, target in listeners:
         if listener is not None:
             _thread.start_new_thread(_accept, (listener, path, target))
+    if bounds is not None:
+        _thread.start_new_thread(_watch, bounds)
     _, status = os.waitpid(child, 0)
     if linger:
         _linger(status)

@@ -1,9 +1,10 @@
 """What a container must grant the jail, named when bubblewrap cannot start in one.
 
-In a container, bubblewrap fails for one of two reasons, each fixed by one
-setting of the service (docker-compose.yml sets both; docs/deployment.md says
-why): the seccomp profile refuses a new user namespace, or the container's
-masked ``/proc`` makes the kernel refuse the jail a ``/proc`` of its own.
+In a container, bubblewrap fails for one of these reasons, each fixed by one
+setting of the service (docker-compose.yml sets the first two; docs/deployment.md
+says why): the seccomp profile refuses a new user namespace; the container's
+masked ``/proc`` makes the kernel refuse the jail a ``/proc`` of its own; or,
+on an AppArmor host, Docker's profile refuses the jail's mounts.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 MARKERS = (Path("/run/.containerenv"), Path("/.dockerenv"))
 SECCOMP = "security_opt seccomp=deploy/seccomp-bwrap.json (Docker's default refuses it)"
 PROC = "security_opt systempaths=unconfined (a masked /proc refuses the jail its own)"
+APPARMOR = "security_opt apparmor=unconfined (an AppArmor profile refuses the jail's mounts)"
 
 
 def in_container() -> bool:
@@ -28,6 +30,8 @@ def container_hint(failure: str) -> str:
         return ""
     if "namespace" in failure:
         needed = SECCOMP
+    elif "Permission denied" in failure:
+        needed = APPARMOR
     elif "proc" in failure:
         needed = PROC
     else:

@@ -178,7 +178,8 @@ class Jail:
         policy = replace(policy, interactive=interactive)
         forwards = ",".join(str(p) for p in self.forwards)
         bridge = [python, "-I", "-S", str(BRIDGE_PATH), str(EGRESS_DIR / EGRESS_SOCKET)]
-        command = [*bridge, str(self.proxy_port), forwards, *(["linger"] if linger else [])]
+        bounds = f"limits={policy.max_processes},{policy.max_memory_mb}"
+        command = [*bridge, str(self.proxy_port), forwards, bounds, *(["linger"] if linger else [])]
         return bwrap_argv(policy, self.bwrap)[1:], [*command, "--", exe]
 
     def launcher(

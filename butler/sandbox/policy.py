@@ -89,6 +89,9 @@ class JailPolicy:
     #: empty read-only folder when missing, so none can be made there (a butler folder's
     #: ``.git``, which the owner's git would obey, and ``.builders/``).
     held: tuple[Path, ...] = ()
+    #: ``[butler.sandbox] max_processes`` and ``max_memory_mb``: the bridge holds the jail to them.
+    max_processes: int = 512
+    max_memory_mb: int = 2048
 
     def with_read_only(self, *paths: Path) -> JailPolicy:
         """The same policy, ``paths`` readable too."""

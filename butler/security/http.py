@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from starlette.datastructures import Headers, QueryParams
 from starlette.requests import Request, cookie_parser
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from butler.security.caller import OWNER, SCOPE_KEY, Caller
@@ -86,6 +86,14 @@ def _without(scope: Scope, *names: str) -> str:
     query = [(k, v) for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1"), True)]
     kept = urlencode([(k, v) for k, v in query if k not in names])
     return safe_next(scope["path"] + (f"?{kept}" if kept else ""))
+
+
+def _ask_again() -> Response:
+    """A page that loads its own address again, now from this site (a meta refresh: no script)."""
+    return HTMLResponse(
+        '<!doctype html><meta http-equiv="refresh" content="0"><title>butler</title>',
+        headers={**NO_STORE, "Referrer-Policy": "same-origin"},
+    )
 
 
 class RequireToken:
@@ -202,6 +210,10 @@ class RequireToken:
 
     def _refuse(self, scope: Scope) -> Response:
         if self.login_page is not None and wants_page(scope):
+            if Headers(scope=scope).get("sec-fetch-site") == "cross-site":
+                # A link from elsewhere (a notification, a chat): the browser held back
+                # the SameSite=Strict cookie. Asked again from this page it sends it.
+                return _ask_again()
             return self.login_page(_without(scope, "token", "ticket"), "", 401)
         return JSONResponse(
             {"error": UNAUTHORIZED},

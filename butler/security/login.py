@@ -14,6 +14,7 @@ butler redeems it once, sets its own cookie, and forgets it at its expiry.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import re
@@ -33,6 +34,7 @@ _TICKET = re.compile(r"^(\d{1,12})\.([A-Za-z0-9_-]{16,64})\.([0-9a-f]{64})$")
 _COOKIE = re.compile(r"^v1\.(\d{1,12})\.([0-9a-f]{64})$")
 
 
+@functools.lru_cache(maxsize=32)  # one derivation per token, not one per request
 def _key(owner_token: str, purpose: str) -> bytes:
     return hmac.new(owner_token.encode(), f"butler-login-{purpose}".encode(), "sha256").digest()
 

@@ -80,6 +80,7 @@ class LiveToken:
     def __init__(self, name: str) -> None:
         self.name = name
         self.fixed = os.environ.get(ENV_VAR) is not None
+        self.path = token_path(name)  # once: finding it makes folders
         self._stamp = self._stat()
         self._value = owner_token(name)
 
@@ -87,7 +88,7 @@ class LiveToken:
         if self.fixed:
             return None
         try:
-            info = os.stat(token_path(self.name), follow_symlinks=False)
+            info = os.stat(self.path, follow_symlinks=False)
         except OSError:
             return None
         return info.st_ino, info.st_mtime_ns, info.st_size
@@ -98,7 +99,7 @@ class LiveToken:
         stamp = self._stat()
         if stamp != self._stamp and stamp is not None:
             try:
-                self._value = _read(token_path(self.name))
+                self._value = _read(self.path)
             except (OSError, ConfigError) as exc:
                 # Keep the token in force rather than open the door or lock the owner out.
                 log.warning("owner token file unreadable; the previous token stays", exc_info=exc)

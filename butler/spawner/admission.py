@@ -2,8 +2,9 @@
 
 Counts are kept here, never read from asyncio's private attributes. A trigger
 either gets a slot, waits in a bounded queue, or is refused at once: when the
-queue is full, when the butler is shutting down, or when a session of this
-butler triggers it while no slot is free (it would wait on itself forever).
+queue is full or when the butler is shutting down. A session of this butler
+asking for a session queues like any caller; the spawner sees to it that it
+does not wait on its own slot (:meth:`Spawner.trigger`).
 
 The place in the queue is reserved synchronously, before the caller awaits
 anything (the row insert, a parent lookup): otherwise simultaneous triggers
@@ -42,16 +43,15 @@ class Admission:
         self.waiting = 0
         self.accepting = True
 
-    def check(self, source: str) -> None:
+    @property
+    def free(self) -> bool:
+        """A request admitted now would get a slot without waiting for one to be released."""
+        return self.running + self.waiting < self.max_running
+
+    def check(self) -> None:
         """Refuse at once what cannot be admitted; raise :class:`Rejected`."""
         if not self.accepting:
             raise Rejected("butler is shutting down and accepts no new triggers")
-        no_free_slot = self.running + self.waiting >= self.max_running
-        if source == "trigger" and no_free_slot:
-            raise Rejected(
-                "self-trigger refused: every session slot is busy, and a session waiting "
-                "on itself would deadlock"
-            )
         # reserved places count as waiting until they get a slot
         if self.running + self.waiting >= self.max_running + self.max_waiting:
             raise Rejected(
@@ -60,9 +60,9 @@ class Admission:
                 f"max_queued_sessions={self.max_waiting})"
             )
 
-    def reserve(self, source: str) -> Reservation:
+    def reserve(self) -> Reservation:
         """Check and count a place in the queue at once; raise :class:`Rejected`."""
-        self.check(source)
+        self.check()
         self.waiting += 1
         return Reservation(self)
 

@@ -41,6 +41,8 @@ TRANSIENT = (
     TimeoutError,
     DatabaseError,
     asyncpg.InterfaceError,
+    # the connection's protocol state broke as the server went away mid-query
+    asyncpg.InternalClientError,
     asyncpg.PostgresConnectionError,
     asyncpg.OperatorInterventionError,
 )

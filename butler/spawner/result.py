@@ -35,6 +35,19 @@ def rejected(error: str) -> SpawnerResult:
     return SpawnerResult(success=False, error=error)
 
 
+def queued(session_id: str) -> SpawnerResult:
+    """A session asked for by a session while every slot is busy: queued, not waited for."""
+    return SpawnerResult(
+        success=False,
+        error=(
+            "queued: every session slot is busy (one of them is yours), so this call does not "
+            f"wait for session {session_id}; it runs once a slot is free: "
+            f"session_get('{session_id}') for its result"
+        ),
+        session_id=session_id,
+    )
+
+
 def outcome_of(
     status: str, error: str | None, result: RuntimeResult, started: float
 ) -> SessionOutcome:

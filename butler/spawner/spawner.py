@@ -17,6 +17,7 @@ import functools
 import logging
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from butler.sandbox import resolve_mode
 from butler.sandbox.folders import sweep_jail_folders
 from butler.security.session_tokens import SessionTokens
 from butler.spawner.admission import Admission, Reservation, validate_trigger_source
+from butler.spawner.chains import Chains, Link
 from butler.spawner.completions import CompletionWriter
 from butler.spawner.homes import discard_home, prune_homes
 from butler.spawner.interactive import (
@@ -45,14 +47,16 @@ from butler.spawner.lifecycle import SessionLifecycle
 from butler.spawner.orphans import recorder
 from butler.spawner.preflight import explain
 from butler.spawner.recall import memory_context, remember
+from butler.spawner.remote import job_for, run_on_worker
 from butler.spawner.request import TriggerRequest
-from butler.spawner.result import SpawnerResult, outcome_of, rejected, spawner_result
+from butler.spawner.result import SpawnerResult, outcome_of, queued, rejected, spawner_result
 from butler.spawner.resume import resumable
 from butler.spawner.sandboxing import jailed
 from butler.spawner.usage import TOTALS_KEY, own_share, totals
 from butler.spawner.workspace import Workspace, sweep_leftovers
 from butler.store.credentials import CredentialStore
 from butler.store.memory import Memory
+from butler.store.session_jobs import SessionJobs
 from butler.store.sessions import SessionOutcome, SessionStore
 from butler.telemetry import trace_id_of, tracer
 
@@ -87,6 +91,7 @@ class Spawner:
         rt = config.runtime
         self._admission = Admission(rt.max_concurrent_sessions, rt.max_queued_sessions)
         self._tasks: set[asyncio.Task[SpawnerResult]] = set()
+        self._chains = Chains(config, sessions)
         self._lifecycle = SessionLifecycle(
             config, sessions, self.ledger, adapter.type_name, lambda: self._admission.waiting
         )
@@ -94,6 +99,8 @@ class Spawner:
         self._sandbox = resolve_mode(
             config.butler.sandbox, f"{config.config_dir / 'butler.toml'}: [butler.sandbox]"
         )
+        #: Sessions handed to workers, when ``[butler.runtime] workers = "remote"``.
+        self._jobs = SessionJobs(sessions.db)
         self._interactive = InteractiveSessions(
             config, adapter, credentials, self._lifecycle, self._sandbox
         )
@@ -142,18 +149,31 @@ class Spawner:
     def in_flight(self) -> int:
         return self.running + self.waiting
 
-    def check(self, trigger_source: str) -> None:
-        """Raise :class:`Rejected` if a trigger from ``trigger_source`` would be refused now."""
-        self._admission.check(trigger_source)
+    @property
+    def slot_free(self) -> bool:
+        """A session admitted now would run without waiting for a slot."""
+        return self._admission.free
 
     async def trigger(
-        self, request: TriggerRequest, progress: ProgressSink | None = None
+        self,
+        request: TriggerRequest,
+        progress: ProgressSink | None = None,
+        *,
+        background: bool = False,
     ) -> SpawnerResult:
-        """Run one session to its end and return its result; never raises for a failure."""
+        """Run one session to its end and return its result; never raises for a failure.
+
+        A session asking (source ``trigger``) while no slot is free would wait on its
+        own slot: its session is queued and the answer says so at once (:func:`queued`),
+        unless ``background`` says no session waits on this call (a schedule's task).
+        """
+        waits_on_itself = request.trigger_source == "trigger" and not self.slot_free
         try:
-            _, task = await self.start(request, progress)
+            sid, task = await self.start(request, progress)
         except Rejected as exc:
             return rejected(str(exc))
+        if waits_on_itself and not background:
+            return queued(sid)
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
@@ -174,39 +194,32 @@ class Spawner:
             validate_trigger_source(request.trigger_source)
         except ValueError as exc:
             raise Rejected(str(exc)) from None
-        reservation = self._admission.reserve(request.trigger_source)
+        reservation = self._admission.reserve()
         try:
-            parent = await resumable(self.sessions, self.adapter, request.resume_session_id)
+            async with self._chains.admit(request.caller_session_id) as link:
+                parent = await resumable(self.sessions, self.adapter, request.resume_session_id)
+                recorded: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+                session = self._recorded_session(
+                    request, parent, link, progress, recorded, reservation
+                )
+                task = asyncio.create_task(session)
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+                task.add_done_callback(lambda _: reservation.release())  # however it ended
+                await asyncio.wait([recorded, task], return_when=asyncio.FIRST_COMPLETED)
         except BaseException:
-            reservation.release()
+            reservation.release()  # harmless once the session holds it
             raise
-        recorded: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        task = asyncio.create_task(self._session(request, parent, progress, recorded, reservation))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        await asyncio.wait([recorded, task], return_when=asyncio.FIRST_COMPLETED)
         if not recorded.done():
             task.result()  # the session failed before it was recorded: raise why
             raise ButlerError("session ended before it was recorded")
         return recorded.result(), task
 
-    async def _session(
-        self,
-        request: TriggerRequest,
-        parent: dict | None,
-        progress: ProgressSink | None,
-        recorded: asyncio.Future[str],
-        reservation: Reservation,
-    ) -> SpawnerResult:
-        try:
-            return await self._recorded_session(request, parent, progress, recorded, reservation)
-        finally:
-            reservation.release()
-
     async def _recorded_session(
         self,
         request: TriggerRequest,
         parent: dict | None,
+        link: Link,
         progress: ProgressSink | None,
         recorded: asyncio.Future[str],
         reservation: Reservation,
@@ -233,6 +246,7 @@ class Spawner:
                 trace_id=trace_id_of(span),
                 model=request.model,
             )
+            new = replace(new, root_id=link.root_id, chain_depth=link.depth)
             span.set_attribute("butler.session_id", str(new.id))
             sid = await self._lifecycle.create(new, otel_context.get_current())
             recorded.set_result(sid)
@@ -295,6 +309,11 @@ class Spawner:
         parent: dict | None,
         progress: ProgressSink | None,
     ) -> RuntimeResult:
+        if self.config.runtime.workers == "remote":
+            job = job_for(request, sid, parent)
+            worker, result = await run_on_worker(self.config, self._jobs, self.session_tokens, job)
+            await self._lifecycle.annotate(sid, {"worker": worker})
+            return result
         memory = await memory_context(self.config, self.memory)
         with Workspace(self._workspace_prefix) as workspace:
             placed = await asyncio.to_thread(workspace.place, request.files)
@@ -380,4 +399,5 @@ class Spawner:
                 await asyncio.wait(still, timeout=TIMEOUT_GRACE_S)
         # completions the database has not taken yet stay journalled for the next start
         await self._lifecycle.completions.flush(TIMEOUT_GRACE_S)
+        await self._jobs.close()
         return len(still)

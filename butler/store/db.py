@@ -106,7 +106,13 @@ class Database:
         try:
             async with self._pool.acquire(timeout=2) as conn:
                 await conn.fetchval("SELECT 1")
-        except (OSError, asyncpg.PostgresError, TimeoutError, asyncpg.InterfaceError):
+        except (
+            OSError,
+            asyncpg.PostgresError,
+            TimeoutError,
+            asyncpg.InterfaceError,
+            asyncpg.InternalClientError,  # a query cut off by the server going away
+        ):
             return False
         return True
 

@@ -8,7 +8,7 @@ size, and the next page starts after the last row shown (no ``OFFSET``).
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -66,9 +66,10 @@ def _conditions(query: SessionQuery) -> tuple[list[str], list[Any]]:
 SEARCH_CAP = 5_000
 _COLUMNS = (
     "id, status, type, trigger_source, runtime, model, trace_id, metadata,"
-    " left(prompt, 2000) AS prompt, duration_ms, input_tokens, output_tokens, cost_usd,"
+    " left(prompt, 2000) AS prompt, left(error, 2000) AS error,"
+    " duration_ms, input_tokens, output_tokens, cost_usd,"
     " created_at, started_at, completed_at"
-)  # outputs can be a megabyte each: a list shows a prompt's first line only
+)  # outputs can be a megabyte each: a list shows a prompt's and an error's first line only
 
 
 async def find_sessions(db: Database, query: SessionQuery, limit: int) -> list[dict[str, Any]]:
@@ -86,6 +87,20 @@ async def find_sessions(db: Database, query: SessionQuery, limit: int) -> list[d
         *args,
     )
     return [row_dict(r) for r in records]
+
+
+#: Counting matches stops here: past it the list says "10,000+ matches".
+COUNT_CAP = 10_000
+
+
+async def count_matches(db: Database, query: SessionQuery) -> int:
+    """How many sessions match ``query`` on every page, at most :data:`COUNT_CAP` + 1."""
+    where, args = _conditions(replace(query, before=None))
+    clause = f"WHERE {' AND '.join(where)} " if where else ""
+    return await db.fetchval(
+        f"SELECT count(*) FROM (SELECT 1 FROM sessions {clause}LIMIT {COUNT_CAP + 1}) AS m",
+        *args,
+    )
 
 
 async def _rare_search(

@@ -36,6 +36,9 @@ class NewSession:
     trace_id: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     id: uuid.UUID = field(default_factory=uuid.uuid4)
+    #: The chain's root trigger when a session started this one (spawner/chains.py).
+    root_id: uuid.UUID | None = None
+    chain_depth: int = 0
 
 
 @dataclass(frozen=True)
@@ -139,9 +142,9 @@ class SessionStore:
         metadata = {**metadata, **row.flags()} if isinstance(metadata, dict) else row.flags()
         await self.db.execute(
             "INSERT INTO sessions (id, prompt, trigger_source, runtime, model, status, type,"
-            " parent_session_id, trace_id, metadata, started_at)"
+            " parent_session_id, trace_id, metadata, started_at, root_id, chain_depth)"
             " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-            " CASE WHEN $6 = 'running' THEN now() END)",
+            " CASE WHEN $6 = 'running' THEN now() END, $11, $12)",
             new.id,
             *values,
             status,
@@ -149,6 +152,8 @@ class SessionStore:
             new.parent_session_id,
             trace_id,
             metadata,
+            new.root_id,
+            new.chain_depth,
         )
         return new.id
 

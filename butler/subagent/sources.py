@@ -350,3 +350,37 @@ def add_source(name: str, target: Path, path: Path | None = None) -> Source:
         raise
     scratch.replace(path)
     return Source(name, target)
+
+
+def remove_source(name: str, path: Path | None = None) -> Source:
+    """Take ``name`` out of ``[sources]``, keeping the rest of the file as written.
+
+    Only a plain ``name = "path"`` line of the ``[sources]`` table is removed; a
+    source written any other way is left for the person to edit, and said so.
+    """
+    path = path or config_path()
+    config = load_user_config(path)
+    found = {source.name: source for source in config.sources}
+    if name not in found:
+        known = ", ".join(sorted(found)) or "none"
+        raise UserError(f"sources remove: no source named {name!r} in {path}; there are: {known}")
+    text = path.read_text(encoding="utf-8")
+    header = re.search(r"^\[sources\][ \t]*(#.*)?$", text, flags=re.MULTILINE)
+    start = header.end() if header else len(text)
+    following = re.search(r"^[ \t]*\[", text[start:], flags=re.MULTILINE)
+    end = start + following.start() if following else len(text)
+    key = rf"(?:{re.escape(name)}|{re.escape(json.dumps(name))}|'{re.escape(name)}')"
+    line = re.compile(rf"^[ \t]*{key}[ \t]*=.*(?:\n|$)", flags=re.MULTILINE)
+    table = line.sub("", text[start:end], count=1)
+    scratch = path.with_name(path.name + ".tmp")
+    scratch.write_text(text[:start] + table + text[end:], encoding="utf-8")
+    try:
+        left = {source.name for source in load_user_config(scratch).sources}
+    except UserError:
+        scratch.unlink(missing_ok=True)
+        raise
+    if name in left:
+        scratch.unlink(missing_ok=True)
+        raise UserError(f"sources remove: {name!r} is not a plain line of [sources]; edit {path}")
+    scratch.replace(path)
+    return found[name]

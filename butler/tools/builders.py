@@ -66,11 +66,14 @@ def _register_spawn(mcp: FastMCP, butler: ButlerContext) -> None:
             role=role,
             runtime=runtime,
         )
-        session = current_caller().is_session
+        caller = current_caller()
+        session = caller.is_session
         source = "trigger" if session else "external"
         try:
             where = session_repo(allowed, repo) if session else Path(repo)
-            return await butler.builders.spawn(options, where, source, headless)
+            return await butler.builders.spawn(
+                options, where, source, headless, caller=caller.session_id
+            )
         except ButlerError as exc:
             raise ToolError(str(exc)) from None
 

@@ -9,6 +9,7 @@ from fastmcp.exceptions import ToolError
 from pydantic import JsonValue
 
 from butler import __version__
+from butler.config.watch import restart_needed
 from butler.context import ButlerContext
 from butler.errors import UserError
 from butler.spawner.completions import TRANSIENT
@@ -90,4 +91,5 @@ async def status_of(butler: ButlerContext) -> dict[str, Any]:
         "builders_max_running": butler.config.butler.builders.max_running,
         "uptime_s": round(time.time() - butler.started_at, 1),
         "channels": butler.channels.states() if butler.channels else [],
+        "restart_needed": restart_needed(butler.config),
     }

@@ -11,7 +11,12 @@ from butler.context import ButlerContext
 from butler.errors import ButlerError
 from butler.scheduler import Scheduler
 from butler.security.caller import current_caller
-from butler.spawner.admission import Rejected
+
+#: Why ``schedule_run(wait=true)`` from a session answered without the result.
+QUEUED = (
+    "every session slot is busy (one of them is yours), so this call does not wait: the "
+    "schedule's session runs once a slot is free (session_list finds it)"
+)
 
 
 def register_schedule_tools(mcp: FastMCP, butler: ButlerContext) -> None:
@@ -23,14 +28,8 @@ def register_schedule_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         return butler.scheduler
 
     def calling_session() -> str | None:
-        """The session asking, refused at once if what it fires would wait on its own slot."""
-        session_id = current_caller().session_id
-        if session_id is not None:
-            try:
-                butler.spawner.check("trigger")
-            except Rejected as exc:
-                raise ToolError(str(exc)) from None
-        return session_id
+        """The session asking, if one is: what it fires is its child, in its chain."""
+        return current_caller().session_id
 
     @mcp.tool
     async def schedule_list() -> list[dict[str, Any]]:
@@ -44,13 +43,18 @@ def register_schedule_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         Its session runs in the background with trigger source
         ``schedule:<name>``; with ``wait`` the call returns the session's result.
         """
+        caller = calling_session()
+        # A session waiting while no slot is free would wait on its own slot.
+        queued = wait and caller is not None and not butler.spawner.slot_free
         try:
-            fired, result = await scheduler().run_now(name, wait=wait, caller=calling_session())
+            fired, result = await scheduler().run_now(name, wait=wait and not queued, caller=caller)
         except ButlerError as exc:
             raise ToolError(str(exc)) from None
         answer = fired.to_json()
         if result is not None:
             answer["result"] = result.to_dict()
+        if queued:
+            answer["queued"] = QUEUED
         return answer
 
     @mcp.tool

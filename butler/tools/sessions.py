@@ -39,8 +39,8 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
     ) -> SpawnerResult:
         """Run a session of this butler's agent runtime on ``prompt`` and return its result.
 
-        ``context`` is prepended to the prompt. A session of this butler calling
-        ``trigger`` is refused at once when no slot is free (it would deadlock).
+        ``context`` is prepended to the prompt. From a session while no slot is free,
+        the session is queued and the answer names it at once (no wait on itself).
         """
         origin = request_origin(current_caller())
         step = 0

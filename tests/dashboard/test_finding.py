@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 import urllib.error
 import urllib.request
@@ -79,7 +80,15 @@ def test_filters_and_search_narrow_a_seeded_table(seeded, browser):
     page.close()
 
 
-def test_a_bad_parameter_is_one_line_naming_it(seeded):
+def refusal_in_frame(body: str) -> str:
+    """The refusal's one line, after checking the page frame is around it."""
+    assert body.startswith("<!doctype html>") and '<nav aria-label="views">' in body
+    found = re.search(r'<p class="error" role="alert" id="refused">([^<]*)</p>', body)
+    assert found, body
+    return html.unescape(found.group(1))
+
+
+def test_a_bad_parameter_is_one_line_naming_it_inside_the_page(seeded):
     for query, words in [
         ("status=bogus", "status: 'bogus' is not allowed; expected one of pending, running"),
         ("limit=100000", "limit: '100000' is not allowed; expected a number 1 to 500"),
@@ -88,7 +97,13 @@ def test_a_bad_parameter_is_one_line_naming_it(seeded):
         ("q=" + "x" * 300, "q: 'xxxx"),
     ]:
         status, body = fetch(f"{seeded.url}/?{query}")
-        assert status == 400 and body.count("\n") == 1 and body.startswith(words), body
+        assert status == 400 and refusal_in_frame(body).startswith(words), body
+    for path in ("/charts?days=5", "/schedules?x=1", "/state?limit=0", "/roster?days=1"):
+        status, body = fetch(f"{seeded.url}{path}")
+        assert status == 400 and refusal_in_frame(body), path
+    nil = "00000000-0000-0000-0000-000000000000"
+    status, body = fetch(f"{seeded.url}/sessions/{nil}")
+    assert status == 404 and "is not a session of this butler" in refusal_in_frame(body)
 
 
 def test_a_parameter_at_the_edge_of_the_calendar_or_of_unicode_is_refused_not_a_crash(seeded):
@@ -97,13 +112,32 @@ def test_a_parameter_at_the_edge_of_the_calendar_or_of_unicode_is_refused_not_a_
         ("/?limit=%C2%B2", "limit: '²' is not allowed; expected a number 1 to 500"),
         (f"/?before=0001-01-01T00:00:00%2B01:00,{nil}", "before: '0001-01-01T00:00:00+01:00"),
         (f"/?before=9999-12-31T23:59:59-14:00,{nil}", "before: '9999-12-31T23:59:59-14:00"),
-        (
-            "/api/sessions?since=0001-01-01T00:00:00%2B01:00",
-            '{"error":"since: \'0001-01-01T00:00:00+01:00\' is out of range',
-        ),
     ]:
         status, body = fetch(f"{seeded.url}{path}")
-        assert status == 400 and body.strip().count("\n") == 0 and body.startswith(words), body
+        assert status == 400 and refusal_in_frame(body).startswith(words), body
+    status, body = fetch(f"{seeded.url}/api/sessions?since=0001-01-01T00:00:00%2B01:00")
+    assert status == 400 and body.strip().count("\n") == 0
+    assert body.startswith('{"error":"since: \'0001-01-01T00:00:00+01:00\' is out of range')
+
+
+def test_the_list_says_why_each_failed_and_how_many_a_search_found(seeded, browser):
+    seed_rows(seeded)
+    seeded.sql(
+        "UPDATE sessions SET error = $1 WHERE prompt = 'Pay the dentist invoice'",
+        "claude-code has no usable credential: set ANTHROPIC_API_KEY\nthe CLI said: 401",
+    )
+    page = logged_in(browser, seeded.url, viewport={"width": 1300, "height": 900})
+    row = page.locator("#sessions tr", has_text="Pay the dentist invoice")
+    error = row.locator("td.error").inner_text()
+    assert error == "claude-code has no usable credential: set ANTHROPIC_API_KEY"
+    assert page.locator("#matches").count() == 0  # nothing asked for: no count
+    page.goto(f"{seeded.url}/?q=invoice")
+    assert page.inner_text("#matches") == "2 matches"
+    page.goto(f"{seeded.url}/?q=invoice&limit=1")  # the count is of every page, not this one
+    assert page.inner_text("#matches") == "2 matches" and len(shown_prompts(page)) == 1
+    page.goto(f"{seeded.url}/?status=cancelled")
+    assert page.inner_text("#matches") == "1 match"
+    page.close()
 
 
 def test_paging_through_ten_thousand_rows(seeded, browser):

@@ -125,3 +125,27 @@ def test_one_login_opens_every_butler_the_roster_page_links_to(roster, tmp_path)
     finally:
         for schema in schemas.values():
             run_sql("public", f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_a_link_from_another_site_opens_the_page_for_a_browser_logged_in(seeded):
+    with launched() as browser:
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(f"{seeded.url}/?token={TEST_TOKEN}")
+        # A notification's link, clicked on another site (localhost is not 127.0.0.1):
+        # SameSite=Strict holds the cookie back.
+        elsewhere = seeded.url.replace("127.0.0.1", "localhost") + "/health"
+        page.goto(elsewhere)
+        page.set_content(f'<a id="go" href="{seeded.url}/state">the butler</a>')
+        page.click("#go")
+        page.wait_for_url(f"{seeded.url}/state")
+        page.locator("main#live").wait_for()
+        assert page.locator("#login").count() == 0
+        # A browser never logged in gets the login page there, once, and no loop.
+        stranger = browser.new_context().new_page()
+        stranger.goto(elsewhere)
+        stranger.set_content(f'<a id="go" href="{seeded.url}/state">the butler</a>')
+        stranger.click("#go")
+        stranger.locator("#login").wait_for()
+        assert stranger.url == f"{seeded.url}/state"
+        context.close()

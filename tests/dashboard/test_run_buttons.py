@@ -47,7 +47,7 @@ async def post(butler: ButlerContext, path: str) -> httpx2.Response:
 
 
 async def test_run_now_refused_by_admission_answers_409_and_records_no_fire(butler, db):
-    held = butler.spawner._admission.reserve("external")  # the only place is taken
+    held = butler.spawner._admission.reserve()  # the only place is taken
     try:
         answer = await post(butler, "/schedules/digest/run")
     finally:

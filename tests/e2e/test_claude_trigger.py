@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import TEST_DSN
 from tests.fakes.model_server import Text, ToolCall
-from tests.helpers import DaemonProcess, butler_client, free_port, write_butler
+from tests.helpers import DaemonProcess, butler_client, eventually, free_port, write_butler
 
 pytestmark = pytest.mark.e2e
 
@@ -99,17 +99,25 @@ async def test_trigger_runs_claude_which_calls_the_butlers_own_tools(
     assert leftovers == []
 
 
-async def test_a_session_triggering_its_own_butler_is_refused_not_deadlocked(
+async def test_a_claude_session_triggering_itself_forever_queues_and_stops_at_the_chain_depth(
     claude_daemon, fake_model
 ):
-    fake_model.script = [ToolCall("trigger", {"prompt": "recurse"}), Text("Could not recurse.")]
+    # Every fresh conversation is answered with the same call: each session triggers again.
+    fake_model.script = [ToolCall("trigger", {"prompt": "recurse"}), Text("Done.")]
     async with butler_client(f"{claude_daemon.url}/mcp", timeout=120) as client:
         result = await client.call_tool("trigger", {"prompt": "Try to recurse"})
         result = result.structured_content
-        listed = (await client.call_tool("session_list", {})).structured_content["result"]
-    assert result["success"] is True and result["output"] == "Could not recurse."
+
+        async def all_ended() -> list | None:
+            answer = await client.call_tool("session_list", {})
+            rows = answer.structured_content["result"]
+            return rows if len(rows) == 4 and {r["status"] for r in rows} == {"succeeded"} else None
+
+        await eventually(all_ended, timeout=120)
+    assert result["success"] is True and result["output"] == "Done."
     assert [c["name"] for c in result["tool_calls"]] == ["trigger"]
-    assert len(listed) == 1  # the refused trigger never became a session
-    # The runtime saw the refusal as its tool result.
-    last = [r.body for r in fake_model.requests if r.api == "anthropic"][-1]
-    assert "self-trigger refused" in json.dumps(last["messages"])
+    # The root was answered at once (its slot is the only one), naming what it queued;
+    # the default max_chain_depth (3) told the third generation no.
+    told = [json.dumps(r.body["messages"]) for r in fake_model.requests if r.api == "anthropic"]
+    assert "queued: every session slot is busy" in told[1]
+    assert sum("max_chain_depth = 3" in messages for messages in told) == 1

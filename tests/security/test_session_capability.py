@@ -10,7 +10,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from tests.helpers import InProcessButler, butler_client
+from tests.helpers import InProcessButler, butler_client, eventually
 from tests.security.conftest import agent_runtime
 
 pytestmark = pytest.mark.slow  # a real server, and runtimes as processes
@@ -30,7 +30,7 @@ async def run_agent(
     return result, json.loads(result["output"])
 
 
-async def test_a_session_triggering_its_butler_is_refused_at_once_whatever_it_sends(serve):
+async def test_a_session_triggering_its_butler_while_its_slot_is_the_only_one_is_queued(serve):
     forged = {"headers": {"X-Butler-Session": FORGED}, "query": f"?session={FORGED}"}
     steps = [
         {"tool": "trigger", "args": {"prompt": "[]"}},  # no session header at all
@@ -41,26 +41,44 @@ async def test_a_session_triggering_its_butler_is_refused_at_once_whatever_it_se
     ]
     async with serve(extra=SCHEDULE) as butler:
         result, seen = await run_agent(butler, steps)
+        children = await eventually(
+            lambda: finished_children(butler, result["session_id"], 3), timeout=120
+        )
         rows = await butler.butler.sessions.list()
-    for answer in seen[:4]:
-        assert "self-trigger refused" in answer["text"], answer
+    for answer in seen[:2]:
+        assert "queued: every session slot is busy" in answer["text"], answer
         assert answer["seconds"] < 10  # at once, not a wait for its own slot
+    assert "every session slot is busy" in json.loads(seen[2]["text"])["queued"]
+    assert json.loads(seen[3]["text"]) == {"fired": []}  # nothing was due
     assert seen[4]["ok"] is False  # no token, no tool (the 401 itself: test_http.py)
-    assert [row["id"] for row in rows] == [result["session_id"]]  # nothing else ever started
+    # Each ran once the slot was free, a child of the session that asked, forged or not.
+    assert {row["trigger_source"] for row in children} == {"trigger"}
+    assert len(rows) == 4  # nothing else ever started
+    assert sorted(row["metadata"].get("schedule", "") for row in children) == ["", "", "daily"]
+
+
+async def finished_children(butler: InProcessButler, parent: str, count: int) -> list | None:
+    rows = await butler.butler.sessions.list()
+    children = [row for row in rows if row["parent_session_id"] == parent]
+    done = len(children) == count and all(row["status"] == "succeeded" for row in children)
+    return children if done else None
 
 
 async def test_session_start_from_a_session_is_its_child_and_counts_against_the_limits(serve):
     steps = [{"tool": "session_start", "args": {"prompt": "[]"}}]
-    async with serve(runtime=agent_runtime(max_concurrent_sessions=1)) as butler:
+    async with serve(
+        runtime=agent_runtime(max_concurrent_sessions=1, max_queued_sessions=0)
+    ) as butler:
         _, seen = await run_agent(butler, steps)
-    assert seen[0]["ok"] is False and "self-trigger refused" in seen[0]["text"]
-    async with serve(runtime=agent_runtime(max_concurrent_sessions=2)) as butler:
+    assert seen[0]["ok"] is False and "queue full" in seen[0]["text"]
+    async with serve(runtime=agent_runtime(max_concurrent_sessions=1)) as butler:
         result, seen = await run_agent(butler, steps)
         child_id = json.loads(seen[0]["text"])["session_id"]
-        await butler.butler.spawner.drain(30)
+        await eventually(lambda: finished_children(butler, result["session_id"], 1))
         child = await butler.butler.sessions.get(child_id)
     assert child["parent_session_id"] == result["session_id"]
     assert child["trigger_source"] == "trigger"  # never "external"
+    assert child["root_id"] == result["session_id"] and child["chain_depth"] == 1
 
 
 async def test_a_forged_session_id_does_not_move_a_tool_call(butler):

@@ -127,16 +127,22 @@ async def test_serial_dispatch_second_trigger_waits(make_spawner):
     assert [i.prompt for i in adapter.invocations] == ["first", "second"]
 
 
-async def test_self_trigger_rejected_at_once_when_no_slot_is_free(make_spawner):
+async def test_a_session_asking_while_every_slot_is_busy_is_queued_and_answered_at_once(
+    make_spawner,
+):
     adapter = FakeAdapter()
     adapter.release.clear()
     spawner = make_spawner(adapter)
     running = asyncio.create_task(spawner.trigger(TriggerRequest("busy")))
     await adapter.started.wait()
     result = await spawner.trigger(TriggerRequest("again", trigger_source="trigger"))
-    assert result.success is False and "self-trigger" in result.error
+    assert result.success is False and result.error.startswith("queued: every session slot")
+    assert result.session_id in result.error and spawner.waiting == 1
     adapter.release.set()
     await running
+    await spawner.drain(30)  # the queued session ran once the slot was free
+    row = await spawner.sessions.get(result.session_id)
+    assert row["status"] == "succeeded" and row["prompt"] == "again"
 
 
 async def test_queue_full_is_rejected_at_once(make_spawner):

@@ -184,12 +184,34 @@ def test_sources_add_then_list(env: dict[str, str], tmp_path: Path) -> None:
     assert "already exists" in again.stderr
 
 
+def test_sources_remove_takes_out_one_entry_and_keeps_the_rest_as_written(
+    env: dict[str, str], source_tree: SourceTree
+) -> None:
+    config = Path(env["BUTLER_CONFIG_HOME"]) / "config.toml"
+    config.write_text("# my sources, kept as I wrote them\n" + config.read_text())
+    before = config.read_text()
+    removed = butler("sources", "remove", "langchain", env=env)
+    assert removed.returncode == 0, removed.stderr
+    assert removed.stdout.startswith("removed langchain (")
+    after = config.read_text()
+    assert after == "".join(line for line in before.splitlines(True) if "langchain" not in line)
+    listed = butler("sources", "list", env=env)
+    assert "langchain" not in listed.stdout and "docs" in listed.stdout
+    assert any(source_tree.git.iterdir())  # only the entry goes, never the files
+    again = butler("sources", "remove", "langchain", env=env)
+    assert again.returncode == 2
+    assert again.stderr.startswith(
+        f"butler: error: sources remove: no source named 'langchain' in {config}; there are: "
+    )
+
+
 @pytest.mark.parametrize(
     ("command", "example"),
     [
         (["ask"], 'butler ask --sources langchain "How do I create a tool?"'),
         (["chat"], "butler chat --sources langchain"),
         (["sources", "add"], "butler sources add langchain ~/src/langchain"),
+        (["sources", "remove"], "butler sources remove langchain"),
     ],
 )
 def test_help_shows_examples(command: list[str], example: str, env: dict[str, str]) -> None:

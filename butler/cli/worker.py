@@ -1,0 +1,71 @@
+"""``butler worker``: run the sessions of some of the roster's butlers on this machine.
+
+The command only parses and hands over to :mod:`butler.workers.worker`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from butler.cli.common import (
+    LogFormatOption,
+    LogLevelOption,
+    check_log_format,
+    check_log_level,
+    fail,
+    names,
+    run,
+    sub_app,
+)
+from butler.errors import UserError
+
+app = sub_app()
+
+WORKER_EPILOG = (
+    "[bold]Examples[/bold]\n\n"
+    "  butler worker --roster roster --database-url postgresql://db.lan/butler\n\n"
+    "  butler worker -r roster --only general,health --database-url postgresql://db.lan/butler\n\n"
+    'Serves butlers whose \\[butler.runtime] workers = "remote", from a copy of their '
+    "folders: each one's sessions run here, in this machine's jail, and call back to the "
+    "butler's daemon at its \\[butler] host and port. A butler it cannot reach is named in "
+    "one line and gets none of its sessions. SIGTERM lets running sessions finish first."
+)
+
+
+@app.command(epilog=WORKER_EPILOG)
+def worker(
+    roster: Annotated[
+        Path,
+        typer.Option("--roster", "-r", help="The roster folder (a copy of the daemon's)."),
+    ] = Path("roster"),
+    only: Annotated[
+        str | None,
+        typer.Option("--only", help="Comma-separated butlers to serve, e.g. general,health."),
+    ] = None,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            "--database-url", help="The PostgreSQL the butlers' daemons use (default DATABASE_URL)."
+        ),
+    ] = None,
+    log_level: LogLevelOption = "info",
+    log_format: LogFormatOption = "auto",
+) -> None:
+    """Run the sessions the roster's daemons hand to workers, on this machine."""
+    from butler.logs import setup_logging
+    from butler.roster import load_roster
+    from butler.workers.worker import serve
+
+    check_log_level(log_level)
+    check_log_format(log_format)
+    url = database_url or os.environ.get("DATABASE_URL") or ""
+    try:
+        configs = load_roster(roster, names(only), db_url=url or None)
+    except UserError as exc:
+        fail(str(exc))
+    setup_logging(log_level, log_format)  # type: ignore[arg-type]
+    run(serve(configs, url), signals=True)

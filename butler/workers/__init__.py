@@ -1,0 +1,1 @@
+"""Sessions executed on other machines by ``butler worker`` (docs/scaling.md)."""
