@@ -14,11 +14,19 @@ choose what runs (docs/security.md, "The daemon's git"):
   config file (includes and ``includeIf`` included): hooks, fsmonitor and
   each program a setting names are off, and no transport may run (a lazy
   fetch of a partial clone would run ``uploadpack`` or ``sshCommand``);
+- it never looks into a submodule: a builder can commit a repository of its
+  own making as a gitlink, whose ``.git/config`` names a filter program, and
+  ``git status`` (or ``git worktree remove`` without ``--force``, which runs
+  it) would run that program. So :data:`OVERRIDES` ignore submodules, every
+  ``status`` and ``diff`` gets ``--ignore-submodules=all``, and a worktree is
+  removed only with ``--force``, after the daemon's own check;
 - where this machine can start a jail, it runs inside one of its own that
   holds the repository and nothing else of the owner's (no token, no data
   folder, no network), so a program no setting can switch off by name (a
   filter driver of any name, set in a config the owner wrote) reaches
-  nothing a builder could not;
+  nothing a builder could not; and there the repository's ``.git`` is
+  read-only but for the few commands that must write it (:data:`WRITES`),
+  so such a program cannot plant a hook or a setting for the owner's git;
 - the repository's ``.git`` must be a real folder, and ``.git/info/exclude``
   and ``.builders/`` are written through :mod:`butler.security.untrusted`,
   so a link planted there is refused, never followed.
@@ -61,7 +69,14 @@ OVERRIDES = (
     "uploadpack.packObjectsHook=",
     "protocol.allow=never",  # no transport at all, lazy fetches included
     "submodule.recurse=false",
+    "diff.ignoreSubmodules=all",  # no status or diff looks into a submodule's repository
+    "status.submoduleSummary=false",
 )
+#: Commands that write the repository's ``.git`` or ``.builders/``; every other command
+#: runs with both read-only (where a jail can be started).
+WRITES = (("worktree", "add"), ("worktree", "remove"), ("worktree", "prune"), ("branch", "-D"))
+#: Commands that would look into a submodule unless told not to.
+LOOKS_INTO_SUBMODULES = ("status", "diff")
 #: The environment of every git command, whole: nothing of the daemon's.
 ENVIRONMENT = {
     "GIT_CONFIG_NOSYSTEM": "1",
@@ -88,8 +103,10 @@ class GitError(ButlerError):
 async def git(repo: Path, *args: str, check: bool = True) -> tuple[int, str]:
     """Run ``git -C repo args...`` hardened (and jailed where it can be); return (status,
     stdout). GitError on failure when ``check``."""
+    if args[0] in LOOKS_INTO_SUBMODULES:
+        args = (args[0], "--ignore-submodules=all", *args[1:])
     argv = [shutil.which("git") or "git", *_config_args(), "-C", str(repo), *args]
-    jail = await _jail(_root_of(repo))
+    jail = await _jail(_root_of(repo), writes=tuple(args[:2]) in WRITES)
     env = {**ENVIRONMENT, "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     proc = await asyncio.create_subprocess_exec(
         *jail,
@@ -122,12 +139,13 @@ def _root_of(path: Path) -> Path:
     return path.parent.parent if path.parent.name == BUILDERS_DIR else path
 
 
-async def _jail(root: Path) -> list[str]:
-    """The bubblewrap argv (ending in ``--``) of a git jail for ``root``; ``[]`` where this
-    machine cannot start one (and so jails no runtime either)."""
+async def _jail(root: Path, writes: bool = False) -> list[str]:
+    """The bubblewrap argv (ending in ``--``) of a git jail for ``root``, its ``.git`` and
+    ``.builders/`` writable only when the command ``writes``; ``[]`` where this machine
+    cannot start one (and so jails no runtime either)."""
     # Only real folders: a link would be mounted where it points.
-    writable = tuple(p for p in (root / ".git", root / BUILDERS_DIR) if _real_dir(p))
-    return await git_jail(root, writable)
+    folders = (root / ".git", root / BUILDERS_DIR) if writes else ()
+    return await git_jail(root, tuple(p for p in folders if _real_dir(p)))
 
 
 def _real_dir(path: Path) -> bool:
@@ -140,7 +158,8 @@ def _real_dir(path: Path) -> bool:
 def top_of(path: Path) -> Path:
     """The nearest of ``path`` and its parents holding ``.git``, which must be a real
     folder: a linked ``.git`` would let the repository name any folder as its git
-    folder (and the builder's jail bind it writable); a ``.git`` file is a linked worktree."""
+    folder (and the builder's jail bind it writable); a ``.git`` file is a linked worktree.
+    A ``.git`` folder without ``HEAD`` is passed over, as git passes over it."""
     path = path.resolve()
     for folder in [path, *path.parents]:
         try:
@@ -149,6 +168,8 @@ def top_of(path: Path) -> Path:
             continue
         except OSError as exc:
             raise UserError(f"--repo {path}: cannot look for .git: {exc.strerror}") from None
+        if stat.S_ISDIR(found.st_mode) and not os.path.lexists(folder / ".git" / "HEAD"):
+            continue  # no repository (the empty one a jail holds in a butler folder): as git
         if not stat.S_ISDIR(found.st_mode):
             raise UserError(
                 f"--repo {folder}: its .git is a link or a file, not a folder; expected the "
@@ -216,8 +237,10 @@ async def is_dirty(worktree: Path) -> bool:
 
 
 async def remove_worktree(repo: Path, worktree: Path, force: bool = False) -> None:
-    args = ["worktree", "remove", *(["--force"] if force else []), str(worktree)]
-    await git(repo, *args)
+    """Remove ``worktree``: always ``--force`` (without it git runs ``status`` into its
+    submodules, see above), so the caller checks :func:`is_dirty` first; ``force``
+    removes one holding submodules too."""
+    await git(repo, "worktree", "remove", "--force", *(["--force"] if force else []), str(worktree))
 
 
 async def branch_exists(repo: Path, branch: str) -> bool:

@@ -19,9 +19,9 @@ from typing import Any
 from butler.builders import ids
 from butler.builders.modes import SAFE_NAME, Mode, SpawnOptions, check_name
 from butler.errors import UserError
+from butler.sandbox.policy import BUILDERS_DIR
 from butler.security import untrusted
 
-BUILDERS_DIR = ".builders"
 #: Longest role file read into a builder's prompt.
 MAX_ROLE_BYTES = 256 * 1024
 

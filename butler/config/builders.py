@@ -14,8 +14,9 @@ class BuildersConfig(Section):
 
     ``repos`` is for sessions only (a runtime's ``builder_spawn``): a builder writes its
     repository's objects and refs, so a session reaches no other repository than these.
-    Unset, it is the repository holding the butler folder, if there is one. The
-    owner's own ``butler spawn`` may use any repository the owner can read.
+    Unset, it is the repository holding the butler folder when the daemon starts, if
+    there is one (fixed then: a session writes its butler folder). The owner's own
+    ``butler spawn`` may use any repository the owner can read.
     """
 
     max_running: int = Field(default=4, ge=1, le=64)

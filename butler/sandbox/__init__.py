@@ -105,6 +105,9 @@ class JailRequest:
     readable: tuple[Path, ...] = ()
     #: Paths inside a writable folder bound read-only again on top (a butler's ``butler.toml``).
     protected: tuple[Path, ...] = ()
+    #: Paths inside a writable folder held read-only, or empty and read-only when missing
+    #: (a butler folder's ``.git`` and ``.builders/``): :attr:`JailPolicy.held`.
+    held: tuple[Path, ...] = ()
     #: The runtime type or agent name: whose default model API it may reach.
     runtime: str = ""
     #: The runtime's variables and arguments: every ``http(s)`` URL in them is its model API.
@@ -123,6 +126,7 @@ def jail_policy(settings: SandboxConfig, request: JailRequest) -> JailPolicy:
         read_only=(*request.readable, *extra),
         writable=request.writable,
         read_only_over=request.protected,
+        held=request.held,
         cwd=request.cwd,
         home=request.home,
         max_processes=settings.max_processes,

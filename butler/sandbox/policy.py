@@ -10,23 +10,31 @@ folder (``butler.toml``) are bound again read-only on top.
 
 A repository's git folder is where a jailed runtime could leave code for
 someone outside to run: a hook, ``core.fsmonitor`` in its config, a
-``commondir`` naming another git folder. So a writable ``.git`` is never
-writable whole (:func:`git_binds`): a builder gets its objects, refs and
-logs and its own worktree's folder, and the rest (config, hooks, info/,
-HEAD, its worktree's pointers) stays read-only; a ``.git`` inside a writable
-folder (a butler folder that is a repository) is read-only; a linked ``.git``
-is not bound at all.
+``commondir`` naming another git folder, a reflog linked to a file the
+owner's git then appends to. So a writable ``.git`` is never writable whole
+(:func:`git_binds`): a builder on ``builder/<id>`` gets its objects, the
+folder of builder branches, its own branch's reflog and its own worktree's
+folder, and the rest (config, hooks, info/, HEAD and its log, other branches,
+packed-refs, its worktree's pointers) stays read-only; a ``.git`` inside a
+writable folder (a butler folder that is a repository) is read-only; a
+linked ``.git`` is not bound at all.
+
+bubblewrap mounts a link given as a bind source where it points, so a
+writable folder that is a link (or a builder's worktree whose ``.builders/``
+is) is refused in one line (:class:`LinkedFolder`) when the argv is built.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from butler.errors import UserError
 from butler.security import untrusted
 
 #: Where the bridge script and the egress socket appear inside the jail.
@@ -43,8 +51,15 @@ JAIL_HOME = Path("/home/butler")
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 #: Files of /etc a runtime has no business reading, hidden even where /etc is visible.
 MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers")
-#: What a builder may write of its repository's git folder: commits, branches, their logs.
-GIT_WRITABLE = ("objects", "refs", "logs")
+#: Where the daemon makes builders' worktrees, inside their repository: ``.builders/<id>``.
+BUILDERS_DIR = ".builders"
+#: Builders' branches are ``builder/<id>``: what a builder may write of ``refs/`` and ``logs/``.
+BUILDER_REFS = "refs/heads/builder"
+BUILDER_LOGS = "logs/refs/heads/builder"
+#: A builder branch's name below ``builder/``: one plain component, no ``..``.
+SAFE_BRANCH = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*")
+#: What stays read-only in ``objects/``: ``info/alternates`` would name other object stores.
+OBJECTS_READ_ONLY = ("info",)
 #: What stays read-only in a builder's own worktree folder (``.git/worktrees/<name>``):
 #: the pointers that say which git folder its worktree uses.
 WORKTREE_POINTERS = ("commondir", "gitdir")
@@ -70,6 +85,10 @@ class JailPolicy:
     guard_git: bool = True
     #: The session's home, bound writable at :data:`JAIL_HOME`.
     home: Path | None = None
+    #: Paths inside writable folders held read-only: as they are when real folders, as an
+    #: empty read-only folder when missing, so none can be made there (a butler folder's
+    #: ``.git``, which the owner's git would obey, and ``.builders/``).
+    held: tuple[Path, ...] = ()
     #: ``[butler.sandbox] max_processes`` and ``max_memory_mb``: the bridge holds the jail to them.
     max_processes: int = 512
     max_memory_mb: int = 2048
@@ -182,8 +201,14 @@ def bwrap_argv(policy: JailPolicy, bwrap: str = "bwrap") -> list[str]:
             args += ["--ro-bind-try", str(path), str(path)]
     writable = list(dict.fromkeys(policy.writable))
     guarded = [p for p in writable if p.name == ".git"] if policy.guard_git else []
-    for path in writable:
-        if path not in guarded and not (path.name == ".git" and not _real_dir(path)):
+    # Outer folders first, so a held folder lies over its parent and under a writable
+    # folder inside it (a builder's worktree in a held ``.builders/``).
+    held = [(p, True) for p in dict.fromkeys(policy.held) if p not in writable]
+    for path, is_held in sorted([*((p, False) for p in writable), *held], key=_depth):
+        if is_held:
+            args += _hold(path)
+        elif path not in guarded and not (path.name == ".git" and not _real_dir(path)):
+            _refuse_link(path)
             args += ["--bind-try", str(path), str(path)]
     if policy.guard_git:
         args += git_binds(writable)
@@ -200,6 +225,41 @@ def bwrap_argv(policy: JailPolicy, bwrap: str = "bwrap") -> list[str]:
     return args
 
 
+class LinkedFolder(UserError):
+    """A folder to be bound writable is a link (bubblewrap would bind where it points)."""
+
+
+def _depth(entry: tuple[Path, bool]) -> int:
+    return len(entry[0].parts)
+
+
+def _hold(path: Path) -> list[str]:
+    """Bind ``path`` read-only, or an empty read-only folder there when it is missing."""
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        return ["--tmpfs", str(path), "--remount-ro", str(path)]
+    except OSError:
+        return []
+    # A link is never bound (it would be followed); a file is held as it is.
+    return [] if stat.S_ISLNK(found.st_mode) else ["--ro-bind", str(path), str(path)]
+
+
+def _refuse_link(path: Path) -> None:
+    """LinkedFolder when ``path`` (or, for a builder's worktree, its ``.builders/``) is a
+    link: looked at right before the argv is made, never followed."""
+    for place in (path, path.parent) if path.parent.name == BUILDERS_DIR else (path,):
+        try:
+            linked = stat.S_ISLNK(os.lstat(place).st_mode)
+        except OSError:
+            continue  # missing: "-try" binds nothing
+        if linked:
+            raise LinkedFolder(
+                f"{place}: is a link, refused as a writable folder of a jail (it would be "
+                "bound where it points); expected a real folder: remove the link"
+            )
+
+
 def _real_dir(path: Path) -> bool:
     try:
         return stat.S_ISDIR(os.lstat(path).st_mode)
@@ -210,18 +270,20 @@ def _real_dir(path: Path) -> bool:
 def git_binds(writable: list[Path]) -> list[str]:
     """What a jail sees of the git folders among (and inside) ``writable`` folders.
 
-    A writable ``.git`` (a builder's repository): read-only, but for
-    :data:`GIT_WRITABLE` and the folder of each writable worktree that uses it,
-    whose :data:`WORKTREE_POINTERS` and ``.git`` file stay read-only too. A real
-    ``.git`` inside another writable folder: read-only. Links are never bound.
+    A writable ``.git`` (a builder's repository): read-only, but for ``objects/``
+    (less ``objects/info/``) and, for each writable worktree ``.builders/<id>`` of
+    that repository, what its commits on ``builder/<id>`` write: the folder of
+    builder branches, that branch's reflog (the file: a link cannot replace a
+    mount point) and ``worktrees/<id>/`` (whose :data:`WORKTREE_POINTERS`, the
+    worktree's ``.git`` file and its ``logs/HEAD`` file are bound on their own).
+    A real ``.git`` inside another writable folder: read-only. Links are never bound.
     """
     args: list[str] = []
     git_dirs = [p for p in writable if p.name == ".git" and _real_dir(p)]
     for git_dir in git_dirs:
         args += ["--ro-bind", str(git_dir), str(git_dir)]
-        for name in GIT_WRITABLE:
-            if _real_dir(git_dir / name):
-                args += ["--bind", str(git_dir / name), str(git_dir / name)]
+        args += _writable_dir(git_dir / "objects")
+        args += _read_only_dir(*(git_dir / "objects" / name for name in OBJECTS_READ_ONLY))
     for folder in writable:
         if folder.name == ".git":
             continue
@@ -232,25 +294,68 @@ def git_binds(writable: list[Path]) -> list[str]:
         own = worktree_folder(folder, git_dirs)
         if own is None:
             continue
-        args += ["--bind", str(own), str(own)]
+        git_dir = own.parent.parent
+        args += _writable_dir(git_dir / BUILDER_REFS, own)
+        branch = own_branch(own)
+        logs = () if branch is None else (git_dir / BUILDER_LOGS / branch,)
+        args += _writable_file(*logs, own / "logs" / "HEAD")
         for name in WORKTREE_POINTERS:
             args += ["--ro-bind-try", str(own / name), str(own / name)]
         args += ["--ro-bind", str(folder / ".git"), str(folder / ".git")]
     return args
 
 
-def worktree_folder(worktree: Path, git_dirs: list[Path]) -> Path | None:
-    """The folder ``.git/worktrees/<name>`` of one of ``git_dirs`` that ``worktree``'s
-    ``.git`` file names, if it is a real folder there; else None."""
+def _writable_dir(*paths: Path) -> list[str]:
+    return [a for p in paths if _real_dir(p) for a in ("--bind", str(p), str(p))]
+
+
+def _read_only_dir(*paths: Path) -> list[str]:
+    return [a for p in paths if _real_dir(p) for a in ("--ro-bind", str(p), str(p))]
+
+
+def _writable_file(*paths: Path) -> list[str]:
+    """Regular files only: a link is never bound (it would be followed)."""
+    args: list[str] = []
+    for path in paths:
+        try:
+            regular = stat.S_ISREG(os.lstat(path).st_mode)
+        except OSError:
+            continue
+        if regular:
+            args += ["--bind", str(path), str(path)]
+    return args
+
+
+def own_branch(own: Path) -> str | None:
+    """The name of the ``builder/<name>`` branch a builder's worktree folder has checked
+    out (``builder/<id>``, or a spec's name), when its ``HEAD`` names one plainly."""
     try:
-        pointer = untrusted.read(worktree, ".git", 4096).decode("utf-8").strip()
+        head = untrusted.read(own, "HEAD", 4096).decode("utf-8").strip()
     except (OSError, UnicodeDecodeError):
         return None
-    named = Path(pointer.removeprefix("gitdir:").strip())
-    for git_dir in git_dirs:
-        # Only a worktree inside that repository (its .builders/): a home or workspace
-        # holding a .git file of the runtime's making names no folder of it.
-        inside = git_dir.parent in worktree.parents
-        if inside and named.parent == git_dir / "worktrees" and _real_dir(named):
-            return named
-    return None
+    name = head.removeprefix(f"ref: {BUILDER_REFS}/")
+    if name == head or not SAFE_BRANCH.fullmatch(name) or name.endswith(".lock"):
+        return None
+    return name
+
+
+def worktree_folder(worktree: Path, git_dirs: list[Path]) -> Path | None:
+    """``.git/worktrees/<id>`` of the builder whose worktree is ``<repo>/.builders/<id>``:
+    the folder the daemon's ``git worktree add`` made, named by the builder's id (never
+    by what the worktree's ``.git`` file says), when it is a real folder and that file
+    names that very folder (real paths compared: ``worktrees/..`` is ``.git`` itself);
+    else None. A ``.git`` file in a home or workspace names no folder at all."""
+    if worktree.parent.name != BUILDERS_DIR:
+        return None
+    git_dir = worktree.parent.parent / ".git"
+    own = git_dir / "worktrees" / worktree.name
+    if git_dir not in git_dirs or not (_real_dir(own.parent) and _real_dir(own)):
+        return None
+    try:
+        pointer = untrusted.read(worktree, ".git", 4096).decode("utf-8").strip()
+    except (OSError, UnicodeDecodeError, untrusted.Refused):
+        return None
+    named = pointer.removeprefix("gitdir:").strip()
+    if not named.startswith("/") or os.path.realpath(named) != os.path.realpath(own):
+        return None
+    return own

@@ -1,10 +1,15 @@
 """System prompt composition: ``CLAUDE.md``, its includes and the shared snippets.
 
 ``<!-- @include path/to/file.md -->`` is replaced by that file, relative to
-the roster folder (includes may nest). A path that leaves the roster, a
-missing file, a file that is not UTF-8, an include cycle, nesting deeper than
-:data:`MAX_INCLUDE_DEPTH` or a prompt larger than ``max_prompt_bytes`` is a
-:class:`ConfigError` in one line naming the file that holds the directive.
+the roster folder (includes may nest), which must lie in the roster's
+``shared/`` or in the butler's own folder: a session writes its ``CLAUDE.md``,
+and the daemon reads outside its jail, so an include of another butler's
+folder or of the roster's ``.git/config`` (a remote URL with a token) would
+hand the session what its jail hides. No component may start with a dot
+(``.git``, ``.env``). A path elsewhere, a missing file, a file that is not
+UTF-8, an include cycle, nesting deeper than :data:`MAX_INCLUDE_DEPTH` or a
+prompt larger than ``max_prompt_bytes`` is a :class:`ConfigError` in one line
+naming the file that holds the directive.
 
 A session may write its butler folder, so every file here is read through
 :mod:`butler.security.untrusted`: ``CLAUDE.md`` swapped for a link to the
@@ -38,10 +43,14 @@ DEFAULT_MAX_PROMPT_BYTES = 1024 * 1024
 class _Expansion:
     """One composition: files expanded so far, the limits, the include chain."""
 
-    def __init__(self, roster: Path, max_bytes: int) -> None:
+    def __init__(self, roster: Path, max_bytes: int, own: Path | None = None) -> None:
         self.roster = Path(os.path.abspath(roster))
         self.max_bytes = max_bytes
         self.done: dict[Path, str] = {}
+        #: What an include may name, below the roster: ``shared/`` and the butler's folder.
+        self.allowed = ["shared"]
+        if own is not None and own.parent == self.roster:
+            self.allowed.append(own.name)
 
     def expand(self, root: Path, relative: str, stack: tuple[Path, ...], what: str = "") -> str:
         """The text of ``root/relative`` with its includes replaced; ``what`` names it in
@@ -89,6 +98,12 @@ class _Expansion:
             raise ConfigError(
                 f"{holder}: include {directive!r} leaves the roster folder {self.roster}; "
                 "expected a path inside it"
+            )
+        if names[0] not in self.allowed or any(name.startswith(".") for name in names):
+            places = " or ".join(f"{name}/" for name in self.allowed)
+            raise ConfigError(
+                f"{holder}: include {directive!r} refused; expected a file in the roster's "
+                f"{places}, with no name starting with a dot"
             )
         return "/".join(names)
 
@@ -138,8 +153,8 @@ def compose_system_prompt(
     into the roster), includes and snippets from ``roster``; below those folders no
     link is followed. Blocking: it reads files.
     """
-    expansion = _Expansion(roster, max_bytes)
     prompt_file = Path(os.path.abspath(prompt_file))
+    expansion = _Expansion(roster, max_bytes, prompt_file.parent)
     parts = [expansion.expand(prompt_file.parent, prompt_file.name, ()).strip()]
     for name in SHARED_SNIPPETS:
         snippet = f"shared/{name}"

@@ -26,7 +26,7 @@ from butler.config import ButlerConfig, SandboxConfig
 from butler.runtimes.base import Invocation, RuntimeFailure
 from butler.runtimes.settings import RuntimeConfig
 from butler.sandbox import Jail, JailRequest, jail_policy, jail_targets, probe, start_jail
-from butler.sandbox.policy import JailPolicy, bwrap_argv
+from butler.sandbox.policy import BUILDERS_DIR, JailPolicy, bwrap_argv
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,9 @@ def session_request(
         home=invocation.home,
         readable=(shared,),
         protected=(folder / "butler.toml", shared),
+        # A .git made here would be obeyed by the owner's git (and a .builders/ would
+        # reach a builder's jail): none can be made, an existing one stays read-only.
+        held=(folder / ".git", folder / BUILDERS_DIR),
         runtime=rt.type,
         env=invocation.env,
         args=tuple(rt.args),

@@ -30,6 +30,8 @@ def register_builder_tools(mcp: FastMCP, butler: ButlerContext) -> None:
 
 def _register_spawn(mcp: FastMCP, butler: ButlerContext) -> None:
     Task = optional_text(butler.config.butler.max_prompt_bytes)
+    # Once, as the daemon starts: a session that makes a .git later chooses nothing.
+    allowed = session_repos(butler.config)
 
     @mcp.tool
     async def builder_spawn(
@@ -68,7 +70,7 @@ def _register_spawn(mcp: FastMCP, butler: ButlerContext) -> None:
         session = caller.is_session
         source = "trigger" if session else "external"
         try:
-            where = session_repo(butler.config, repo) if session else Path(repo)
+            where = session_repo(allowed, repo) if session else Path(repo)
             return await butler.builders.spawn(
                 options, where, source, headless, caller=caller.session_id
             )
@@ -78,7 +80,9 @@ def _register_spawn(mcp: FastMCP, butler: ButlerContext) -> None:
 
 def session_repos(config: ButlerConfig) -> list[Path]:
     """The repositories a session may start builders in: ``[butler.builders] repos``, else
-    the repository holding the butler folder (none when it is in none)."""
+    the repository holding the butler folder (none when it is in none). Asked once, when
+    the daemon starts: a session writes its butler folder, so asked again it could have
+    made the butler folder a repository of its own."""
     listed = config.butler.builders.repos
     if listed is not None:
         return [Path(path).resolve() for path in listed]
@@ -88,10 +92,10 @@ def session_repos(config: ButlerConfig) -> list[Path]:
         return []
 
 
-def session_repo(config: ButlerConfig, repo: str) -> Path:
-    """``repo`` as a session may use it: one of :func:`session_repos`, resolved now (so a
-    link the session flips afterwards changes nothing); else one line naming the setting."""
-    allowed = session_repos(config)
+def session_repo(allowed: list[Path], repo: str) -> Path:
+    """``repo`` as a session may use it: one of ``allowed`` (:func:`session_repos`),
+    resolved now (so a link the session flips afterwards changes nothing); else one line
+    naming the setting."""
     path = Path(repo).resolve()
     if path not in allowed:
         listing = ", ".join(map(str, allowed)) or "none"

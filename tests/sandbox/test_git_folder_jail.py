@@ -105,9 +105,29 @@ def test_a_builder_of_the_butler_folders_own_repository_still_commits(tmp_path: 
     run("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init", cwd=folder)
     worktree = folder / ".builders" / "b1"
     run("git", "worktree", "add", "-q", "-b", "builder/b1", str(worktree), cwd=folder)
-    policy = JailPolicy(writable=(folder, worktree, folder / ".git"), cwd=worktree)
+    held = (folder / ".git", folder / ".builders")  # as a session's jail holds them
+    policy = JailPolicy(writable=(folder, worktree, folder / ".git"), cwd=worktree, held=held)
     commit = (
         "git -c user.name=b -c user.email=b@b commit -q --allow-empty -m work && echo COMMITTED"
     )
-    said = attempts(policy, f"{commit}\n{tries(folder / '.git' / 'config')}")
+    others = tries(folder / ".git" / "config", folder / ".builders" / "b2")
+    said = attempts(policy, f"{commit}\n{others}")
     assert "COMMITTED" in said and "WROTE" not in said, said
+
+
+def test_a_butler_folder_without_git_gets_none_made_in_its_jail(tmp_path: Path):
+    """A ``.git`` a session made would be obeyed by the owner's own git (its fsmonitor,
+    its hooks): the jail holds an empty read-only folder there, which git passes over."""
+    folder = tmp_path / "butler"
+    folder.mkdir()
+    marker = tmp_path / "fsmonitor-ran"
+    held = (folder / ".git", folder / ".builders")
+    said = attempts(
+        JailPolicy(writable=(folder,), cwd=folder, held=held),
+        f"git init -q . 2>/dev/null && git config core.fsmonitor 'touch {marker}' && echo MADE\n"
+        f"mkdir .builders/x 2>/dev/null && echo MADE\n{tries(folder / 'notes.md')}",
+    )
+    assert "MADE" not in said and f"WROTE {folder / 'notes.md'}" in said, said
+    run("git", "init", "-q", cwd=tmp_path)  # the owner's repository, above the butler folder
+    run("git", "status", "--short", cwd=folder)
+    assert not marker.exists() and not any((folder / ".git").iterdir())

@@ -47,7 +47,7 @@ def jail(request, monkeypatch) -> str:
     return request.param
 
 
-async def _no_jail(root: Path) -> list[str]:
+async def _no_jail(root: Path, writes: bool = False) -> list[str]:
     return []
 
 
@@ -230,6 +230,32 @@ async def test_a_worktree_pointing_git_elsewhere_runs_nothing(repo: Path, marker
     (worktree / ".git").write_text(f"gitdir: {crafted / '.git'}\n")
     await git.is_dirty(worktree)
     assert left(markers) == []
+
+
+async def test_a_submodule_filter_never_runs_in_the_daemons_git(
+    repo: Path, markers: Path, jail: str
+):
+    """A builder commits a repository of its own making as a submodule, whose config names
+    a filter program: prune's dirty check and worktree removal never look into it (and
+    in the jail, the repository's ``.git`` is read-only while they look)."""
+    worktree = repo / ".builders" / "b1"
+    await git.add_worktree(repo, worktree, "builder/b1")
+    sub = worktree / "sub"
+    sub.mkdir()
+    (sub / "f").write_text("data\n")
+    (sub / ".gitattributes").write_text("* filter=x\n")
+    run("git", "init", "-q", cwd=sub)
+    run("git", "-c", "user.name=b", "-c", "user.email=b@b", "add", ".", cwd=sub)
+    run("git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "s", cwd=sub)
+    planted = repo / ".git" / "planted"  # where the jail's program would leave its mark
+    filter_ = program(repo, markers, "filter", f"touch {planted}\ncat\n")
+    configure(sub, "filter.x.clean", str(filter_))
+    os.utime(sub / "f", (0, 0))  # stale in the index: status would run the filter
+    run("git", "-c", "user.name=b", "-c", "user.email=b@b", "add", "sub", cwd=worktree)
+    run("git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "sub", cwd=worktree)
+    assert await git.is_dirty(worktree) is False
+    await git.remove_worktree(repo, worktree, force=True)
+    assert left(markers) == [] and not planted.exists() and not worktree.exists()
 
 
 def test_every_program_setting_git_documents_is_overridden():

@@ -23,14 +23,14 @@ LEAF = "0123456789abcdef\n"  # 17 bytes: 2^16 of them pass 1 MiB
 
 
 def fan_out(roster: Path, levels: int, leaf: str = LEAF) -> str:
-    """``bomb/0.md`` includes ``1.md`` twice, ... down to a leaf: 2^levels leaves in all."""
-    folder = roster / "bomb"
+    """``shared/bomb/0.md`` includes ``1.md`` twice, ... down to a leaf: 2^levels leaves."""
+    folder = roster / "shared" / "bomb"
     folder.mkdir(exist_ok=True)
     for level in range(levels):
-        line = f"<!-- @include bomb/{level + 1}.md -->\n"
+        line = f"<!-- @include shared/bomb/{level + 1}.md -->\n"
         (folder / f"{level}.md").write_text(line * 2)
     (folder / f"{levels}.md").write_text(leaf)
-    return "<!-- @include bomb/0.md -->\n"
+    return "<!-- @include shared/bomb/0.md -->\n"
 
 
 def test_a_2_to_the_22_fan_out_is_refused_in_milliseconds(roster):

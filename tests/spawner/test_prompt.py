@@ -55,3 +55,25 @@ def test_missing_include_names_the_file(roster):
     prompt.write_text("<!-- @include shared/NOPE.md -->")
     with pytest.raises(ConfigError, match=r"x\.md: include 'shared/NOPE\.md' not found"):
         compose_system_prompt(prompt, roster)
+
+
+@pytest.mark.parametrize("include", ["other/notes.md", ".git/config", "health/.env"])
+def test_an_include_outside_shared_and_the_own_folder_is_refused(roster, include):
+    """A session writes its CLAUDE.md; the daemon, outside its jail, would read another
+    butler's folder or the roster's git config (a remote URL with a token) for it."""
+    for path in ("other/notes.md", ".git/config", "health/.env"):
+        (roster / path).parent.mkdir(parents=True, exist_ok=True)
+        (roster / path).write_text("secret\n")
+    prompt = roster / "health" / "CLAUDE.md"
+    prompt.write_text(f"<!-- @include {include} -->")
+    with pytest.raises(ConfigError, match=r"CLAUDE\.md: include .* refused; expected a file in"):
+        compose_system_prompt(prompt, roster)
+
+
+def test_an_include_of_the_own_folder_and_shared_is_read(roster):
+    (roster / "shared" / "A.md").write_text("shared")
+    (roster / "health" / "notes").mkdir(parents=True)
+    (roster / "health" / "notes" / "n.md").write_text("own")
+    prompt = roster / "health" / "CLAUDE.md"
+    prompt.write_text("<!-- @include shared/A.md --> <!-- @include health/notes/n.md -->")
+    assert compose_system_prompt(prompt, roster) == "shared own\n"
