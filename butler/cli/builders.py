@@ -125,7 +125,7 @@ def attach(
 
     cfg = address(config)
     try:
-        found = daemon_tool(cfg, "builder_get", {"builder_id": builder_id}, 30)
+        found = daemon_tool(cfg, "builder_get", {"builder_id": builder_id}, timeout=30)
         socket, name = found.get("tmux_socket"), found.get("tmux_session")
     except DaemonNotRunning:
         # Builders outlive their daemon: their tmux session is found by name.
