@@ -15,6 +15,7 @@ split separate tests across workers, each with its own deployment).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import subprocess
@@ -144,6 +145,18 @@ def trigger(prompt: str) -> dict[str, str]:
     return fields
 
 
+def zombies(container: str) -> list[str]:
+    """The processes of ``container`` that ended and that nobody reaped: "pid (name)"."""
+    count = (
+        "import pathlib\n"
+        "for stat in pathlib.Path('/proc').glob('[0-9]*/stat'):\n"
+        "    fields = stat.read_text().rsplit(') ', 1)\n"
+        "    if fields[1].startswith('Z'):\n"
+        "        print(fields[0] + ')')\n"
+    )
+    return podman("exec", container, "python", "-c", count).stdout.splitlines()
+
+
 def refusal(deployment: Deployment, *security: str) -> str:
     """The butler's last line when started with only ``security`` of the service's settings."""
     done = podman(
@@ -197,6 +210,12 @@ def test_compose_runs_a_jailed_butler_that_keeps_its_sessions_and_leaves_nothing
         assert report["prompt"] == "first, before the restart"
         rows = deployment.sql(f"SELECT status, runtime, trigger_source FROM {SCHEMA}.sessions")
         assert rows == ["succeeded|command|external"]
+        # Nothing of the session is left in the container, not even a zombie to reap
+        # (a jail's last processes may take a moment to end and be reaped).
+        general = deployment.container("general")
+        with contextlib.suppress(TimeoutError):
+            wait_until(lambda: not zombies(general), timeout=30, interval=0.5)
+        assert zombies(general) == []
 
         # Without either setting the compose file grants, the butler refuses to start,
         # naming the setting: Docker's default seccomp profile, then a masked /proc.
