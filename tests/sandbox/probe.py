@@ -113,7 +113,7 @@ def fetch(url: str) -> str:
         return type(exc).__name__
 
 
-def mcp_call(config_path: str, tool: str, arguments: dict) -> str:
+def mcp_call(config_path: str, tool: str, arguments: dict, timeout: float = 10) -> str:
     """One tool call over streamable HTTP, as any MCP client would make it."""
     with open(config_path, encoding="utf-8") as f:
         server = next(iter(json.load(f)["mcpServers"].values()))
@@ -129,7 +129,7 @@ def mcp_call(config_path: str, tool: str, arguments: dict) -> str:
         request = urllib.request.Request(
             server["url"], json.dumps(message).encode(), {**headers, **extra}, method="POST"
         )
-        with opener.open(request, timeout=10) as response:
+        with opener.open(request, timeout=timeout) as response:
             return response.headers.get("mcp-session-id"), response.read().decode()
 
     init = {

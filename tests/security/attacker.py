@@ -1,51 +1,16 @@
 """A ``command`` runtime acting as an attacker inside its jail: runs the shell script and
 the MCP tool calls its prompt's last paragraph (JSON) names, and prints what happened.
 
-Started as ``python3 -I attacker.py {prompt_file} {mcp_config}``; stdlib only."""
+Started as ``python3 -I attacker.py {prompt_file} {mcp_config}``; stdlib only, beside
+tests/sandbox/probe.py, whose MCP call it makes."""
 
 import json
+import os
 import subprocess
 import sys
-import urllib.request
 
-
-def mcp_call(config_path: str, tool: str, arguments: dict) -> str:
-    """One tool call over streamable HTTP with the session's own token."""
-    with open(config_path, encoding="utf-8") as f:
-        server = next(iter(json.load(f)["mcpServers"].values()))
-    headers = {
-        **server.get("headers", {}),
-        "Content-Type": "application/json",
-        "Accept": "application/json, text/event-stream",
-    }
-
-    def post(message: dict, session: str | None) -> tuple[str | None, str]:
-        extra = {"mcp-session-id": session} if session else {}
-        request = urllib.request.Request(
-            server["url"], json.dumps(message).encode(), {**headers, **extra}, method="POST"
-        )
-        with urllib.request.urlopen(request, timeout=300) as response:
-            return response.headers.get("mcp-session-id"), response.read().decode()
-
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "attacker", "version": "1"},
-        },
-    }
-    session, _ = post(init, None)
-    post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
-    call = {
-        "jsonrpc": "2.0",
-        "id": 2,
-        "method": "tools/call",
-        "params": {"name": tool, "arguments": arguments},
-    }
-    return post(call, session)[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves it out
+from probe import mcp_call
 
 
 def main() -> None:
@@ -57,7 +22,8 @@ def main() -> None:
     if "sh" in plan:
         done = subprocess.run(["sh", "-c", plan["sh"]], capture_output=True, text=True)
         report["sh"] = {"rc": done.returncode, "out": done.stdout, "err": done.stderr[-2000:]}
-    report["mcp"] = [mcp_call(sys.argv[2], tool, args) for tool, args in plan.get("mcp", [])]
+    calls = plan.get("mcp", [])  # a headless builder's spawn waits for it to end
+    report["mcp"] = [mcp_call(sys.argv[2], tool, args, timeout=300) for tool, args in calls]
     if "sh_after" in plan:
         done = subprocess.run(["sh", "-c", plan["sh_after"]], capture_output=True, text=True)
         report["sh_after"] = {"rc": done.returncode, "out": done.stdout, "err": done.stderr}

@@ -21,6 +21,8 @@ AGENT = Path(__file__).with_name("agent.py")
 #: A command runtime that runs, in its jail, the shell script and tool calls its prompt
 #: names (tests/security/attacker.py; stdlib only, so it is copied into the butler folder).
 ATTACKER = Path(__file__).with_name("attacker.py")
+#: The jail probe whose MCP call the attacker makes (stdlib only as well).
+PROBE = Path(__file__).parent.parent / "sandbox" / "probe.py"
 
 
 def attacked_butler(
@@ -46,6 +48,7 @@ def attacked_butler(
     port = free_port()
     folder = write_butler(roster, "victim", port=port, schema=schema, runtime=runtime, extra=extra)
     shutil.copy(ATTACKER, folder / "attacker.py")
+    shutil.copy(PROBE, folder / "probe.py")
     data = tmp_path / "data"
     env = {"BUTLER_DATA_DIR": str(data), "BUTLER_SANDBOX": "bwrap"}
     daemon = DaemonProcess(folder, port=port, database_url=TEST_DSN, env=env)
