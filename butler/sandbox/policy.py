@@ -238,11 +238,21 @@ def _hold(path: Path) -> list[str]:
     try:
         found = os.lstat(path)
     except FileNotFoundError:
-        return ["--tmpfs", str(path), "--remount-ro", str(path)]
+        # On a read-only file system (a roster mounted read-only in a container) nothing
+        # can be made there, and bubblewrap could not make the mount point either.
+        return [] if _read_only(path.parent) else ["--tmpfs", str(path), "--remount-ro", str(path)]
     except OSError:
         return []
     # A link is never bound (it would be followed); a file is held as it is.
     return [] if stat.S_ISLNK(found.st_mode) else ["--ro-bind", str(path), str(path)]
+
+
+def _read_only(folder: Path) -> bool:
+    """Whether ``folder`` is on a file system mounted read-only (or is not there at all)."""
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return True
 
 
 def _refuse_link(path: Path) -> None:

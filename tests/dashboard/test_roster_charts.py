@@ -10,7 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from tests.dashboard.conftest import ARTIFACTS, launched, run_sql
-from tests.dashboard.test_finding import fetch
+from tests.dashboard.test_finding import fetch, refusal_in_frame
 from tests.dashboard.test_roster_page import NAMES, _configured_port, answering, process, three
 from tests.helpers import TEST_TOKEN
 
@@ -103,7 +103,8 @@ def test_roster_charts_cost_and_sessions_per_day_by_butler(roster, three, tmp_pa
 
 def _refuses_bad_days(url: str) -> None:
     line = "days: '365' is not allowed; expected one of 7, 30, 90"
-    assert fetch(f"{url}/roster?days=365") == (400, line + "\n")
+    status, body = fetch(f"{url}/roster?days=365")
+    assert (status, refusal_in_frame(body)) == (400, line)
     status, body = fetch(f"{url}/api/roster?days=365")
     assert (status, json.loads(body)) == (400, {"error": line})
     status, body = fetch(f"{url}/api/summary?days=365")

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import TEST_DSN
 from tests.fakes.model_server import Text, ToolCall
-from tests.helpers import REPO, DaemonProcess, butler_client, free_port
+from tests.helpers import REPO, DaemonProcess, butler_client, eventually, free_port
 from tests.servers.mail import MailServer
 
 pytestmark = pytest.mark.e2e
@@ -52,7 +52,17 @@ async def test_the_daily_review_and_an_urgent_note_reach_the_person_by_mail(
                 result = fired.structured_content["result"]
                 assert result["success"] is True, result["error"]
                 urgent, review = await mail_server.until(2)
-                session = await owner.call_tool("session_get", {"session_id": result["session_id"]})
+
+                async def recorded() -> object:
+                    """The session once both deliveries' outcomes are written (a mail is
+                    received before its sender records that it went)."""
+                    got = await owner.call_tool("session_get", {"session_id": result["session_id"]})
+                    sending = [
+                        d for d in got.structured_content["deliveries"] if d["status"] == "sending"
+                    ]
+                    return None if sending else got
+
+                session = await eventually(recorded)
     finally:
         shutil.rmtree(temp, ignore_errors=True)
     assert (urgent.subject, urgent.body.strip()) == ("health", "Iron is due now.")
