@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -69,10 +69,13 @@ class ChannelSettings(Section):
     max_attachments: int = Field(default=4, ge=0, le=20)
     attachment_types: list[str] = Field(default_factory=lambda: list(DEFAULT_ATTACHMENT_TYPES))
 
+    #: Which of the table's keys names the credential the channel logs in with.
+    credential_key: ClassVar[str]
+
     @property
     def credential(self) -> str:
         """The name of the credential the channel logs in with."""
-        raise NotImplementedError
+        return getattr(self, self.credential_key)
 
     @field_validator("attachment_types")
     @classmethod
@@ -86,11 +89,8 @@ class ChannelSettings(Section):
 class BotChannelSettings(ChannelSettings):
     """A channel that logs in as a bot with one access token from the credentials store."""
 
+    credential_key: ClassVar[str] = "token_credential"
     token_credential: str
-
-    @property
-    def credential(self) -> str:
-        return self.token_credential
 
     @field_validator("token_credential")
     @classmethod
@@ -157,6 +157,7 @@ class EmailSettings(ChannelSettings):
     smtp_security: Security = "starttls"
     #: The login of both servers; the address when not given.
     username: str | None = None
+    credential_key: ClassVar[str] = "password_credential"
     password_credential: str = "EMAIL_PASSWORD"
     mailbox: str = Field(default="INBOX", min_length=1, max_length=200)
     #: The authserv-id of the provider's Authentication-Results header that must show
@@ -165,10 +166,6 @@ class EmailSettings(ChannelSettings):
     #: An email thread is a conversation for a week unless told otherwise.
     idle_minutes: int = Field(default=60 * 24 * 7, ge=1, le=60 * 24 * 90)
     max_reply_chars: int = Field(default=100_000, ge=1000, le=1_000_000)
-
-    @property
-    def credential(self) -> str:
-        return self.password_credential
 
     @field_validator("password_credential")
     @classmethod
