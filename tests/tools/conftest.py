@@ -1,11 +1,17 @@
 """Tool tests: a butler's MCP server over a real database and an in-process fake runtime."""
 
+import asyncio
+from collections.abc import AsyncIterator
+
 import pytest
+import uvicorn
 
 from butler.context import ButlerContext
-from butler.server import build_mcp
+from butler.http_limits import JsonRpcBodyLimit
+from butler.server import build_app, build_mcp
 from butler.store.state import StateStore
 from tests.fakes.runtime import FakeAdapter
+from tests.helpers import eventually, free_port
 
 
 @pytest.fixture
@@ -22,3 +28,31 @@ def butler_mcp(make_spawner, db):
         return build_mcp(context)
 
     return build
+
+
+@pytest.fixture
+async def served(make_spawner, db) -> AsyncIterator[tuple[str, ButlerContext]]:
+    """The butler's app (with the JSON-RPC body limit) on a free port, in this event loop."""
+    spawner = make_spawner()
+    butler = ButlerContext(
+        config=spawner.config,
+        db=db,
+        state=StateStore(db),
+        sessions=spawner.sessions,
+        spawner=spawner,
+    )
+    port = free_port()
+    app = JsonRpcBodyLimit(build_app(butler))
+    server = uvicorn.Server(uvicorn.Config(app, port=port, log_config=None, lifespan="on"))
+    task = asyncio.create_task(server.serve())
+
+    def started() -> bool:
+        assert not task.done(), task  # the server died while starting: say why
+        return server.started
+
+    await eventually(started, timeout=30)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp", butler
+    finally:
+        server.should_exit = True
+        await task

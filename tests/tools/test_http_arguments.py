@@ -2,53 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator
 
 import httpx2
 import pytest
-import uvicorn
 
-from butler.context import ButlerContext
-from butler.http_limits import JsonRpcBodyLimit
-from butler.server import build_app
-from butler.store.state import StateStore
-from tests.helpers import TEST_TOKEN, butler_client, eventually, free_port
+from tests.helpers import TEST_TOKEN, butler_client
 
 HEADERS = {
     "accept": "application/json, text/event-stream",
     "content-type": "application/json",
     "authorization": f"Bearer {TEST_TOKEN}",
 }
-
-
-@pytest.fixture
-async def served(make_spawner, db) -> AsyncIterator[tuple[str, ButlerContext]]:
-    """The butler's app (with the JSON-RPC body limit) on a free port, in this event loop."""
-    spawner = make_spawner()
-    butler = ButlerContext(
-        config=spawner.config,
-        db=db,
-        state=StateStore(db),
-        sessions=spawner.sessions,
-        spawner=spawner,
-    )
-    port = free_port()
-    app = JsonRpcBodyLimit(build_app(butler))
-    server = uvicorn.Server(uvicorn.Config(app, port=port, log_config=None, lifespan="on"))
-    task = asyncio.create_task(server.serve())
-
-    def started() -> bool:
-        assert not task.done(), task  # the server died while starting: say why
-        return server.started
-
-    await eventually(started, timeout=30)
-    try:
-        yield f"http://127.0.0.1:{port}/mcp", butler
-    finally:
-        server.should_exit = True
-        await task
 
 
 def _messages(response: httpx2.Response) -> list[dict]:
