@@ -13,7 +13,9 @@ differences), and the difference of the two medians beside it.
 Then the launch of a runtime the way claude-agent-sdk starts one (handed the
 daemon's whole environment), both ways side by side: a Python launcher that
 filters the environment and then starts the jail (before), and the jail's
-own launch script doing it (now).
+own launch script doing it (now). Then that launch in a jail of its own
+against one in a warm jail of a pool (made before the clock starts, as the
+pool makes them between sessions), alternating.
 
     .venv/bin/python benchmarks/jail_start.py [--runs 30]
 
@@ -44,8 +46,11 @@ from rows import paired_differences  # noqa: E402
 from butler.runtimes.launcher import write_launcher  # noqa: E402
 from butler.runtimes.process import RuntimeProcess  # noqa: E402
 from butler.sandbox import JailPolicy, probe  # noqa: E402
+from butler.sandbox import jail as jail_module  # noqa: E402
 from butler.sandbox.egress import Target  # noqa: E402
-from butler.sandbox.jail import start_jail  # noqa: E402
+from butler.sandbox.jail import Jail, start_jail  # noqa: E402
+from butler.sandbox.native import compiled_bridge  # noqa: E402
+from butler.sandbox.pool import JailPool, Shape, WarmJail  # noqa: E402
 
 RUNTIME = ["/bin/echo", "ready"]
 
@@ -91,7 +96,9 @@ async def measure(runs: int) -> None:
         f"{'':>20}  difference of the medians: "
         f"{statistics.median(boxed) - statistics.median(plain):5.1f} ms"
     )
+    await bridges(runs)
     await sdk_launches(runs)
+    await warm_launches(runs)
     for adopt in (False, True):
         for name, spent in (await accounting(adopt=adopt)).items():
             print(
@@ -100,6 +107,33 @@ async def measure(runs: int) -> None:
                 f"{spent.children * 1000:4.0f} ms, machine-wide less this process "
                 f"{spent.machine_less_client * 1000:4.0f} ms"
             )
+
+
+async def bridges(runs: int) -> None:
+    """Jailed runs with the C bridge and with the Python bridge, alternating, with their CPU."""
+    native = compiled_bridge()
+    if native is None:
+        print("the C bridge did not build here (no cc?): bridges not compared")
+        return
+    times: dict[str, list[float]] = {"C bridge": [], "Python bridge": []}
+    cpu = dict.fromkeys(times, 0.0)
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(runs + 3):
+            for label in times:
+                jail_module.compiled_bridge = (lambda: native) if label == "C bridge" else _none
+                before = children_cpu_ms()
+                elapsed = await timed_jail(Path(tmp))
+                if i >= 3:  # the first rounds warm the page cache
+                    times[label].append(elapsed)
+                    cpu[label] += children_cpu_ms() - before
+    jail_module.compiled_bridge = compiled_bridge
+    for label, values in times.items():
+        report(label, values)
+        print(f"{'':>20}  CPU of its processes: {cpu[label] / runs:5.1f} ms per run")
+
+
+def _none() -> None:
+    return None
 
 
 async def sdk_launch(folder: Path, exact: bool) -> float:
@@ -147,6 +181,71 @@ async def sdk_launches(runs: int) -> None:
     for exact, label in ((False, "launcher + jail"), (True, "jail script only")):
         report(label, times[exact])
         print(f"{'':>20}  CPU of its processes: {cpu[exact] / runs:5.1f} ms per launch")
+
+
+async def warm_launches(runs: int) -> None:
+    """The SDK's launch of ``/bin/echo`` in a jail of its own and in a warm one, alternating."""
+    if compiled_bridge() is None:
+        print("the C bridge did not build here (no cc?): warm jails not measured")
+        return
+    times: dict[str, list[float]] = {"own jail": [], "warm jail": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "homes").mkdir()
+        (folder / "work").mkdir()
+        policy = JailPolicy(writable=(folder / "work",), cwd=Path("/"))
+        targets = frozenset({Target("127.0.0.1", 9)})
+        pool = JailPool(1)
+        pool.learn(Shape(policy, targets, RUNTIME[0], folder / "homes"))
+        for i in range(runs + 3):
+            for label in times:
+                elapsed = await _launch_in(pool, policy, targets, label == "warm jail")
+                if i >= 3:
+                    times[label].append(elapsed)
+        await pool.close()
+    for label, values in times.items():
+        report(label, values)
+
+
+async def _launch_in(
+    pool: JailPool, policy: JailPolicy, targets: frozenset[Target], warm: bool
+) -> float:
+    """Milliseconds from the jail's launch script's start until the runtime's first line
+    (a warm jail: taken from ``pool`` first, off the clock, once the pool has one ready)."""
+    for _ in range(500):
+        if pool.ready or not warm:
+            break
+        await asyncio.sleep(0.01)
+    taken = pool.take(policy, targets) if warm else None
+    if taken is not None:
+        base = taken.jail
+        jail: Jail = WarmJail(
+            base.policy,
+            base.egress,
+            base.proxy_port,
+            base.forwards,
+            base.bwrap,
+            warm=taken,
+            pool=pool,
+        )
+    else:
+        jail = await start_jail(policy, targets)
+    try:
+        env = {"PATH": "/usr/bin:/bin", **jail.env()}
+        work = jail.policy.writable[0]
+        argv = jail.wrap_exact(RUNTIME, env, [], work / "runtime.pid")
+        started = time.perf_counter()
+        seen: list[float] = []
+        await RuntimeProcess().run(
+            argv,
+            env=env,
+            cwd=Path("/"),
+            timeout_s=30,
+            on_line=lambda _: seen.append(time.perf_counter()),
+        )
+        return (seen[0] - started) * 1000
+    finally:
+        await jail.close()
 
 
 def children_cpu_ms() -> float:

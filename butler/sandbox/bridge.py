@@ -10,6 +10,14 @@ configs keep their ``http://127.0.0.1:PORT`` URLs. Those connections ask the
 proxy for ``127.0.0.1:PORT`` first; the proxy decides. Then it runs ARGV as
 its child, passes terminating signals on, and exits as the child did.
 
+It is the jail's init (bubblewrap's ``--as-pid-1``): what the runtime leaves
+behind is reparented to it, and it reaps it, so every process of the jail is
+waited for by one of the jail's own and its CPU time is charged up the chain to
+the daemon. bubblewrap's own init would be one process more per session, and
+bubblewrap 0.8's monitor exits without waiting for it, so the machine's init
+would reap it, charged with all the jail ran. When the runtime ends, the bridge
+ends whatever it left running and reaps it before exiting itself.
+
 With ``limits=PROCESSES,MEMORY_MB`` it holds the jail to them (``[butler.sandbox]
 max_processes`` and ``max_memory_mb``): a watcher counts the jail's processes
 and the memory they hold, and past either writes one line on stderr naming
@@ -53,6 +61,15 @@ NPROC_MARGIN = 64
 DATA_FACTOR = 2
 #: How the jail ends when it went past a bound (a shell's "killed" statuses are above).
 BREACH_STATUS = 125
+#: How long the bridge, ending, waits for the processes it killed to be reaped.
+REAP_S = 5.0
+#: Connections relayed at once; past it a new one is closed at once. Each holds two threads,
+#: which no bound of the jail counts (the watcher counts processes, not the init's threads):
+#: without it a runtime holding 16000 connections took every pid of the machine.
+MAX_CONNECTIONS = 512
+#: [connections relayed now], changed under its lock.
+_LIVE = [0]
+_LIVE_LOCK = _thread.allocate_lock()
 
 
 def _pipe(src: _socket.socket, dst: _socket.socket, done: _thread.LockType | None) -> None:
@@ -93,6 +110,14 @@ def _tunnel(path: str, target: str | None) -> _socket.socket | None:
 
 def _serve(client: _socket.socket, path: str, target: str | None) -> None:
     try:
+        _relay(client, path, target)
+    finally:
+        with _LIVE_LOCK:
+            _LIVE[0] -= 1
+
+
+def _relay(client: _socket.socket, path: str, target: str | None) -> None:
+    try:
         upstream = _tunnel(path, target)
     except OSError:
         upstream = None
@@ -101,8 +126,12 @@ def _serve(client: _socket.socket, path: str, target: str | None) -> None:
         return
     back = _thread.allocate_lock()
     back.acquire()
-    _thread.start_new_thread(_pipe, (upstream, client, back))
-    _pipe(client, upstream, None)
+    try:
+        _thread.start_new_thread(_pipe, (upstream, client, back))
+    except RuntimeError:  # no thread left to start
+        back.release()
+    else:
+        _pipe(client, upstream, None)
     back.acquire()
     client.close()
     upstream.close()
@@ -110,9 +139,26 @@ def _serve(client: _socket.socket, path: str, target: str | None) -> None:
 
 def _accept(listener: _socket.socket, path: str, target: str | None) -> None:
     while True:
-        fd, _ = listener._accept()
+        try:
+            fd, _ = listener._accept()
+        except OSError:  # out of descriptors: let some close (the thread would end for good)
+            time.sleep(0.01)
+            continue
         client = _socket.socket(listener.family, _socket.SOCK_STREAM, 0, fd)
-        _thread.start_new_thread(_serve, (client, path, target))
+        if listener.family != _socket.AF_UNIX:  # small requests: no wait for the last ACK
+            client.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
+        with _LIVE_LOCK:
+            full = _LIVE[0] >= MAX_CONNECTIONS
+            _LIVE[0] += not full
+        if full:
+            client.close()
+            continue
+        try:
+            _thread.start_new_thread(_serve, (client, path, target))
+        except RuntimeError:  # no thread left to start
+            client.close()
+            with _LIVE_LOCK:
+                _LIVE[0] -= 1
 
 
 def _listen(host: str, port: int) -> _socket.socket | None:
@@ -157,24 +203,52 @@ def _jail_pids() -> list[str]:
     return [name for name in os.listdir("/proc") if name.isdigit() and name not in own]
 
 
-def _resident(pids: list[str]) -> int:
-    """The jail's memory in bytes: each process's proportional share (PSS), so pages its
-    processes share (libraries, a fork's copy-on-write) count once, not once per process."""
-    total = 0
+def _resident(pids: list[str], precise: bool) -> int:
+    """The jail's memory in bytes: each process's proportional share (PSS) when
+    ``precise``, so shared pages count once; else its RSS (statm, no page walk), which
+    is never below it."""
+    total, page = 0, os.sysconf("SC_PAGESIZE")
     for pid in pids:
         try:
-            fd = os.open(f"/proc/{pid}/smaps_rollup", os.O_RDONLY)
-        except OSError:
-            continue  # it ended meanwhile
-        try:
-            for line in os.read(fd, 4096).splitlines():
-                if line.startswith(b"Pss:"):
-                    total += int(line.split()[1]) << 10
-                    break
+            with open(f"/proc/{pid}/{'smaps_rollup' if precise else 'statm'}", "rb") as f:
+                if not precise:
+                    total += int(f.read().split()[1]) * page
+                    continue
+                for line in f.read(4096).splitlines():
+                    if line.startswith(b"Pss:"):
+                        total += int(line.split()[1]) << 10
+                        break
         except (OSError, ValueError, IndexError):
-            pass
-        finally:
-            os.close(fd)
+            continue  # it ended meanwhile
+    return total
+
+
+def _tmpfs_bytes() -> int:
+    """What the files of the jail's own tmpfs mounts (/, /tmp, /dev, /run...) hold.
+
+    They are memory no process's PSS counts: a runtime writing to /tmp went past
+    max_memory_mb unseen. Bubblewrap's mounts are whole filesystems (root "/" in
+    mountinfo) but for the jail's "/" (its own tmpfs's /newroot); a folder bound from a
+    host tmpfs has a deeper root, not the jail's to count.
+    """
+    total, seen = 0, set()
+    try:
+        with open("/proc/self/mountinfo", "rb") as mounts:
+            lines = mounts.read().splitlines()
+    except OSError:
+        return 0
+    for line in lines:
+        fields = line.split()
+        if b" - tmpfs " not in line or len(fields) < 5 or fields[2] in seen:
+            continue
+        if fields[3] != b"/" and fields[4] != b"/":
+            continue
+        seen.add(fields[2])
+        try:
+            fs = os.statvfs(fields[4])
+        except OSError:
+            continue
+        total += (fs.f_blocks - fs.f_bfree) * fs.f_frsize
     return total
 
 
@@ -185,7 +259,11 @@ def _watch(processes: int, memory_mb: int) -> None:
         pids = _jail_pids()
         if len(pids) >= processes:
             _breach(f"max_processes = {processes} ({len(pids)} processes)")
-        resident = _resident(pids)
+        # PSS (a page walk of every process) only when RSS, never below it, is over.
+        held = _tmpfs_bytes()
+        resident = held + _resident(pids, precise=False)
+        if resident > memory_mb << 20:
+            resident = held + _resident(pids, precise=True)
         if resident > memory_mb << 20:
             _breach(f"max_memory_mb = {memory_mb} ({resident >> 20} MiB held)")
 
@@ -201,35 +279,79 @@ def _breach(what: str) -> None:
         f"butler jail: the session went past [butler.sandbox] {what} in butler.toml; "
         "every process of its jail was ended\n".encode(),
     )
-    # In the jail's pid namespace, -1 is every process but its init and this bridge.
-    os.kill(-1, _signal.SIGKILL)
+    _end_the_rest()
     os._exit(BREACH_STATUS)
+
+
+def _end_the_rest() -> None:
+    """Kill every other process of the jail and reap them (their CPU goes up the chain)."""
+    if os.getpid() != 1:
+        return  # not the jail's init: -1 would be every process of the user outside
+    # In the jail's pid namespace, -1 is every process but its init, this bridge.
+    try:
+        os.kill(-1, _signal.SIGKILL)
+    except OSError:
+        pass  # nothing else runs
+    _reap_all(time.monotonic() + REAP_S)
+
+
+def _reap_all(deadline: float) -> None:
+    """Reap every child (as init: every process of the jail) until none is left or ``deadline``."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            if time.monotonic() > deadline:
+                return  # one stuck in the kernel: the namespace's end takes it
+            time.sleep(0.001)
 
 
 def _exit_like(status: int) -> None:
     _ENDING.acquire()  # a breach being reported ends the bridge itself
+    _end_the_rest()
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
+        if os.getpid() == 1:
+            # A pid namespace's init ignores a signal it sends itself; bubblewrap reports
+            # a child killed by a signal as 128 + its number, so this reads the same.
+            os._exit(128 + sig)
         if sig not in (_signal.SIGKILL, _signal.SIGSTOP):  # those keep their default anyway
             _signal.signal(sig, _signal.SIG_DFL)
         os.kill(os.getpid(), sig)
     os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
 
 
-def _others_alive() -> bool:
-    """Whether the jail holds a process besides its init and this bridge."""
-    own = {"1", str(os.getpid())}
-    return any(name.isdigit() and name not in own for name in os.listdir("/proc"))
-
-
 def _linger(status: int) -> None:
-    """Report the runtime's end on stdout, then relay while what it left behind runs."""
+    """Report the runtime's end on stdout, then relay while what it left behind runs.
+
+    As the jail's init, every process of the jail is this bridge's descendant and
+    comes to it when orphaned: once it has no child left, nothing else runs.
+    """
     os.write(1, f"\n{EXIT_MARKER}{status}\n".encode())
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 1)
-    while _others_alive():
-        time.sleep(0.2)
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
     _exit_like(status)
+
+
+def _wait_for(child: int) -> int:
+    """The runtime's wait status; orphans of the jail that end meanwhile are reaped too."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            # The watcher's breach reaped the runtime and is ending the bridge (status 125):
+            # wait for it. Uncaught, this thread's traceback ended the bridge with 1 first.
+            _ENDING.acquire()
+            os._exit(1)
+        if pid == child:
+            return status
 
 
 def main(args: list[str]) -> None:
@@ -268,7 +390,7 @@ def main(args: list[str]) -> None:
             _thread.start_new_thread(_accept, (listener, path, target))
     if bounds is not None:
         _thread.start_new_thread(_watch, bounds)
-    _, status = os.waitpid(child, 0)
+    status = _wait_for(child)
     if linger:
         _linger(status)
     _exit_like(status)

@@ -160,7 +160,7 @@ class Egress:
             forward = b""
         else:
             target, path = parse_absolute(uri)
-            forward = f"{method} {path} HTTP/1.1\r\n".encode() + _strip_proxy_headers(rest)
+            forward = f"{method} {path} HTTP/1.1\r\n".encode() + _one_request(rest)
         if target is None:
             writer.write(self._refuse(uri[:255] or "?", "not a host:port or http:// URL"))
             return
@@ -205,9 +205,22 @@ def _answer(status: str, text: str) -> bytes:
     return head.encode() + body
 
 
-def _strip_proxy_headers(rest: bytes) -> bytes:
-    lines = [ln for ln in rest.split(b"\r\n") if not ln.lower().startswith(b"proxy-")]
-    return b"\r\n".join(lines)
+#: Headers of the client's hop to the proxy, not the host's.
+HOP_HEADERS = (b"proxy-", b"connection:", b"keep-alive:")
+
+
+def _one_request(rest: bytes) -> bytes:
+    """The headers of a plain-HTTP request forwarded to its host, asking it to close after.
+
+    Only a connection's first request is read here (its target checked, its head
+    rewritten to origin form); the rest of the connection is copied as it comes. A
+    client keeping the connection alive (Claude Code's MCP client does) would send its
+    next requests in proxy form to the host, which does not take them (the butler's MCP
+    server answered them 401: a session on a worker lost its tools). With the host
+    closing after one answer, every request comes through here.
+    """
+    lines = [ln for ln in rest.split(b"\r\n") if ln and not ln.lower().startswith(HOP_HEADERS)]
+    return b"\r\n".join([*lines, b"Connection: close", b"", b""])
 
 
 def parse_authority(text: str, default_port: int) -> Target | None:

@@ -18,7 +18,7 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -32,11 +32,13 @@ from butler.sandbox.hosts import (
     url_targets,
     with_loopback_aliases,
 )
+from butler.sandbox.native import compiled_bridge
 from butler.sandbox.policy import (
     BRIDGE_PATH,
     EGRESS_DIR,
     EGRESS_SOCKET,
     JAIL_HOME,
+    NATIVE_BRIDGE_PATH,
     JailPolicy,
     bridge_interpreter,
     bwrap_argv,
@@ -45,7 +47,7 @@ from butler.sandbox.policy import (
 from butler.sandbox.seccomp import filter_program
 from butler.security.private_files import write_private
 
-#: Numbers the launch scripts of this process's jails.
+#: Numbers the launch scripts of this process's jails (see :func:`run_name`).
 _RUNS = itertools.count()
 #: A variable name the shell can unset or expand.
 SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -55,6 +57,17 @@ INSTALL_HINT = "apt-get install bubblewrap (Debian/Ubuntu) or dnf install bubble
 #: The port of the jail's loopback that is its HTTP(S) proxy (any free one would do).
 PROXY_PORTS = (3128, 3129, 8888, 18080)
 NO_PROXY = "127.0.0.1,localhost,::1"
+
+
+def run_name() -> str:
+    """A name no other launch script of this process's jails has: ``N-PID``.
+
+    The warm-jail pool (sandbox/pool.py) writes a taken jail's own launch script and
+    environment file into the same folder as the launch script of the session's own
+    jail (:meth:`Jail.launcher`), each created exclusively: one count for both keeps
+    their names apart.
+    """
+    return f"{next(_RUNS)}-{os.getpid()}"
 
 
 @lru_cache(maxsize=4)
@@ -83,6 +96,8 @@ class Jail:
     proxy_port: int
     forwards: tuple[int, ...]
     bwrap: str = "bwrap"
+    #: The programs :meth:`wrap_exact` started in it: what a pool learns to make jails for.
+    programs: list[str] = field(default_factory=list, compare=False)
 
     def env(self, search: str | None = None) -> dict[str, str]:
         """Variables that send the runtime's HTTP(S) through the jail's proxy.
@@ -104,9 +119,10 @@ class Jail:
 
     def inside(self, text: str) -> str:
         """``text`` (an argument, a variable's value) naming the home where the jail shows it."""
-        if self.policy.home is None:
+        home = None if self.policy.home is None else str(self.policy.home)
+        if home is None or home not in text:  # most values: no pattern to run
             return text
-        return _home_pattern(str(self.policy.home)).sub(str(JAIL_HOME), text)
+        return _home_pattern(home).sub(str(JAIL_HOME), text)
 
     def wrap(
         self,
@@ -125,7 +141,7 @@ class Jail:
         ``env`` (the runtime's environment) that name the session's home are
         set again there, naming it where the jail shows it.
         """
-        options, command = self._bridged(argv[0], interactive=interactive, linger=linger)
+        options, command = self.bridged(argv[0], interactive=interactive, linger=linger)
         moved = {k: inside for k, v in (env or {}).items() if (inside := self.inside(v)) != v}
         options += [part for k, v in moved.items() for part in ("--setenv", k, v)]
         return [str(self.launcher(options, command)), *map(self.inside, argv[1:])]
@@ -149,7 +165,8 @@ class Jail:
         This does in the jail's launch script what the launcher would do in a
         Python process of its own, which every session would pay for.
         """
-        options, command = self._bridged(argv[0])
+        self.programs.append(argv[0])
+        options, command = self.bridged(argv[0])
         pairs = [part for k, v in env.items() for part in ("--setenv", k, self.inside(v))]
         options = ["--clearenv", *pairs, *options]
         kept = {*env, *passthrough}
@@ -167,20 +184,34 @@ class Jail:
         script = self.launcher(options, command, lines, setsid=True)
         return [str(script), *map(self.inside, argv[1:])]
 
-    def _bridged(
+    def bridged(
         self, program: str, *, interactive: bool = False, linger: bool = False
     ) -> tuple[list[str], list[str]]:
-        """bubblewrap's options for ``program``, and its command: the bridge, then it."""
-        python, python_roots = bridge_interpreter()
+        """bubblewrap's options for ``program``, and its command: the bridge, then it.
+
+        Apart rather than in a launch script (:meth:`launcher`) for the warm-jail pool
+        (sandbox/pool.py), which starts bubblewrap itself: the options through a memfd,
+        the command with the bridge told to wait for its session (``warm=``) in place of
+        the runtime's arguments.
+        """
+        native = compiled_bridge()
+        python, python_roots = (None, ()) if native else bridge_interpreter()
         search = self.policy.visible_path(os.environ.get("PATH", ""))
         exe, roots = program_paths(program, search)
         policy = self.policy.with_read_only(*roots, *python_roots)
         policy = replace(policy, interactive=interactive)
         forwards = ",".join(str(p) for p in self.forwards)
-        bridge = [python, "-I", "-S", str(BRIDGE_PATH), str(EGRESS_DIR / EGRESS_SOCKET)]
+        # The bridge is the jail's init: it reaps what the runtime leaves (see bridge.py).
+        options = ["--as-pid-1", *bwrap_argv(policy, self.bwrap)[1:]]
+        if native is not None:
+            options += ["--ro-bind", str(native), str(NATIVE_BRIDGE_PATH)]
+            bridge = [str(NATIVE_BRIDGE_PATH)]
+        else:
+            bridge = [str(python), "-I", "-S", str(BRIDGE_PATH)]
         bounds = f"limits={policy.max_processes},{policy.max_memory_mb}"
-        command = [*bridge, str(self.proxy_port), forwards, bounds, *(["linger"] if linger else [])]
-        return bwrap_argv(policy, self.bwrap)[1:], [*command, "--", exe]
+        extra = [bounds, *(["linger"] if linger else [])]
+        socket = str(EGRESS_DIR / EGRESS_SOCKET)
+        return options, [*bridge, socket, str(self.proxy_port), forwards, *extra, "--", exe]
 
     def launcher(
         self,
@@ -197,7 +228,7 @@ class Jail:
         before it, with the options file's path in ``$args``.
         """
         folder = self.egress.socket_path.parent.parent
-        script = folder / f"run-{next(_RUNS)}-{os.getpid()}"
+        script = folder / f"run-{run_name()}"
         redirects = ""
         program = filter_program()
         if program is not None:
@@ -270,6 +301,7 @@ async def start_jail(
     ``folder``: the proxy can be started again there after a daemon restart,
     and the jail, which sees the folder rather than the socket, reaches it again.
     """
+    await asyncio.to_thread(compiled_bridge)  # built once, off the event loop
     if folder is None:
         folder = new_jail_folder()
     # Only egress/ is seen from the jail; the launch scripts and their args stay outside.

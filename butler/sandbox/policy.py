@@ -40,6 +40,8 @@ from butler.security import untrusted
 #: Where the bridge script and the egress socket appear inside the jail.
 JAIL_RUN = Path("/run/butler")
 BRIDGE_PATH = JAIL_RUN / "bridge.py"
+#: Where the compiled bridge (sandbox/native.py) appears inside the jail, when there is one.
+NATIVE_BRIDGE_PATH = JAIL_RUN / "bridge"
 EGRESS_DIR = JAIL_RUN / "egress"
 EGRESS_SOCKET = "egress.sock"
 #: Where the session's home appears in the jail, whatever its path outside. A runtime
@@ -100,7 +102,7 @@ class JailPolicy:
     def sees(self, path: Path) -> bool:
         """Whether the jail shows ``path`` at its own path (the system, or a bound folder)."""
         bound = (*self.read_only, *self.writable, *self.read_only_over)
-        return _under_system(path) or any(path.is_relative_to(b) for b in bound)
+        return _under_system(path) or _under(str(path), [str(b) for b in bound])
 
     def visible_path(self, search: str) -> str:
         """``search`` (a ``PATH``) without the folders the jail does not show.
@@ -177,8 +179,20 @@ def _system_args() -> list[str]:
     return args
 
 
+#: The system folders a runtime's program may live in (``/etc`` holds none).
+_PROGRAM_ROOTS = [s for s in SYSTEM_PATHS if s != "/etc"]
+
+
 def _under_system(path: Path) -> bool:
-    return any(path == Path(s) or path.is_relative_to(s) for s in SYSTEM_PATHS if s != "/etc")
+    return _under(str(path), _PROGRAM_ROOTS)
+
+
+def _under(path: str, folders: list[str]) -> bool:
+    """Whether ``path`` is one of ``folders`` or inside one, compared as a ``Path``'s own
+    (normalised) text: what ``Path.is_relative_to`` says, without its parsing, which was
+    most of the time a session's jail options took (``sees`` runs for every folder of
+    ``PATH``)."""
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
 def bwrap_argv(policy: JailPolicy, bwrap: str = "bwrap") -> list[str]:
