@@ -29,10 +29,12 @@ WORKER_EPILOG = (
     "[bold]Examples[/bold]\n\n"
     "  butler worker --roster roster --database-url postgresql://db.lan/butler\n\n"
     "  butler worker -r roster --only general,health --database-url postgresql://db.lan/butler\n\n"
-    'Serves butlers whose \\[butler.runtime] workers = "remote", from a copy of their '
-    "folders: each one's sessions run here, in this machine's jail, and call back to the "
-    "butler's daemon at its \\[butler] host and port. A butler it cannot reach is named in "
-    "one line and gets none of its sessions. SIGTERM lets running sessions finish first."
+    "  butler worker -r roster --capacity 4 --database-url postgresql://db.lan/butler\n\n"
+    'Serves butlers whose \\[butler.runtime] workers = "remote" or "any", from a copy of '
+    "their folders: each one's sessions run here, in this machine's jail, and call back to "
+    "the butler's daemon at its \\[butler] public_url (else its host and port). A butler it "
+    "cannot reach is named in one line and gets none of its sessions. It shows in `butler "
+    "workers` while it runs. SIGTERM lets running sessions finish first."
 )
 
 
@@ -52,15 +54,27 @@ def worker(
             "--database-url", help="The PostgreSQL the butlers' daemons use (default DATABASE_URL)."
         ),
     ] = None,
+    capacity: Annotated[
+        int | None,
+        typer.Option(
+            "--capacity",
+            help="Sessions run at once for each butler (at least 2; default: the CPU count).",
+        ),
+    ] = None,
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "auto",
 ) -> None:
     """Run the sessions the roster's daemons hand to workers, on this machine."""
     from butler.logs import setup_logging
     from butler.roster import load_roster
-    from butler.workers.worker import serve
+    from butler.workers.worker import DEFAULT_CAPACITY, serve
 
     check_log_level(log_level)
+    if capacity is not None and not 2 <= capacity <= 256:
+        fail(
+            f"--capacity: expected 2 to 256 sessions at once, found {capacity} (the job queue "
+            "takes one session at a time and wants room for two)"
+        )
     check_log_format(log_format)
     url = database_url or os.environ.get("DATABASE_URL") or ""
     try:
@@ -68,4 +82,4 @@ def worker(
     except UserError as exc:
         fail(str(exc))
     setup_logging(log_level, log_format)  # type: ignore[arg-type]
-    run(serve(configs, url), signals=True)
+    run(serve(configs, url, capacity or DEFAULT_CAPACITY), signals=True)

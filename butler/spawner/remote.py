@@ -3,30 +3,30 @@
 The daemon admits and records the session as always, then, for a butler whose
 ``[butler.runtime] workers`` is ``"remote"``, issues the session's token and
 hands the run to the job queue (:func:`run_on_worker`) instead of starting the
-runtime itself. A worker picks the job and runs it (:func:`run_job`) through the
-same steps a local run takes (a private workspace and home, ``build_invocation``,
-the jail, the adapter, the time limit), and hands the result back; the daemon
-completes the row through its lifecycle, merging the tool calls its own server
-saw. See docs/scaling.md.
+runtime itself. A worker picks the job and runs it (``butler.workers.execution``)
+through the same steps a local run takes (memory, a private workspace with the
+attachments, ``build_invocation``, the jail, the adapter, the time limit), and
+hands the result back; the daemon completes the row through its lifecycle,
+merging the tool calls its own server saw. See docs/scaling.md.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from butler.config import ButlerConfig
 from butler.errors import ButlerError
-from butler.runtimes.base import RuntimeAdapter, RuntimeFailure, RuntimeResult, ToolCall, Usage
+from butler.runtimes.base import RuntimeFailure, RuntimeResult, ToolCall, Usage
 from butler.security.session_tokens import SessionTokens
-from butler.spawner.homes import discard_home
-from butler.spawner.invocation import InvocationRequest, build_invocation
+from butler.spawner.placement import Placement
 from butler.spawner.request import TriggerRequest
-from butler.spawner.sandboxing import jailed
-from butler.spawner.workspace import Workspace
-from butler.store.credentials import CredentialStore
 from butler.store.session_jobs import SessionJob, SessionJobs
+
+log = logging.getLogger(__name__)
 
 #: Extra seconds past a session's own time limit for a worker to pick it up and report.
 PICKUP_GRACE_S = 60.0
@@ -34,11 +34,15 @@ PICKUP_GRACE_S = 60.0
 
 def job_for(request: TriggerRequest, session_id: str, parent: dict | None) -> SessionJob:
     """The job a worker runs for ``request``; its token is issued when it is enqueued."""
-    if request.files or request.writable:
+    if request.writable:
+        # A headless builder's worktree: a folder of the daemon's disk, which a worker on
+        # another machine cannot write (its own copy would be lost with its workspace).
         raise ButlerError(
             "this butler runs its sessions on workers ([butler.runtime] workers = "
-            '"remote"), which do not take attachments or writable folders yet; '
-            'set workers = "local" for it'
+            '"remote"), and this session writes folders of the daemon\'s machine '
+            f"({', '.join(str(p) for p in request.writable)}), which a worker cannot reach: "
+            "spawn the builder without headless (an interactive builder runs in the "
+            'daemon), or set workers = "local" for this butler'
         )
     return SessionJob(
         session_id=session_id,
@@ -49,6 +53,7 @@ def job_for(request: TriggerRequest, session_id: str, parent: dict | None) -> Se
         model=request.model,
         resume=parent["runtime_session_id"] if parent else None,
         parent_id=str(parent["id"]) if parent else None,
+        files=tuple(file.to_json() for file in request.files),
     )
 
 
@@ -57,25 +62,75 @@ async def run_on_worker(
     jobs: SessionJobs,
     tokens: SessionTokens,
     job: SessionJob,
+    here: tuple[Placement, Callable[[], Awaitable[RuntimeResult]]] | None = None,
 ) -> RuntimeResult:
-    """Hand ``job`` to the workers and wait for its result.
+    """Hand ``job`` to the workers and wait for its result; with ``here`` (workers =
+    "any", every local slot busy), run it here instead if a local slot comes first.
 
     Raises :class:`RuntimeFailure` with what the runtime produced when it failed,
     and when no worker reported within the session's time limit and a grace.
     """
     token = tokens.issue(job.session_id)
     job = dataclasses.replace(job, token=token)
-    await jobs.enqueue(job)
+    job_id = await jobs.enqueue(job)
     limit = (job.timeout_s or config.runtime.timeout_s) + PICKUP_GRACE_S
+    waiting = asyncio.ensure_future(jobs.wait_result(job.session_id))
+    taken_back = False
     try:
-        async with asyncio.timeout(limit):
-            worker, handed = await jobs.wait_result(job.session_id)
+        if here is not None:
+            taken_back = await here[0].here_first(waiting, lambda: withdraw(jobs, job_id))
+        if not taken_back:
+            return await wait_for_worker(config, jobs, job.session_id, job_id, limit, waiting)
+    except asyncio.CancelledError:
+        # Cancelled (a drain, its caller gone): no worker may start it afterwards.
+        await asyncio.shield(withdraw(jobs, job_id))
+        raise
+    finally:
+        waiting.cancel()
+    assert here is not None  # taken back: its local slot is held, the local run's own limits
+    return await _run_here(*here)
+
+
+async def wait_for_worker(
+    config: ButlerConfig,
+    jobs: SessionJobs,
+    session_id: str,
+    job_id: int | None,
+    limit: float,
+    waiting: asyncio.Future[tuple[str, dict[str, Any]]] | None = None,
+    *,
+    elapsed: float | None = None,
+) -> RuntimeResult:
+    """The result a worker hands back for the session (job ``job_id``, None once it left
+    the queue), waited for until ``limit`` seconds have passed (``elapsed`` of them
+    already: a session an earlier daemon handed over); then the job is withdrawn if no
+    worker picked it.
+
+    Raises :class:`RuntimeFailure` with what the runtime produced when it failed, and
+    when no worker reported in time; a cancelled wait leaves the job to its caller.
+    """
+    waiting = waiting or asyncio.ensure_future(jobs.wait_result(session_id))
+    try:
+        async with asyncio.timeout(max(limit - (elapsed or 0.0), 0.0)):
+            worker, handed = await waiting
     except TimeoutError:
+        if job_id is not None:
+            await withdraw(jobs, job_id)
+        since = "" if elapsed is None else " of its start (its daemon restarted meanwhile)"
         raise RuntimeFailure(
-            f"no worker reported this session within {limit:g} s: check that `butler worker` "
-            f"runs for {config.name} (`butler workers`) and reaches {config.mcp_base_url}"
+            f"no worker reported this session within {limit:g} s{since}: check that "
+            f"`butler worker` runs for {config.name} (`butler workers`) and reaches "
+            f"{config.callback_url}"
         ) from None
-    await jobs.forget(job.session_id)
+    finally:
+        waiting.cancel()
+    await jobs.forget(session_id)
+    return result_of(worker, handed)
+
+
+def result_of(worker: str, handed: dict[str, Any]) -> RuntimeResult:
+    """The runtime's result as the worker handed it back; raises :class:`RuntimeFailure`
+    (with what it produced) when it failed there."""
     result = _result_of(handed.get("result") or {})
     if handed.get("status") != "succeeded":
         error = handed.get("error") or "the runtime failed on its worker"
@@ -83,66 +138,23 @@ async def run_on_worker(
     return result
 
 
-class _GivenToken:
-    """The daemon's token for the session, where ``build_invocation`` would issue one."""
-
-    def __init__(self, token: str) -> None:
-        self._token = token
-
-    def issue(self, session_id: str) -> str:
-        return self._token
-
-
-async def run_job(
-    config: ButlerConfig,
-    adapter: RuntimeAdapter,
-    credentials: CredentialStore,
-    sandbox: str,
-    job: SessionJob,
-) -> dict[str, Any]:
-    """Run one picked session's runtime here; what to hand back to the daemon."""
-    status, error, result = "failed", None, RuntimeResult()
+async def _run_here(
+    placement: Placement, run: Callable[[], Awaitable[RuntimeResult]]
+) -> RuntimeResult:
+    """The session runs in the daemon after all, in the local slot it holds."""
     try:
-        with Workspace(f"butler_{config.name}_") as workspace:
-            invocation = await build_invocation(
-                config,
-                adapter,
-                credentials,
-                InvocationRequest(
-                    session_id=job.session_id,
-                    prompt=job.prompt,
-                    cwd=config.config_dir,
-                    workdir=workspace.path,
-                    parent_id=job.parent_id,
-                    resume=job.resume,
-                    max_turns=job.max_turns,
-                    timeout_s=job.timeout_s,
-                    model=job.model,
-                ),
-                _GivenToken(job.token),  # type: ignore[arg-type]
-            )
-            workspace.write(adapter.mcp_config_files(invocation))
-            async with jailed(config, sandbox, invocation, label=job.session_id) as invocation:
-                try:
-                    async with asyncio.timeout(invocation.timeout_s + 10):
-                        result = await adapter.invoke(invocation)
-                except TimeoutError:
-                    raise RuntimeFailure(f"timeout after {invocation.timeout_s:g} s") from None
-        status = "succeeded"
-    except RuntimeFailure as exc:
-        error, result = str(exc), exc.partial
-    except Exception as exc:  # the daemon records it; the worker goes on with the next
-        error = f"internal error on the worker: {type(exc).__name__}: {exc}"
+        return await run()
     finally:
-        if not adapter.supports_resume:
-            discard_home(config.name, job.session_id)
-    return {"status": status, "error": error, "result": _json_of(result)}
+        placement.release_here()
 
 
-def _json_of(result: RuntimeResult) -> dict[str, Any]:
-    data = dataclasses.asdict(result)
-    data["tool_calls"] = [call.to_json() for call in result.tool_calls]
-    return data
+async def withdraw(jobs: SessionJobs, job_id: int) -> bool:
+    """Whether the job was taken back before a worker picked it (its session cancelled)."""
+    try:
+        return await jobs.withdraw(job_id)
+    except Exception as exc:  # the database away: the job stays, but its token is revoked
+        log.warning("job %s not withdrawn: %s: %s", job_id, type(exc).__name__, exc)
+        return False
 
 
 def _result_of(data: dict[str, Any]) -> RuntimeResult:

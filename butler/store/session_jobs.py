@@ -23,7 +23,6 @@ import uuid
 from typing import Any
 
 import asyncpg
-from pgqueuer import AsyncpgDriver, Queries
 
 from butler.store.db import Database, quote_ident
 
@@ -33,6 +32,15 @@ ENTRYPOINT = "session"
 RESULTS_CHANNEL = "butler_session_results"
 #: How often a waiting daemon looks at the table when no NOTIFY came.
 POLL_S = 2.0
+#: Errors that mean the database cannot be reached right now: a wait goes on through them.
+UNREACHABLE = (
+    OSError,
+    TimeoutError,
+    asyncpg.InterfaceError,
+    asyncpg.InternalClientError,  # a query cut off by the server going away
+    asyncpg.PostgresConnectionError,
+    asyncpg.OperatorInterventionError,  # the server shutting down
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +55,8 @@ class SessionJob:
     model: str | None = None
     resume: str | None = None
     parent_id: str | None = None
+    #: The session's attachments, each ``SessionFile.to_json()``: the worker places them.
+    files: tuple[dict[str, str], ...] = ()
 
     def encode(self) -> bytes:
         return json.dumps(dataclasses.asdict(self)).encode()
@@ -68,8 +78,10 @@ class SessionJobs:
         self._queue: asyncpg.Connection | None = None
         self._queueing = asyncio.Lock()
 
-    async def enqueue(self, job: SessionJob) -> None:
-        """Put the session in the queue; a worker with room picks it at once (NOTIFY)."""
+    async def enqueue(self, job: SessionJob) -> int:
+        """Put the session in the queue; a worker with room picks it at once (NOTIFY).
+
+        Returns the job's id in PgQueuer's table."""
         async with self._queueing:
             # A connection of its own: PgQueuer encodes its JSON itself, and the pool's
             # connections would encode it again.
@@ -79,7 +91,24 @@ class SessionJobs:
                     timeout=10,
                     server_settings={"search_path": quote_ident(self.db.schema)},
                 )
-            await Queries(AsyncpgDriver(self._queue)).enqueue(ENTRYPOINT, job.encode())
+            # Imported here: PgQueuer is ~0.2 s of a daemon's start, and only a butler
+            # whose sessions run on workers enqueues (benchmarks/startup.py).
+            from pgqueuer import AsyncpgDriver, Queries
+
+            ids = await Queries(AsyncpgDriver(self._queue)).enqueue(ENTRYPOINT, job.encode())
+        return int(ids[0])
+
+    async def withdraw(self, job_id: int) -> bool:
+        """Take back a job no worker picked yet (its session was cancelled); logged as
+        canceled, as PgQueuer logs its own. False when a worker already has it."""
+        gone = await self.db.fetchval(
+            "WITH gone AS (DELETE FROM pgqueuer WHERE id = $1 AND status = 'queued'"
+            " RETURNING id, entrypoint, priority)"
+            " INSERT INTO pgqueuer_log (job_id, status, entrypoint, priority)"
+            " SELECT id, 'canceled', entrypoint, priority FROM gone RETURNING job_id",
+            job_id,
+        )
+        return gone is not None
 
     async def claim(self, session_id: str, worker: str) -> str | None:
         """Mark the session as picked by ``worker``; None when it is the first, else the
@@ -95,6 +124,13 @@ class SessionJobs:
         return await self.db.fetchval(
             "SELECT metadata->>'worker' FROM sessions WHERE id = $1", uuid.UUID(session_id)
         )
+
+    async def open(self, session_id: str) -> bool:
+        """Whether the session's row is still open: a result for it is still awaited."""
+        status = await self.db.fetchval(
+            "SELECT status FROM sessions WHERE id = $1", uuid.UUID(session_id)
+        )
+        return status in ("pending", "running")
 
     async def put_result(self, session_id: str, worker: str, result: dict[str, Any]) -> None:
         """A worker's result for the session (once: a second one is ignored), and the wake-up."""
@@ -124,13 +160,49 @@ class SessionJobs:
             "DELETE FROM session_results WHERE session_id = $1", uuid.UUID(session_id)
         )
 
+    async def in_queue(self) -> dict[str, tuple[int, SessionJob]]:
+        """The sessions whose job is still in the queue, waiting or picked by a worker:
+        each one's job id and job."""
+        rows = await self.db.fetch(
+            "SELECT id, payload FROM pgqueuer WHERE entrypoint = $1"
+            " AND status IN ('queued', 'picked') ORDER BY id",
+            ENTRYPOINT,
+        )
+        found = {}
+        for row in rows:
+            try:
+                job = SessionJob.decode(row["payload"])
+            except (TypeError, ValueError, AttributeError):
+                continue  # not a session's job: every payload the daemon wrote decodes
+            found[job.session_id] = (int(row["id"]), job)
+        return found
+
+    async def handed_back(self) -> set[str]:
+        """The sessions whose result a worker handed back and no daemon recorded yet."""
+        rows = await self.db.fetch("SELECT session_id FROM session_results")
+        return {str(row["session_id"]) for row in rows}
+
+    async def forget_closed(self) -> int:
+        """Drop the results of rows already closed (a session whose wait ended before its
+        worker reported): nobody would ever record them. How many."""
+        done = await self.db.execute(
+            "DELETE FROM session_results r USING sessions s WHERE s.id = r.session_id"
+            " AND s.status NOT IN ('pending', 'running')"
+        )
+        return int(done.split()[-1])
+
     async def wait_result(self, session_id: str) -> tuple[str, dict[str, Any]]:
         """Wait for a worker's result; the caller bounds the wait."""
         woken = self._waiting.setdefault(session_id, asyncio.Event())
         try:
             await self._listen()
             while True:
-                found = await self.result(session_id)
+                try:
+                    found = await self.result(session_id)
+                except UNREACHABLE:
+                    # The database is away: the worker keeps the result until it is back
+                    # (and the caller's bound still holds).
+                    found = None
                 if found is not None:
                     return found
                 with contextlib.suppress(TimeoutError):

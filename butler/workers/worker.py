@@ -3,10 +3,13 @@
 For each butler it serves, the worker listens on the butler's job queue
 (PgQueuer, in the butler's schema) with the butler's ``max_concurrent_sessions``
 as the entrypoint's concurrency limit, which PgQueuer holds across every worker.
-A picked session runs here through the spawner's steps for a worker
-(:func:`butler.spawner.remote.run_job`): a private workspace and home, the
-invocation with the daemon's session token, the jail, the adapter. Its result
-goes back to the daemon, which records it.
+A picked session runs here through the local path's steps
+(:mod:`butler.spawner.worker_runs`):
+its memory, a private workspace with its attachments, the invocation with the
+daemon's session token, the jail and its egress proxy, the adapter. Its result
+goes back to the daemon, which records it. While it runs, this machine's
+ledger names it (:mod:`.ledger`), so that a worker started after this one was
+killed records it and cleans up after it (:mod:`.sweep`) before taking work.
 
 Before it takes any work, the worker asks each butler's ``/health`` at the
 address its runtimes will call: a butler it cannot reach is named in one line
@@ -20,28 +23,43 @@ import contextlib
 import logging
 import os
 import socket
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import timedelta
 
 import asyncpg
 import httpx
-from pgqueuer import AsyncpgDriver, Queries, QueueManager
+from pgqueuer import Queries, QueueManager
 from pgqueuer.models import Job
 
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, UserError
 from butler.runtimes.registry import get_adapter
 from butler.sandbox import resolve_mode
-from butler.spawner.remote import run_job
+from butler.spawner.worker_runs import WorkerRuns
 from butler.store.credentials import CredentialStore
 from butler.store.db import Database, quote_ident
+from butler.store.memory import PostgresMemory
 from butler.store.session_jobs import ENTRYPOINT, SessionJob, SessionJobs
+from butler.store.sessions import SessionStore
+from butler.workers.listen import RelisteningDriver
+from butler.workers.picked import run_picked
+from butler.workers.registry import Registry
+from butler.workers.sweep import sweep_after_killed
 
 log = logging.getLogger(__name__)
 
 #: A picked session whose worker sent no heartbeat for this long is another worker's
 #: (BUTLER_WORKER_HEARTBEAT_S changes it; the tests shorten it).
 HEARTBEAT_TIMEOUT = timedelta(seconds=float(os.environ.get("BUTLER_WORKER_HEARTBEAT_S") or 60))
+#: Pooled connections of each butler's queue, for its queries (its LISTEN has its own).
+QUEUE_CONNECTIONS = 2
+#: How often PgQueuer looks at the queue when no NOTIFY woke it (its own default; the
+#: tests lengthen it, to show that work is taken by NOTIFY, also after an outage).
+POLL = timedelta(seconds=float(os.environ.get("BUTLER_WORKER_POLL_S") or 30))
+#: Sessions a worker runs at once for each butler when ``--capacity`` does not say: at
+#: least 2, since PgQueuer wants twice its batch (we take one job at a time, to spread).
+DEFAULT_CAPACITY = max(2, os.cpu_count() or 2)
 
 
 def worker_name() -> str:
@@ -51,7 +69,7 @@ def worker_name() -> str:
 
 async def reachable(config: ButlerConfig) -> str | None:
     """None when the butler answers at the address its runtimes call; else why not."""
-    url = f"{config.mcp_base_url}/health"
+    url = f"{config.callback_url}/health"
     try:
         async with httpx.AsyncClient(timeout=5) as client:
             answer = await client.get(url)
@@ -79,18 +97,24 @@ class Served:
 
     config: ButlerConfig
     db: Database
-    listener: asyncpg.Connection
+    #: PgQueuer's connections to dequeue, beat and complete. A pool, not one connection:
+    #: after a database outage the pool connects again, so running sessions keep their
+    #: heartbeats; the LISTEN connection is made again by :mod:`.listen`.
+    queue: asyncpg.Pool
     manager: QueueManager
 
 
 class Worker:
     """Runs the sessions of ``configs`` that their daemons hand to workers."""
 
-    def __init__(self, configs: list[ButlerConfig], database_url: str) -> None:
+    def __init__(
+        self, configs: list[ButlerConfig], database_url: str, capacity: int = DEFAULT_CAPACITY
+    ) -> None:
         self.configs = configs
         self.database_url = database_url
         self.name = worker_name()
         self.served: list[Served] = []
+        self.registry = Registry(self.name, capacity, HEARTBEAT_TIMEOUT.total_seconds() / 2)
 
     async def start(self) -> list[str]:
         """Connect to each butler that can be served; return one line per one that cannot."""
@@ -99,7 +123,7 @@ class Worker:
             if config.runtime.workers == "local":
                 refused.append(
                     f"{config.name}: runs its sessions in its daemon ([butler.runtime] "
-                    'workers = "local"); set workers = "remote" for it to use workers'
+                    'workers = "local"); set workers = "any" or "remote" for it to use workers'
                 )
                 continue
             why = await reachable(config)
@@ -116,16 +140,29 @@ class Worker:
     async def _serve(self, config: ButlerConfig) -> Served:
         db = Database(self.database_url, config.db_schema, max_size=4)
         await db.connect()
-        listener = await asyncpg.connect(
-            self.database_url, server_settings={"search_path": quote_ident(config.db_schema)}
+        settings = {"search_path": quote_ident(config.db_schema)}
+        queue = await asyncpg.create_pool(
+            self.database_url, min_size=1, max_size=QUEUE_CONNECTIONS, server_settings=settings
         )
-        manager = QueueManager(Queries(AsyncpgDriver(listener)))
-        adapter = get_adapter(config.runtime.type, config.runtime, config.roster_dir)
-        credentials = CredentialStore(db, dict(os.environ))
+
+        def listening() -> Awaitable[asyncpg.Connection]:
+            return asyncpg.connect(self.database_url, timeout=10, server_settings=settings)
+
+        queries = Queries(RelisteningDriver(queue, listening))
+        manager = QueueManager(queries)
         sandbox = resolve_mode(
             config.butler.sandbox, f"{config.config_dir / 'butler.toml'}: [butler.sandbox]"
         )
         jobs = SessionJobs(db)
+        runs = WorkerRuns(
+            config,
+            get_adapter(config.runtime.type, config.runtime, config.roster_dir),
+            CredentialStore(db, dict(os.environ)),
+            SessionStore(db, config.butler.max_output_bytes),
+            PostgresMemory(db, config.butler.memory.max_episodes),
+            sandbox,
+        )
+        await sweep_after_killed(config, db, queries, self.name)
 
         @manager.entrypoint(ENTRYPOINT, concurrency_limit=config.runtime.max_concurrent_sessions)
         async def session(job: Job) -> None:
@@ -137,20 +174,43 @@ class Worker:
             before = await jobs.claim(sid, self.name)
             if before is not None:
                 # Its worker died mid-run: the runtime may have acted already (mail sent,
-                # state written), so the session is recorded, never run a second time.
-                await jobs.put_result(sid, self.name, stopped(before))
+                # state written), so the session is recorded, never run a second time
+                # (unless its row is closed already: then nobody would read the result).
+                if await jobs.open(sid):
+                    await jobs.put_result(sid, self.name, stopped(before))
                 return
-            handed = await run_job(config, adapter, credentials, sandbox, picked)
-            await jobs.put_result(sid, self.name, handed)
+            if not await jobs.open(sid):
+                # Its daemon closed the row before any worker picked the job (a withdrawal
+                # that failed at the session's bound, a row failed at a restart): nobody
+                # waits for a result, and its runtime must not act for a session that ended.
+                log.info("session closed before it was picked: not run", extra={"session_id": sid})
+                return
+            await run_picked(runs, jobs, self.name, picked, int(job.id))
 
-        return Served(config, db, listener, manager)
+        return Served(config, db, queue, manager)
 
     async def run(self) -> None:
         """Take sessions until cancelled; running ones finish first (a drain)."""
+        try:
+            await self.registry.register(
+                [(s.config.name, s.db, s.manager.queue_manager_id) for s in self.served]
+            )
+        except BaseException:
+            await self.close()
+            raise
+        capacity = self.registry.capacity
         runs = [
-            asyncio.create_task(served.manager.run(heartbeat_timeout=HEARTBEAT_TIMEOUT))
+            asyncio.create_task(
+                served.manager.run(
+                    dequeue_timeout=POLL,
+                    heartbeat_timeout=HEARTBEAT_TIMEOUT,
+                    batch_size=1,
+                    max_concurrent_tasks=capacity,
+                )
+            )
             for served in self.served
         ]
+        beats = asyncio.create_task(self.registry.beat_forever())
         try:
             await asyncio.gather(*runs)
         finally:
@@ -158,23 +218,27 @@ class Worker:
                 served.manager.shutdown.set()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.gather(*runs, return_exceptions=True)
+            beats.cancel()  # listed until its running sessions are done
+            await self.registry.leave()
             await self.close()
 
     async def close(self) -> None:
         for served in self.served:
             with contextlib.suppress(Exception):
-                await served.listener.close()
+                await served.queue.close()
             await served.db.close()
 
 
-async def serve(configs: list[ButlerConfig], database_url: str) -> None:
+async def serve(
+    configs: list[ButlerConfig], database_url: str, capacity: int = DEFAULT_CAPACITY
+) -> None:
     """The worker's life: refuse what it cannot serve in one line each, then take work."""
     if not database_url:
         raise UserError(
             "butler worker: no database: give --database-url (or DATABASE_URL) naming the "
             "PostgreSQL the butlers' daemons use"
         )
-    worker = Worker(configs, database_url)
+    worker = Worker(configs, database_url, capacity)
     refused = await worker.start()
     for line in refused:
         log.error(line)

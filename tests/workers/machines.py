@@ -9,8 +9,10 @@ what crosses the link is the runtime calling its butler.)
 from __future__ import annotations
 
 import contextlib
-import itertools
+import fcntl
+import ipaddress
 import os
+import random
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -20,7 +22,13 @@ import pytest
 
 from tests.helpers import require_tool
 
-_NUMBERS = itertools.count(1)
+#: Links are /30s of this range. Tests in other xdist processes make links at the same
+#: time, so a subnet is chosen under a lock among those no interface holds yet: two
+#: links with one subnet route each other's replies to the wrong machine (once derived
+#: from the process id, two neighbouring xdist workers' pids collided and a session's
+#: callback never came back).
+_RANGE = ipaddress.ip_network("10.213.0.0/16")
+_LOCK = "/tmp/butler-test-machines.lock"
 
 
 @dataclass(frozen=True)
@@ -53,17 +61,45 @@ def machine(linked: bool = True) -> Iterator[Machine]:
         if not linked:
             yield Machine(namespace, None, None)
             return
-        subnet = f"10.213.{(os.getpid() + next(_NUMBERS)) % 250}"
         outside, inside = f"bwo-{tag}", f"bwi-{tag}"
         _ip("link", "add", outside, "type", "veth", "peer", "name", inside)
         try:
             _ip("link", "set", inside, "netns", namespace)
-            _ip("addr", "add", f"{subnet}.1/30", "dev", outside)
+            with _subnet_lock():
+                subnet = _free_subnet()
+                _ip("addr", "add", f"{subnet[1]}/30", "dev", outside)
             _ip("link", "set", outside, "up")
-            _ip("-n", namespace, "addr", "add", f"{subnet}.2/30", "dev", inside)
+            _ip("-n", namespace, "addr", "add", f"{subnet[2]}/30", "dev", inside)
             _ip("-n", namespace, "link", "set", inside, "up")
-            yield Machine(namespace, f"{subnet}.2", f"{subnet}.1")
+            yield Machine(namespace, str(subnet[2]), str(subnet[1]))
         finally:
             subprocess.run([require_tool("ip"), "link", "del", outside], capture_output=True)
     finally:
         subprocess.run([require_tool("ip"), "netns", "del", namespace], capture_output=True)
+
+
+@contextlib.contextmanager
+def _subnet_lock() -> Iterator[None]:
+    with open(_LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _free_subnet() -> ipaddress.IPv4Network:
+    """A /30 of the range that no interface of this namespace has an address in."""
+    shown = subprocess.run(
+        [require_tool("ip"), "-o", "-4", "addr", "show"], check=True, capture_output=True, text=True
+    ).stdout
+    taken = {
+        ipaddress.ip_interface(word).network
+        for line in shown.splitlines()
+        for word in line.split()[3:4]
+    }
+    subnets = list(_RANGE.subnets(new_prefix=30))
+    for subnet in random.sample(subnets, 64):
+        if not any(subnet.overlaps(net) for net in taken):
+            return subnet
+    raise RuntimeError(f"no free /30 in {_RANGE} for a test machine's link")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,10 +14,14 @@ import psutil
 import pytest
 
 from butler.store.embedded import EmbeddedPostgres
-from tests.helpers import REPO, DaemonProcess, butler_client, eventually, free_port
+from tests.helpers import DaemonProcess, butler_client, eventually, free_port, require_jail
+from tests.workers.fleet import start_worker
 from tests.workers.machines import Machine, machine
 
 pytestmark = pytest.mark.slow
+
+#: A worker whose runtimes run in the jail (the tests' default is none).
+JAILED = {"BUTLER_SANDBOX": "bwrap"}
 
 #: The runtime: reads its MCP config, calls its butler's state_set over MCP with its
 #: session token, and answers. What it calls crosses the link to the daemon.
@@ -39,12 +42,17 @@ print("worker says hi")
 """
 
 
-def _butler(roster: Path, host: str, port: int) -> Path:
+def _butler(
+    roster: Path, host: str, port: int, command: list[str] | None = None, extra: str = ""
+) -> Path:
+    """Butler ``tester`` on workers; its runtime is ``command`` (by default an MCP client
+    of the test's Python, unjailed: the jail shows no virtualenv)."""
     folder = roster / "tester"
     folder.mkdir(parents=True)
-    script = roster / "runtime.py"
-    script.write_text(RUNTIME_SCRIPT, encoding="utf-8")
-    command = [sys.executable, str(script), "{mcp_config}", "{prompt}"]
+    if command is None:
+        script = roster / "runtime.py"
+        script.write_text(RUNTIME_SCRIPT, encoding="utf-8")
+        command = [sys.executable, str(script), "{mcp_config}", "{prompt}"]
     (folder / "butler.toml").write_text(
         "\n".join(
             [
@@ -62,7 +70,8 @@ def _butler(roster: Path, host: str, port: int) -> Path:
                 "timeout_s = 60",
             ]
         )
-        + "\n",
+        + "\n"
+        + extra,
         encoding="utf-8",
     )
     (folder / "CLAUDE.md").write_text("You are a test butler.\n", encoding="utf-8")
@@ -84,24 +93,19 @@ class _Daemon(DaemonProcess):
 def _worker(
     place: Machine, roster: Path, dsn: str, data: Path, env: dict[str, str] | None = None
 ) -> subprocess.Popen[str]:
-    argv = place.argv(
-        sys.executable,
-        "-m",
-        "butler.cli",
-        "worker",
-        "--roster",
-        str(roster),
-        "--only",
-        "tester",
-        "--database-url",
-        dsn,
-        "--log-format",
-        "json",
-    )
-    env = {**os.environ, **(env or {}), "BUTLER_DATA_DIR": str(data)}
-    return subprocess.Popen(
-        argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    """``butler worker`` for the butler ``tester``, at its default capacity."""
+    return start_worker(place, roster, dsn, data, only="tester", capacity=None, env=env)
+
+
+def worker_log(tmp_path: Path) -> str:
+    """What the test's worker has written so far (for a failing assertion's message)."""
+    return (tmp_path / "worker-data" / "worker.log").read_text(errors="replace")
+
+
+def output_of(worker: subprocess.Popen[str], data: Path, timeout: float = 60) -> str:
+    """What the worker started with ``data`` wrote, once it has ended."""
+    worker.wait(timeout)
+    return (data / "worker.log").read_text()
 
 
 async def test_a_session_runs_on_a_worker_machine_and_calls_its_butler_across_the_link(
@@ -119,10 +123,12 @@ async def test_a_session_runs_on_a_worker_machine_and_calls_its_butler_across_th
             worker = None
             try:
                 worker = _worker(place, roster, dsn, tmp_path / "worker-data")
-                async with butler_client(f"{daemon.url}/mcp", timeout=120) as client:
+                # Past the daemon's own bound (the session's 60 s and the pickup grace), so
+                # a session no worker ran fails with the daemon's reason, not the client's.
+                async with butler_client(f"{daemon.url}/mcp", timeout=180) as client:
                     result = await client.call_tool("trigger", {"prompt": "greeting"})
                     answer = result.structured_content
-                    assert answer["success"], (answer, daemon.logs())
+                    assert answer["success"], (answer, worker_log(tmp_path), daemon.logs())
                     assert answer["output"].strip() == "worker says hi"
                     state = await client.call_tool("state_get", {"key": "greeting"})
                     assert "from-worker" in state.content[0].text
@@ -133,7 +139,7 @@ async def test_a_session_runs_on_a_worker_machine_and_calls_its_butler_across_th
             finally:
                 if worker is not None:
                     worker.terminate()
-                    output, _ = worker.communicate(timeout=60)
+                    output = output_of(worker, tmp_path / "worker-data")
                     log.write_text(output)
                 daemon.stop()
     finally:
@@ -153,7 +159,7 @@ async def test_a_worker_that_cannot_reach_its_butler_says_so_in_one_line_and_tak
             daemon = _Daemon(folder, port=port, database_url=dsn, host=linked.peer).start()
             try:
                 worker = _worker(cut_off, roster, dsn, tmp_path / "worker-data")
-                output, _ = worker.communicate(timeout=60)
+                output = output_of(worker, tmp_path / "worker-data")
                 assert worker.returncode == 1, output
                 lines = [line for line in output.splitlines() if "cannot reach" in line]
                 assert len(lines) == 1, output
@@ -176,13 +182,23 @@ async def _picked_by(dsn: str) -> str | None:
         await conn.close()
 
 
+def _sleeping(marker: str) -> list[psutil.Process]:
+    """The runtime ``sleep marker``, wherever it runs (its argv names sleep's whole path)."""
+    return [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if (p.info["cmdline"] or [""])[-1] == marker and Path(p.info["cmdline"][0]).name == "sleep"
+    ]
+
+
 async def test_a_killed_workers_session_is_recorded_failed_by_the_next_worker_never_run_twice(
     own_postgres, tmp_path
 ):
     server = EmbeddedPostgres(own_postgres)
     dsn = await server.start()
     roster = tmp_path / "roster"
-    marker = "307.25"  # this test's runtime, found by its argv to end it afterwards
+    require_jail()
+    marker = "307.25"  # this test's runtime, found by its argv
     try:
         with machine() as place:
             port = free_port()
@@ -197,10 +213,12 @@ async def test_a_killed_workers_session_is_recorded_failed_by_the_next_worker_ne
             daemon = _Daemon(folder, port=port, database_url=dsn, host=place.peer).start()
             first = second = None
             try:
-                first = _worker(place, roster, dsn, tmp_path / "first")
+                # Jailed: bubblewrap ends the jail with the worker (--die-with-parent).
+                first = _worker(place, roster, dsn, tmp_path / "first", JAILED)
                 async with butler_client(f"{daemon.url}/mcp", timeout=120) as client:
                     call = asyncio.create_task(client.call_tool("trigger", {"prompt": "nap"}))
                     picked = await eventually(lambda: _picked_by(dsn), timeout=60)
+                    await eventually(lambda: _sleeping(marker), timeout=60)  # it runs
                     first.kill()  # kill -9: no drain, no goodbye
                     first.wait(30)
                     second = _worker(
@@ -210,22 +228,16 @@ async def test_a_killed_workers_session_is_recorded_failed_by_the_next_worker_ne
                 assert not answer["success"]
                 assert f"the worker {picked} stopped while this session ran" in answer["error"]
                 assert "it is not run again" in answer["error"]
-                # The first worker's runtime died with it (its process dies with its parent);
+                # The first worker's runtime died with it (its jail dies with its parent);
                 # the second worker started none: nothing of this session runs anywhere.
-                alive = [
-                    p
-                    for p in psutil.process_iter(["cmdline"])
-                    if p.info["cmdline"] == ["sleep", marker]
-                ]
-                assert alive == []
+                assert _sleeping(marker) == []
             finally:
-                for proc in psutil.process_iter(["cmdline"]):
-                    if proc.info["cmdline"] == ["sleep", marker]:
-                        proc.kill()
+                for proc in _sleeping(marker):
+                    proc.kill()
                 for worker in (first, second):
                     if worker is not None and worker.poll() is None:
                         worker.terminate()
-                        worker.communicate(timeout=60)
+                        worker.wait(60)
                 daemon.stop()
     finally:
         await server.stop()

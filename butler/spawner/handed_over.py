@@ -1,0 +1,179 @@
+"""Sessions an earlier daemon handed to workers: the next start waits for them again.
+
+A daemon stopped by a crash or ``kill -9`` while a worker runs one of its
+sessions leaves the session's row open and, in the database, what the session
+still has: its job in PgQueuer's queue (waiting, or picked by a worker that is
+running it now), or the result its worker handed back while no daemon waited.
+Such a session is accepted work, and nothing of it is lost with the daemon, so
+the starting daemon does not fail it (the recovery fails the other open rows).
+Before it serves, for each one:
+
+- a result already handed back is recorded as a live wait records it
+  (:func:`~butler.spawner.remote.wait_for_worker`, then the row's completion
+  with the tool calls merged, the resumed share of its usage, its episode);
+- else its token, which the job holds and the runtime on its worker still
+  presents, works again here, and the result is waited for again as long as
+  the session may still run: its own time limit and ``PICKUP_GRACE_S``,
+  counted from when it started; past that it fails with a line saying so
+  (and a job no worker picked leaves the queue).
+
+The waits begin once the butler serves (a start that fails before then leaves
+the rows open for the next one). Each session waited for holds one of the
+butler's slots, as it did in the daemon that handed it over; a drain ends the
+wait as it ends a live one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from butler.runtimes.base import RuntimeAdapter, RuntimeFailure, RuntimeResult
+from butler.spawner.admission import Admission
+from butler.spawner.lifecycle import SessionLifecycle
+from butler.spawner.preflight import explain
+from butler.spawner.recall import remember
+from butler.spawner.remote import PICKUP_GRACE_S, wait_for_worker, withdraw
+from butler.spawner.result import SHUTDOWN, SpawnerResult, outcome_of, spawner_result
+from butler.spawner.usage import recorded_share
+from butler.store.memory import Memory
+from butler.store.session_jobs import SessionJob, SessionJobs
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Handed:
+    """An open session of an earlier daemon that the workers have: its row (with
+    ``elapsed_s``), and its job while the job is in the queue."""
+
+    session_id: str
+    row: dict[str, Any]
+    job_id: int | None = None
+    job: SessionJob | None = None
+
+
+class HandedOver:
+    """Finds the sessions an earlier daemon of this butler handed to workers, and sees
+    each one to its recorded end here."""
+
+    def __init__(
+        self,
+        lifecycle: SessionLifecycle,
+        jobs: SessionJobs,
+        adapter: RuntimeAdapter,
+        memory: Memory | None,
+        admission: Admission,
+        tasks: set[asyncio.Task[SpawnerResult]],
+    ) -> None:
+        self.lifecycle = lifecycle
+        self.config = lifecycle.config
+        self.jobs = jobs
+        #: What the runtime reports as a resumed conversation's totals (usage.py).
+        self.cumulative = adapter.cumulative_on_resume
+        self.memory = memory
+        self._admission = admission
+        #: The spawner's own sessions: a drain waits for these as for the others.
+        self._tasks = tasks
+        #: Taken over at start, waited for once the butler serves.
+        self._kept: list[Handed] = []
+
+    async def take_over(self) -> list[str]:
+        """Keep every open session the workers have; their ids. Done before the server
+        accepts: their tokens work, and their calls count, from the start. The waits
+        begin in :meth:`follow`, once the butler serves."""
+        found = await self._find()
+        for handed in found:
+            if handed.job is not None and handed.job.token:
+                self.lifecycle.tokens.honour(handed.session_id, handed.job.token)
+            self.lifecycle.ledger.open(handed.session_id)
+        self._kept = found
+        return [handed.session_id for handed in found]
+
+    def follow(self) -> None:
+        """Start waiting for the sessions :meth:`take_over` kept. Called once the butler
+        serves: a start that fails before (another butler of the roster refused, say)
+        cancels nothing, and leaves their rows open for the next start."""
+        kept, self._kept = self._kept, []
+        for handed in kept:
+            task = asyncio.create_task(self._follow(handed))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _find(self) -> list[Handed]:
+        dropped = await self.jobs.forget_closed()
+        if dropped:
+            log.info("results of closed sessions dropped", extra={"results": dropped})
+        rows = await self.lifecycle.sessions.unfinished()
+        if not rows:
+            return []
+        queued, back = await self.jobs.in_queue(), await self.jobs.handed_back()
+        found = []
+        for row in rows:
+            sid = str(row["id"])
+            if sid in back:  # the result is all that counts now, whatever the queue holds
+                found.append(Handed(sid, row))
+            elif sid in queued:
+                found.append(Handed(sid, row, *queued[sid]))
+        return found
+
+    async def _follow(self, handed: Handed) -> SpawnerResult:
+        """Wait for the session's result (holding a slot) and record how it ended."""
+        sid, row = handed.session_id, handed.row
+        started = time.monotonic() - max(0.0, float(row["elapsed_s"]))
+        result, status, error = RuntimeResult(), "failed", None
+        try:
+            # A result already handed back needs no slot: it is recorded at once.
+            async with self._admission.slot() if handed.job else contextlib.nullcontext():
+                result = await self._result(handed, time.monotonic() - started)
+                parent = await self._resumed(row)
+                result = await recorded_share(self.lifecycle, self.cumulative, sid, result, parent)
+            status = "succeeded"
+        except RuntimeFailure as exc:
+            result, error = exc.partial, explain(self.config, str(exc))
+        except asyncio.CancelledError as exc:
+            reason = exc.args[0] if exc.args and isinstance(exc.args[0], str) else SHUTDOWN
+            status, error = "cancelled", reason
+            raise
+        except Exception as exc:
+            log.exception("session %s crashed", sid)
+            error = f"internal error: {type(exc).__name__}: {exc}"
+        finally:
+            outcome = await self.lifecycle.complete(
+                sid, outcome_of(status, error, result, started), result.tool_calls
+            )
+        if outcome.success:
+            await remember(self.config, self.memory, row["id"], row["prompt"], outcome.output)
+        return spawner_result(sid, outcome)
+
+    async def _result(self, handed: Handed, since_start: float) -> RuntimeResult:
+        """The worker's result; while the job is in the queue, waited for until the
+        session's own bound from its start, ``since_start`` seconds ago (the wait for a
+        slot included); a result handed back already is read at once."""
+        job = handed.job
+        limit = ((job.timeout_s if job else None) or self.config.runtime.timeout_s) + PICKUP_GRACE_S
+        elapsed = since_start if job is not None else None
+        try:
+            return await wait_for_worker(
+                self.config, self.jobs, handed.session_id, handed.job_id, limit, elapsed=elapsed
+            )
+        except asyncio.CancelledError:
+            if handed.job_id is not None:  # as for a live wait: no worker starts it afterwards
+                await asyncio.shield(withdraw(self.jobs, handed.job_id))
+            raise
+
+    async def _resumed(self, row: dict[str, Any]) -> dict[str, Any] | None:
+        """The row of the session this one resumed, if any: a session asked for by another
+        records its resumed one in its metadata, its parent being the asker
+        (``Spawner._recorded_session``); only those are of source ``trigger``."""
+        if not self.cumulative:
+            return None
+        if row["trigger_source"] == "trigger":
+            parent = (row["metadata"] or {}).get("resumed_session_id")
+        else:
+            parent = row["parent_session_id"]
+        return await self.lifecycle.sessions.get(str(parent)) if parent else None

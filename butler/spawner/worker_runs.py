@@ -1,0 +1,109 @@
+"""A session's runtime run by ``butler worker``: the local path's steps, on another machine.
+
+The spawner's side of a worker (``butler/workers/`` picks the job, notes it in
+its machine's ledger and hands the result back). The runtime runs through the
+same function as in the daemon (:class:`butler.spawner.execution.Execution`):
+the butler's memory (read from the database the worker shares with the
+daemon), a private workspace with the session's attachments, the invocation,
+the jail (whose egress proxy lets through only the butler's MCP address and
+the runtime's model API) and the time limit. What differs is only what belongs
+to the daemon's machine: the token is given, not issued; the runtime's process group
+goes to the caller (the worker's ledger) rather than the row, since only the
+worker's machine can end it; and the result is returned as JSON for the daemon
+to record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from butler.config import ButlerConfig
+from butler.runtimes.base import RuntimeAdapter, RuntimeFailure, RuntimeResult
+from butler.runtimes.process import PROCESS_STARTED
+from butler.spawner.execution import Execution, SessionRun
+from butler.spawner.homes import discard_home
+from butler.spawner.workspace import SessionFile
+from butler.store.credentials import CredentialStore
+from butler.store.memory import Memory
+from butler.store.session_jobs import SessionJob
+from butler.store.sessions import SessionStore
+
+
+class GivenToken:
+    """The daemon's token for the session, where ``build_invocation`` would issue one."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    def issue(self, session_id: str) -> str:
+        return self._token
+
+
+@contextlib.contextmanager
+def process_hook(hook: Callable[[int], None]) -> Iterator[None]:
+    """Tell ``hook`` the pid of each runtime process group started inside the block."""
+    token = PROCESS_STARTED.set(hook)
+    try:
+        yield
+    finally:
+        PROCESS_STARTED.reset(token)
+
+
+def handed(status: str, error: str | None, result: RuntimeResult) -> dict[str, Any]:
+    """What goes back to the daemon: the outcome and the runtime's result, as JSON."""
+    data = dataclasses.asdict(result)
+    data["tool_calls"] = [call.to_json() for call in result.tool_calls]
+    return {"status": status, "error": error, "result": data}
+
+
+@dataclass
+class WorkerRuns:
+    """Runs one butler's picked sessions on this machine, each in a workspace of its own."""
+
+    config: ButlerConfig
+    adapter: RuntimeAdapter
+    credentials: CredentialStore
+    sessions: SessionStore
+    memory: Memory | None
+    #: "bwrap" (jailed) or "none", decided once when the worker starts.
+    sandbox: str
+    execution: Execution = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.execution = Execution(
+            self.config, self.adapter, self.credentials, self.sessions, self.memory, self.sandbox
+        )
+
+    async def run(self, job: SessionJob, started: Callable[[int], None]) -> dict[str, Any]:
+        """Run ``job``'s runtime here; what to hand back. ``started`` is told its process."""
+        status, error, result = "failed", None, RuntimeResult()
+        try:
+            with process_hook(started):
+                result = await self.execution.run(self._session_run(job), GivenToken(job.token))
+            status = "succeeded"
+        except RuntimeFailure as exc:
+            error, result = str(exc), exc.partial
+        except Exception as exc:  # the daemon records it; the worker goes on with the next
+            error = f"internal error on the worker: {type(exc).__name__}: {exc}"
+        finally:
+            if not self.adapter.supports_resume:  # nothing will read its home again
+                discard_home(self.config, job.session_id)
+        return handed(status, error, result)
+
+    def _session_run(self, job: SessionJob) -> SessionRun:
+        return SessionRun(
+            session_id=job.session_id,
+            prompt=job.prompt,
+            files=tuple(SessionFile.from_json(entry) for entry in job.files),
+            parent_id=job.parent_id,
+            resume=job.resume,
+            max_turns=job.max_turns,
+            timeout_s=job.timeout_s,
+            model=job.model,
+            # The runtime calls its butler across the network, not on loopback.
+            base_url=self.config.callback_url,
+        )

@@ -1,0 +1,118 @@
+"""A session that ends on a worker while the database is away: its result waits on the
+worker and reaches the daemon once the database is back; nothing is lost or run twice."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+import asyncpg
+import pytest
+
+from butler.store.embedded import EmbeddedPostgres
+from tests.helpers import butler_client, eventually, free_port
+from tests.workers.machines import machine
+from tests.workers.test_worker import _butler, _Daemon, _worker, output_of
+from tests.workers.test_worker_jail import probe_butler
+
+pytestmark = pytest.mark.slow
+
+
+async def test_a_result_made_during_a_database_outage_reaches_the_caller_once_it_is_back(
+    own_postgres, tmp_path
+):
+    server = EmbeddedPostgres(own_postgres)
+    dsn = await server.start()
+    try:
+        with machine() as place:
+            port = free_port()
+            folder = probe_butler(tmp_path / "roster", place.peer, port)
+            starts, done = folder / "starts.txt", folder / "done"
+            daemon = _Daemon(folder, port=port, database_url=dsn, host=place.peer).start()
+            worker = None
+            try:
+                worker = _worker(place, folder.parent, dsn, tmp_path / "data")
+                plan = {"starts": str(starts), "sleep": 2, "done": str(done)}
+                async with butler_client(f"{daemon.url}/mcp", timeout=180) as client:
+                    call = asyncio.create_task(
+                        client.call_tool("trigger", {"prompt": json.dumps(plan)})
+                    )
+                    await eventually(starts.is_file, timeout=60)
+                    await server.stop()
+                    await eventually(done.is_file, timeout=60)  # it ended with no database
+                    await asyncio.sleep(3)  # the worker's first tries to hand it back fail
+                    server = EmbeddedPostgres(own_postgres)
+                    await server.start()
+                    answer = (await asyncio.wait_for(call, 150)).structured_content
+                    row = await client.call_tool(
+                        "session_get", {"session_id": answer["session_id"]}
+                    )
+                    # And the worker takes work again.
+                    after = await asyncio.wait_for(
+                        client.call_tool("trigger", {"prompt": json.dumps({})}), 150
+                    )
+            finally:
+                if worker is not None:
+                    worker.terminate()
+                    output = output_of(worker, tmp_path / "data")
+                    (tmp_path / "worker.log").write_text(output)
+                daemon.stop()
+        assert answer["success"], answer
+        assert json.loads(answer["output"].splitlines()[-1])["pid"]
+        assert row.structured_content["status"] == "succeeded"
+        assert starts.read_text().count("\n") == 1  # run once
+        assert list((tmp_path / "data" / "workers" / "running").glob("*")) == []
+        assert after.structured_content["success"], after.structured_content
+    finally:
+        await server.stop()
+
+
+async def _claimed(dsn: str, prompt: str) -> bool:
+    conn = await asyncpg.connect(dsn)
+    try:
+        return bool(
+            await conn.fetchval(
+                "SELECT metadata ? 'worker' FROM workers_test.sessions WHERE prompt = $1", prompt
+            )
+        )
+    finally:
+        await conn.close()
+
+
+async def test_after_a_database_outage_a_worker_is_woken_by_new_work_again_not_by_its_poll(
+    own_postgres, tmp_path
+):
+    server = EmbeddedPostgres(own_postgres)
+    dsn = await server.start()
+    try:
+        with machine() as place:
+            port = free_port()
+            folder = _butler(tmp_path / "roster", place.peer, port)
+            daemon = _Daemon(folder, port=port, database_url=dsn, host=place.peer).start()
+            worker = None
+            try:
+                # PgQueuer's poll made longer than the test: only a NOTIFY brings it work.
+                slow_poll = {"BUTLER_WORKER_POLL_S": "3600"}
+                worker = _worker(place, folder.parent, dsn, tmp_path / "data", slow_poll)
+                async with butler_client(f"{daemon.url}/mcp", timeout=180) as client:
+                    before = await client.call_tool("trigger", {"prompt": "before"})
+                    assert before.structured_content["success"], before.structured_content
+                    await server.stop()  # the worker's LISTEN connection is cut
+                    server = EmbeddedPostgres(own_postgres)
+                    await server.start()
+                    call = asyncio.create_task(client.call_tool("trigger", {"prompt": "after"}))
+                    try:
+                        await eventually(lambda: _claimed(dsn, "after"), timeout=90, interval=0.2)
+                    finally:
+                        call.cancel()
+                        with contextlib.suppress(BaseException):
+                            await call
+            finally:
+                if worker is not None:
+                    worker.terminate()
+                    output = output_of(worker, tmp_path / "data")
+                    (tmp_path / "worker.log").write_text(output)
+                daemon.stop()
+    finally:
+        await server.stop()
