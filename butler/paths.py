@@ -1,14 +1,48 @@
-"""Where butler keeps its files: one data folder per user, one sub-folder per butler."""
+"""Where butler keeps its files: one data folder per user, one sub-folder per butler install.
+
+A butler's data folder (its owner token, runtime homes, logs, adapter files)
+belongs to one install: a name *and* the folder its ``butler.toml`` is in. Two
+folders both naming a butler ``health`` (two checkouts, two rosters) must not
+share a token or runtime homes, so the folder records whose it is
+(``install.json``) and another install of that name gets a folder of its own.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import platformdirs
 
-from butler.security.private_files import replace_private
+from butler.security.private_files import replace_private, write_private
+
+log = logging.getLogger(__name__)
+
+#: In a butler's data folder: which install (its butler.toml's folder) it belongs to.
+INSTALL_FILE = "install.json"
+
+
+class Install(Protocol):
+    """A butler install: its name and its folder (a ButlerConfig, a Glance...)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def config_dir(self) -> Path: ...
+
+
+@dataclass(frozen=True)
+class DataOwner:
+    """An install given by hand (the roster dashboard's own token, a test)."""
+
+    name: str
+    config_dir: Path
 
 
 def data_root() -> Path:
@@ -20,30 +54,61 @@ def data_root() -> Path:
     return root
 
 
-def butler_dir(name: str) -> Path:
-    """The data folder of one butler (its runtime homes, logs, adapter files)."""
-    path = data_root() / "butlers" / name
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return path
+def butler_dir(butler: Install) -> Path:
+    """The data folder of one butler install (its token, runtime homes, logs, adapter files).
+
+    ``butlers/<name>/`` for the first install of that name to ask (a folder
+    made before folders were claimed is claimed so, keeping its token), else
+    ``butlers/<name>-<digest of its folder>/``. A claim whose folder no longer
+    exists (moved or deleted) passes to the install asking.
+    """
+    folder = str(Path(butler.config_dir).expanduser().resolve())
+    plain = data_root() / "butlers" / butler.name
+    own = plain.with_name(f"{butler.name}-{hashlib.sha256(folder.encode()).hexdigest()[:12]}")
+    for path in (plain, own):
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if _claimed(path, folder):
+            return path
+    raise AssertionError(f"{own} is claimed by another folder")  # its name is this folder's
 
 
-def serving_file(name: str) -> Path:
-    """Where a running butler notes the address it serves on (read by the roster dashboard)."""
-    return butler_dir(name) / "serving.json"
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists (one of another user counts)."""
+def _claimed(path: Path, folder: str) -> bool:
+    """Whether ``path`` is (now) the data folder of the install in ``folder``."""
+    marker = path / INSTALL_FILE
+    note = json.dumps({"folder": folder}) + "\n"
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
+        write_private(marker, note, how="exclusive")
         return True
+    except FileExistsError:
+        pass  # claimed already (perhaps a moment ago by another process): whose?
+    holder = _holder(marker)
+    if holder == folder:
+        return True
+    if holder is not None and Path(holder).is_dir():
+        return False
+    replace_private(marker, note)
+    log.info("data folder taken over", extra={"path": str(path), "was": holder, "now": folder})
     return True
 
 
-def note_serving(name: str, host: str, port: int) -> None:
+def _holder(marker: Path) -> str | None:
+    """The folder an ``install.json`` names; None when it is unreadable or not ours."""
+    try:
+        fd = os.open(marker, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as file:
+            found = json.loads(file.read(64 * 1024))
+    except (OSError, ValueError):
+        return None
+    holder = found.get("folder") if isinstance(found, dict) else None
+    return holder if isinstance(holder, str) else None
+
+
+def serving_file(butler: Install) -> Path:
+    """Where a running butler notes the address it serves on (read by the roster dashboard)."""
+    return butler_dir(butler) / "serving.json"
+
+
+def note_serving(butler: Install, host: str, port: int) -> None:
     """Note in the butler's data folder where it serves (replaced whole, never half-written)."""
     note = {"host": host, "port": port, "pid": os.getpid()}
-    replace_private(serving_file(name), json.dumps(note))
+    replace_private(serving_file(butler), json.dumps(note))

@@ -77,7 +77,8 @@ def test_a_kill_9_leaves_no_runtime_tree_nor_home_after_the_restart(roster, sche
 def test_a_reused_pid_is_never_killed():
     import subprocess
 
-    from butler.spawner.orphans import reap, start_ticks
+    from butler.processes import start_ticks
+    from butler.spawner.orphans import reap
 
     stranger = subprocess.Popen(["sleep", "60"], start_new_session=True)
     try:

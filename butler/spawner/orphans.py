@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from butler.processes import start_ticks
 from butler.runtimes.process import kill_group
 from butler.store.sessions import SessionStore
 
@@ -26,17 +27,6 @@ log = logging.getLogger(__name__)
 
 PGID_KEY = "runtime_pgid"
 START_KEY = "runtime_start_ticks"
-
-
-def start_ticks(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot, or None when it is gone."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # the command name may hold spaces and parentheses: fields start after the last ")"
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return int(fields[19])
 
 
 def group_members(pgid: int) -> list[int]:

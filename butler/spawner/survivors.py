@@ -22,6 +22,7 @@ import shutil
 import stat
 from pathlib import Path
 
+from butler.processes import owner_mark
 from butler.sandbox.egress import Egress, Target
 from butler.sandbox.folders import OWNER_FILE
 from butler.sandbox.jail import Jail
@@ -66,7 +67,7 @@ def hand_over(jail: Jail | None, pid: int | None) -> None:
     """
     if jail is not None and pid is not None:
         folder = jail.egress.socket_path.parent.parent
-        write_private(folder / OWNER_FILE, str(pid))
+        write_private(folder / OWNER_FILE, owner_mark(pid))
 
 
 async def restore(

@@ -8,8 +8,9 @@ daemon are swept at start-up.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
-import os
 import re
 import shutil
 import tempfile
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from butler.errors import ButlerError
-from butler.paths import pid_alive
+from butler.processes import owner_gone, owner_mark
 from butler.runtimes.mcp_config import write_files
 from butler.security import untrusted
 from butler.security.private_files import write_private
@@ -44,6 +45,19 @@ class SessionFile:
         if not _FILE_NAME.fullmatch(self.name) or ".." in self.name:
             raise ValueError(f"session file name {self.name[:40]!r}: expected a plain file name")
 
+    def to_json(self) -> dict[str, str]:
+        """The file as JSON, for a session handed to a worker (docs/scaling.md)."""
+        return {"name": self.name, "note": self.note, "data": base64.b64encode(self.data).decode()}
+
+    @classmethod
+    def from_json(cls, entry: dict[str, str]) -> SessionFile:
+        """The file :meth:`to_json` gave; ValueError for anything else."""
+        try:
+            data = base64.b64decode(entry["data"], validate=True)
+            return cls(str(entry["name"]), data, str(entry.get("note") or ""))
+        except (KeyError, TypeError, binascii.Error) as exc:
+            raise ValueError(f"a session file as JSON: {exc}") from None
+
 
 def temp_root() -> Path:
     return Path(tempfile.gettempdir())
@@ -60,7 +74,7 @@ class Workspace:
         """Make the folder; when that fails (a full temp folder), leave nothing of it."""
         try:
             self.path.mkdir(mode=0o700)
-            write_private(self.path / OWNER_FILE, str(os.getpid()), how="exclusive")
+            write_private(self.path / OWNER_FILE, owner_mark(), how="exclusive")
         except OSError as exc:
             self.remove()
             raise ButlerError(
@@ -101,11 +115,13 @@ class Workspace:
 def _owner_alive(folder: Path) -> bool:
     # The runtime could write its workspace: the owner file is data, read bounded and
     # never through a link (a FIFO or /dev/zero there would hold the sweep forever).
+    # Named by pid and start time: a daemon restarted in a container has the pid of the
+    # one killed before, whose workspaces are not its own.
     try:
-        pid = int(untrusted.read_or_none(folder, OWNER_FILE, 32) or b"")
+        mark = (untrusted.read_or_none(folder, OWNER_FILE, 32) or b"").decode("ascii").strip()
     except (OSError, ValueError):
         return False
-    return pid == os.getpid() or pid_alive(pid)
+    return mark.replace(".", "", 1).isdigit() and not owner_gone(mark)
 
 
 def sweep_leftovers(prefix: str) -> list[Path]:

@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from butler.processes import owner_mark
 from butler.runtimes.base import McpEndpoint
 from butler.runtimes.mcp_config import (
     butler_file,
@@ -60,8 +61,24 @@ def test_sweep_removes_only_folders_of_dead_owners():
     (dead.path / OWNER_FILE).write_text(str(proc.pid))  # a pid that has exited
     removed = sweep_leftovers("butler_sweeptest_")
     assert removed == [dead.path] and live.path.exists()
-    assert (live.path / OWNER_FILE).read_text() == str(os.getpid())
+    assert (live.path / OWNER_FILE).read_text() == owner_mark()
     live.remove()
+
+
+def test_sweep_removes_what_a_killed_daemon_of_the_same_pid_left():
+    # A daemon restarted in a container is given the pid of the one killed before (its
+    # init starts it first): that one's workspaces are left, not this daemon's own.
+    prefix = f"butler_samepid{uuid.uuid4().hex[:8]}_"
+    earlier = [Workspace(prefix).create() for _ in range(2)]
+    (earlier[0].path / OWNER_FILE).write_text(f"{os.getpid()}.1")  # same pid, another start
+    (earlier[1].path / OWNER_FILE).write_text(str(os.getpid()))  # a bare pid: before marks
+    mine = Workspace(prefix).create()
+    try:
+        removed = sweep_leftovers(prefix)
+        assert sorted(removed) == sorted(w.path for w in earlier)
+        assert mine.path.is_dir()
+    finally:
+        mine.remove()
 
 
 @pytest.mark.parametrize("planted", ["FIFO", "link to /dev/zero"])
