@@ -104,3 +104,16 @@ def test_credentials_are_set_from_stdin_listed_by_name_and_deleted(roster, schem
     )
     bad = butler("credentials", "set", "NOT-A-NAME", "-c", str(folder), stdin="x", env=env)
     assert bad.returncode == 2 and "NOT-A-NAME" in bad.stderr
+
+
+def test_options_read_without_pydantic_still_refuse_a_bad_value_in_typer_s_words(roster):
+    folder = write_butler(roster, "keeper", port=free_port())
+    word = butler("sessions", "-c", str(folder), "--limit", "many")
+    assert word.returncode == 2
+    assert "Invalid value for '--limit': Input should be a valid integer" in word.stderr
+    port = butler("dashboard", "--roster", str(roster), "--port", "70000")
+    assert port.returncode == 2
+    assert "Invalid value for '--port': Input should be less than or equal to 65535" in port.stderr
+    # A plain value goes through (the daemon is down: that is the next thing said).
+    plain = butler("sessions", "-c", str(folder), "--limit", "5")
+    assert plain.stderr.startswith("butler: error: butler 'keeper' is not running at")

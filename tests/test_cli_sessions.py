@@ -10,10 +10,12 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
+from tests.fakes.script import Hang, ToolCall
 from tests.helpers import REPO, DaemonProcess, free_port, wait_until, write_butler
 
 pytestmark = pytest.mark.slow
@@ -138,3 +140,45 @@ def test_an_unknown_session_and_a_stopped_daemon_are_one_line(daemon):
         f"butler: error: butler 'shell' is not running at {daemon.url}/mcp; "
         f"start it with: butler run --config {daemon.config_dir}\n"
     )
+
+
+def test_logs_follow_shows_each_tool_call_while_the_session_runs(
+    roster, schema_name, pg_dsn, fake_model
+):
+    # The genuine Claude Code against the fake model: it calls state_set, then its
+    # next turn hangs, so the session is still running when the call is shown.
+    port = free_port()
+    passed = '[butler.env]\noptional = ["ANTHROPIC_BASE_URL"]\n'  # as butler init writes it
+    folder = write_butler(roster, "helper", port=port, schema=schema_name, extra=passed)
+    env = {"ANTHROPIC_API_KEY": "sk-fake", "ANTHROPIC_BASE_URL": fake_model.url}
+    fake_model.script = [ToolCall("state_set", {"key": "step", "value": "one"}), Hang()]
+    run_env = {**{k: v for k, v in os.environ.items() if k != "DATABASE_URL"}, **env}
+    with DaemonProcess(folder, port=port, database_url=pg_dsn, env=env):
+        trigger = subprocess.Popen(
+            [str(BUTLER), "trigger", "-c", str(folder), "Note the step"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=run_env, cwd=REPO,
+        )  # fmt: skip
+        try:
+
+            def running() -> str | None:
+                rows = json.loads(butler("sessions", "-c", str(folder), "--json").stdout)
+                return next((r["id"] for r in rows if r["status"] == "running"), None)
+
+            session = wait_until(running, timeout=120, interval=0.2)
+            followed = subprocess.Popen(
+                [str(BUTLER), "logs", session, "-c", str(folder), "--follow"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=run_env, cwd=REPO,
+            )  # fmt: skip
+            seen: list[str] = []
+            reader = threading.Thread(target=lambda: seen.extend(followed.stderr), daemon=True)
+            reader.start()
+            wait_until(lambda: any("state_set" in line for line in seen), timeout=120)
+            assert followed.poll() is None  # shown while the session still runs
+            fake_model.reset()  # the hung turn is answered: the session ends
+            out, _ = followed.communicate(timeout=120)
+            reader.join(timeout=10)
+            assert followed.returncode == 0, "".join(seen)
+            assert "status    succeeded" in out
+            assert 'state_set({"key": "step", "value": "one"})' in out
+        finally:
+            trigger.communicate(timeout=120)

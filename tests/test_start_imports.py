@@ -29,5 +29,10 @@ def test_a_start_leaves_the_runtime_library_and_websockets_for_later(
     assert not any(name.startswith("websockets") for name in imported)
     # Apprise is a fifth of a second: loaded by the first message sent, not by a start.
     assert "apprise" not in imported
+    # Tools are described by their docstrings as written: FastMCP's docstring parser
+    # (griffe, ~2 % of a start) is never asked.
+    assert "griffe" not in imported
+    # The dashboard's views are loaded by the first page asked for, not by a start.
+    assert "butler.dashboard.routes" not in imported
     # No metric exporter configured: the API's no-op meter, not the metrics SDK.
     assert "opentelemetry.sdk.metrics" not in imported

@@ -50,6 +50,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "worker",
         "Run the sessions the roster's daemons hand to workers, on this machine.",
     ),
+    "workers": ("workers", "List the workers serving the roster's butlers: host, load, heartbeat."),
     "list": (
         "roster",
         "Show the roster's butlers: port, runtime, schedules and whether each is up.",

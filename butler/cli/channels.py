@@ -70,11 +70,11 @@ def _find(folder: Path, kind: str, db_url: str | None) -> ButlerConfig:
 
 def with_database(config: ButlerConfig, work: Callable[[Any], Awaitable[T]]) -> T:
     """Open the butler's database, run ``work`` on its senders store, close it."""
-    from butler.daemon import open_database
     from butler.store.channel_senders import SenderStore
+    from butler.store.opening import open_store
 
     async def go() -> T:
-        opened = await open_database(config)
+        opened = await open_store(config.glance())
         try:
             return await work(SenderStore(opened.db))
         finally:

@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from butler.cli.plain_params import read_plainly
 from butler.errors import ButlerError, UserError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from butler.config import ButlerConfig
+    from butler.glance import Glance
 
 T = TypeVar("T")
 
@@ -64,7 +66,7 @@ def _without_flag_types(params: list[Any]) -> list[Any]:
     for param in params:
         if getattr(param, "is_flag", False) and param.metavar is None:
             param.metavar = ""
-    return params
+    return read_plainly(params)
 
 
 class Command(TyperCommand):
@@ -149,15 +151,23 @@ def load(config_dir: Path, **overrides: Any) -> ButlerConfig:
         fail(str(exc))
 
 
-def address(config_dir: Path) -> Any:
-    """What a command needs to reach the butler's running daemon (name, URL, folder).
+def address(config_dir: Path) -> Glance:
+    """What a command needs to reach the butler's running daemon (name, URL, folder)."""
+    return glance_at(config_dir)
 
-    Read plainly from butler.toml when it says them plainly (no validation of
-    the rest: much cheaper); otherwise the full load, which names the mistake.
+
+def glance_at(config_dir: Path, *needs: str) -> Glance:
+    """The folder's settings read plainly (:mod:`butler.glance`): much cheaper than the load.
+
+    When they are unclear, or one of the fields ``needs`` names is, the folder
+    is loaded fully, which names the mistake in one line as ``butler run`` would.
     """
-    from butler.address import daemon_address
+    from butler.glance import glance
 
-    return daemon_address(config_dir) or load(config_dir)
+    found = glance(config_dir)
+    if found is None or any(getattr(found, field) is None for field in needs):
+        return load(config_dir).glance()
+    return found
 
 
 def check_log_level(level: str) -> str:
@@ -227,10 +237,18 @@ def run(coro: Coroutine[Any, Any, T], *, signals: bool = False) -> T:
     """
     import asyncio
 
+    with one_line_errors():
+        return asyncio.run(cancel_on_signals(coro) if signals else coro)
+    raise AssertionError("unreachable: one_line_errors exits on every error")
+
+
+@contextlib.contextmanager
+def one_line_errors() -> Iterator[None]:
+    """Butler's errors raised inside become one line and an exit status, never a traceback."""
     from butler.subagent.template import PromptTemplateError
 
     try:
-        return asyncio.run(cancel_on_signals(coro) if signals else coro)
+        yield
     except PromptTemplateError as exc:
         # The spec fixes the message itself; where the file is comes after it.
         fail(f"{exc} (in {exc.path})" if exc.path else str(exc))

@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from butler.cli.common import fail, load, run, sub_app, waiting
+from butler.cli.common import fail, load, one_line_errors, sub_app, waiting
 from butler.config import ButlerConfig
 
 app = sub_app()
@@ -91,9 +91,10 @@ def spawn(
     prompt = prompt_text(prompt, cfg)
     brief, state = brief_file.resolve(), state_file.resolve()
     with waiting("waiting for the session to finish…") if wait else nullcontext():
-        session_id = run(
-            runner.spawn(cfg, brief, state, prompt, wait=wait, timeout_minutes=timeout_minutes)
-        )
+        with one_line_errors():
+            session_id = runner.spawn(
+                cfg, brief, state, prompt, wait=wait, timeout_minutes=timeout_minutes
+            )
     typer.echo(session_id)
 
 
@@ -116,11 +117,10 @@ def resume(
     prompt = prompt_text(prompt, cfg)
     state = state_file.resolve()
     with waiting("waiting for the session to finish…") if wait else nullcontext():
-        message = run(
-            runner.resume(
+        with one_line_errors():
+            message = runner.resume(
                 cfg, session_id, state, prompt, wait=wait, timeout_minutes=timeout_minutes
             )
-        )
     typer.echo(message)
 
 
@@ -129,4 +129,6 @@ def check_status(ctx: typer.Context, session_id: str, config: Config = None) -> 
     """Print pending, active, completed or failed; exit 1 when the id is unknown."""
     from butler.contract import runner
 
-    typer.echo(run(runner.check_status(butler_config(ctx, config), session_id)))
+    with one_line_errors():
+        status = runner.check_status(butler_config(ctx, config), session_id)
+    typer.echo(status)

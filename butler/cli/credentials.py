@@ -9,14 +9,16 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Annotated, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
-from rich.table import Table
 
-from butler.cli.common import ConfigOption, console, fail, load, run, sub_app
-from butler.config import ButlerConfig
-from butler.store.credentials import CredentialStore
+from butler.cli.common import ConfigOption, console, fail, glance_at, run, sub_app
+
+if TYPE_CHECKING:
+    from butler.glance import Glance
+    from butler.store.credentials import CredentialStore
 
 T = TypeVar("T")
 
@@ -58,12 +60,18 @@ def read_value(name: str) -> str:
     return value
 
 
-def with_store(config: ButlerConfig, work: Callable[[CredentialStore], Awaitable[T]]) -> T:
+def where(config_dir: Path) -> Glance:
+    """The butler's name and where its data is: all the credentials commands read of its folder."""
+    return glance_at(config_dir, "db_url", "db_schema")
+
+
+def with_store(butler: Glance, work: Callable[[CredentialStore], Awaitable[T]]) -> T:
     """Open the butler's database, run ``work`` on its credentials, close it."""
-    from butler.daemon import open_database
+    from butler.store.credentials import CredentialStore
+    from butler.store.opening import open_store
 
     async def go() -> T:
-        opened = await open_database(config)
+        opened = await open_store(butler)
         try:
             return await work(CredentialStore(opened.db))
         finally:
@@ -81,7 +89,7 @@ def with_store(config: ButlerConfig, work: Callable[[CredentialStore], Awaitable
 def set_credential(name: Name, config: ConfigOption) -> None:
     """Store NAME's value, read from a hidden prompt or standard input (never an argument)."""
     check_name(name)
-    cfg = load(config)
+    cfg = where(config)
     value = read_value(name)
     with_store(cfg, lambda store: store.set(name, value))
     typer.echo(f"set {name} for {cfg.name}")
@@ -92,11 +100,13 @@ def set_credential(name: Name, config: ConfigOption) -> None:
 )
 def list_credentials(config: ConfigOption) -> None:
     """Show the stored names and when each was set; never the values."""
-    cfg = load(config)
+    cfg = where(config)
     found = with_store(cfg, lambda store: store.names())
     if not found:
         typer.echo(f"no credentials stored for {cfg.name}; add one with butler credentials set")
         return
+    from rich.table import Table
+
     table = Table("name", "set at")
     for name, updated in found:
         table.add_row(name, updated.strftime("%Y-%m-%d %H:%M:%S %Z"))
@@ -111,7 +121,7 @@ def list_credentials(config: ConfigOption) -> None:
 def delete_credential(name: Name, config: ConfigOption) -> None:
     """Forget NAME's stored value (the environment's, if any, applies again)."""
     check_name(name)
-    cfg = load(config)
+    cfg = where(config)
     if not with_store(cfg, lambda store: store.delete(name)):
         fail(f"{name}: no such credential for {cfg.name}; see butler credentials list")
     typer.echo(f"deleted {name} for {cfg.name}")

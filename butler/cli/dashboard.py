@@ -48,7 +48,7 @@ def dashboard(
     """Serve one page listing every butler of the roster: today's sessions, spend, what is next."""
     import uvicorn
 
-    from butler.dashboard.standalone import TOKEN_NAME, build_roster_app
+    from butler.dashboard.standalone import build_roster_app, dashboard_owner
     from butler.logs import setup_logging
     from butler.roster_folders import load_each
     from butler.security.owner_token import owner_token
@@ -57,7 +57,7 @@ def dashboard(
     check_log_format(log_format)
     try:
         loaded = load_each(roster)
-        token = owner_token(TOKEN_NAME)
+        token = owner_token(dashboard_owner(roster))
     except UserError as exc:
         fail(str(exc))
     configs = [c for c in loaded if isinstance(c, ButlerConfig)]

@@ -37,12 +37,12 @@ def test(config: ConfigOption, channel: ChannelOption = None) -> None:
         )
 
     async def go() -> list[tuple[str, bool, str | None]]:
-        from butler.daemon import open_database
         from butler.notify import Notifier
         from butler.store.credentials import CredentialStore
         from butler.store.deliveries import DeliveryStore
+        from butler.store.opening import open_store
 
-        opened = await open_database(cfg)
+        opened = await open_store(cfg.glance())
         try:
             notifier = Notifier(cfg, DeliveryStore(opened.db), CredentialStore(opened.db))
             tests = await notifier.test(channel)

@@ -6,10 +6,9 @@ The commands only parse and hand over to :mod:`butler.roster`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from butler.cli.common import (
     AllowRootOption,
@@ -24,8 +23,10 @@ from butler.cli.common import (
     run,
     sub_app,
 )
-from butler.config import ButlerConfig
 from butler.errors import UserError
+
+if TYPE_CHECKING:
+    from butler.config import ButlerConfig
 
 app = sub_app()
 
@@ -99,18 +100,20 @@ def up(
 @app.command("list", epilog=LIST_EPILOG)
 def list_butlers(roster: RosterOption = Path("roster")) -> None:
     """Show the roster's butlers: port, runtime, schedules and whether each is up."""
-    from butler.roster_folders import load_each
+    from butler.roster_folders import glance_each
     from butler.roster_status import statuses
 
     try:
-        loaded = load_each(roster)
+        loaded = glance_each(roster)
     except UserError as exc:
         fail(str(exc))
-    configs = [c for c in loaded if isinstance(c, ButlerConfig)]
-    broken = [c for c in loaded if not isinstance(c, ButlerConfig)]
+    butlers = [c for c in loaded if not isinstance(c, Exception)]
+    broken = [c for c in loaded if isinstance(c, Exception)]
     if not loaded:
         fail(f"{roster}: no butler folders (sub-folders holding butler.toml)")
-    found = run(statuses(configs))
+    found = run(statuses(butlers))
+    from rich.table import Table
+
     table = Table("butler", "port", "runtime", "schedules", "status", "channels")
     colour = {"up": "green", "down": "red"}
     for row in found:

@@ -72,12 +72,12 @@ def db_migrate(
     ] = None,
 ) -> None:
     """Apply the pending migrations to the butler's schema and exit."""
-    from butler.daemon import open_database
+    from butler.store.opening import open_store
 
     cfg = load(config, db_url=database_url)
 
     async def go() -> None:
-        opened = await open_database(cfg)
+        opened = await open_store(cfg.glance())
         try:
             total = await opened.db.fetchval("SELECT count(*) FROM butler_migrations")
         finally:

@@ -48,7 +48,9 @@ LOGS_EPILOG = (
     "  butler logs 562db1d7-7aee-430a-99f0-5c19dda6e27e -c roster/health\n\n"
     "  butler logs 562db1d7-7aee-430a-99f0-5c19dda6e27e -c roster/health --follow\n\n"
     "The session's id is in the first column of butler sessions (and what "
-    "butler trigger --json prints as session_id)."
+    "butler trigger --json prints as session_id). With --follow, what the runtime "
+    "does (each tool call, by name) is shown on stderr as it happens; the whole "
+    "session, arguments included, is printed when it ends."
 )
 
 
@@ -163,7 +165,12 @@ def logs(
     session: Annotated[str, typer.Argument(help="The session's id.", show_default=False)],
     config: ConfigOption,
     follow: Annotated[
-        bool, typer.Option("--follow", "-f", help="Keep watching until the session ends.")
+        bool,
+        typer.Option(
+            "--follow",
+            "-f",
+            help="Keep watching until the session ends, each tool call shown as it happens.",
+        ),
     ] = False,
     as_json: JsonOption = False,
 ) -> None:
@@ -171,10 +178,15 @@ def logs(
     cfg = address(config)
     row = call(cfg, "session_get", {"session_id": session}, 60)
     if follow and row.get("status") in OPEN:
-        seen = row.get("status")
+        seen, shown = row.get("status"), 0
         typer.echo(f"session {session}: {seen}", err=True)
         with waiting(f"session {seen}…") as spinner:
             while row.get("status") in OPEN:
+                # What the runtime says it does (its tool calls), as it says it.
+                activity = row.get("activity") if isinstance(row.get("activity"), list) else []
+                for line in activity[shown:]:
+                    typer.echo(f"  {line}", err=True)
+                shown = max(shown, len(activity))
                 time.sleep(FOLLOW_EVERY_S)
                 row = call(cfg, "session_get", {"session_id": session}, 60)
                 if row.get("status") != seen:

@@ -30,7 +30,7 @@ def token(
     """Print the butler's owner token: send it as 'Authorization: Bearer <token>'."""
     cfg = address(config)  # the name and URL only: no need to validate the whole folder
     try:
-        value = rotate_owner_token(cfg.name) if rotate else owner_token(cfg.name)
+        value = rotate_owner_token(cfg) if rotate else owner_token(cfg)
     except UserError as exc:
         fail(str(exc))
     typer.echo(value)

@@ -1,4 +1,4 @@
-"""A daemon's address read plainly from its folder; anything unclear is the full load's error."""
+"""A butler folder read plainly; anything unclear is named as the full load names it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from butler.address import daemon_address
+from butler.glance import glance
 from tests.helpers import REPO, write_butler
 
 BUTLER = Path(sys.executable).with_name("butler")
@@ -15,19 +15,19 @@ BUTLER = Path(sys.executable).with_name("butler")
 
 def test_the_address_is_the_folder_s_with_the_environment_s_overrides(tmp_path, monkeypatch):
     folder = write_butler(tmp_path, "keeper", port=8123, runtime={"timeout_s": 90})
-    found = daemon_address(folder)
+    found = glance(folder)
     assert found is not None
     assert (found.name, found.port, found.timeout_s) == ("keeper", 8123, 90)
     assert found.mcp_base_url == "http://127.0.0.1:8123"
     monkeypatch.setenv("BUTLER_PORT", "8200")
     monkeypatch.setenv("BUTLER_HOST", "0.0.0.0")
-    assert daemon_address(folder).mcp_base_url == "http://127.0.0.1:8200"  # type: ignore[union-attr]
+    assert glance(folder).mcp_base_url == "http://127.0.0.1:8200"  # type: ignore[union-attr]
 
 
 def test_an_unclear_folder_is_named_as_butler_run_names_it(tmp_path):
     folder = write_butler(tmp_path, "keeper", port=8123)
     (folder / "butler.toml").write_text('[butler]\nname = "Keeper"\nport = 8123\n')
-    assert daemon_address(folder) is None
+    assert glance(folder) is None
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
     listed, ran = (
         subprocess.run(
@@ -43,3 +43,26 @@ def test_an_unclear_folder_is_named_as_butler_run_names_it(tmp_path):
     assert listed.returncode == ran.returncode == 2
     assert listed.stderr == ran.stderr
     assert "name" in listed.stderr
+
+
+def test_a_setting_a_command_needs_that_is_unclear_is_named_as_butler_run_names_it(tmp_path):
+    folder = write_butler(tmp_path, "keeper", port=8123)
+    with (folder / "butler.toml").open("a") as file:
+        file.write('[butler.db]\nschema = "Not-A-Schema"\n')
+    found = glance(folder)
+    assert found is not None and found.db_schema is None  # the address alone is still plain
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    listed, ran = (
+        subprocess.run(
+            [str(BUTLER), *command, "-c", str(folder)],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=REPO,
+            timeout=60,
+        )
+        for command in (["credentials", "list"], ["run"])
+    )
+    assert listed.returncode == ran.returncode == 2
+    assert listed.stderr == ran.stderr
+    assert "schema" in listed.stderr
