@@ -1,10 +1,10 @@
 """The butler's dashboard: one module per view, all server-rendered, all escaped.
 
-:mod:`~butler.dashboard.routes` assembles the views; the server imports
-:func:`dashboard_routes` and :data:`SECURITY_HEADERS` from here.
+:mod:`~butler.dashboard.routes` assembles the views; the server imports it at the
+first request for a page (not at start), and :data:`SECURITY_HEADERS` from
+:mod:`~butler.dashboard.render`.
 """
 
 from butler.dashboard.render import SECURITY_HEADERS
-from butler.dashboard.routes import dashboard_routes
 
-__all__ = ["SECURITY_HEADERS", "dashboard_routes"]
+__all__ = ["SECURITY_HEADERS"]

@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 from butler.builders.records import is_builder
 from butler.dashboard.deliveries import render_deliveries
-from butler.dashboard.render import cost, duration, e, table, tokens, when
+from butler.dashboard.render import cost, duration, e, ran_on, table, tokens, when
 
 
 def trace_link(trace_url: str | None, trace_id: str | None) -> str:
@@ -42,6 +42,7 @@ def render_detail(
         ("type", row["type"]),
         ("trigger source", row["trigger_source"]),
         ("runtime", row["runtime"]),
+        ("ran on", ran_on(row)),
         ("model", row.get("model")),
         ("created", when(row.get("created_at"))),
         ("duration", duration(row)),

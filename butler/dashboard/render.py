@@ -164,3 +164,11 @@ def refused(line: str, status: int = 400, *, json: bool = False) -> Response:
 def live(html_text: str, final: bool = False, **extra: Any) -> JSONResponse:
     """A view's JSON twin: its body re-rendered, for the page's script to swap in."""
     return JSONResponse({"html": html_text, "final": final, **extra}, headers=SECURITY_HEADERS)
+
+
+def ran_on(row: dict[str, Any]) -> str:
+    """Where a session's runtime ran: the worker that picked it, else the daemon itself."""
+    worker = (row.get("metadata") or {}).get("worker")
+    if worker:
+        return str(worker)[:200]  # a worker wrote it: shown as data, bounded
+    return "—" if row.get("status") == "pending" else "local"

@@ -20,11 +20,13 @@ from butler.dashboard.charts import day_range, ranges
 from butler.dashboard.params import BadParam, chart_days
 from butler.dashboard.render import SECURITY_HEADERS, Page, e, live, table
 from butler.dashboard.roster_charts import daily_series, render_butler_charts
+from butler.dashboard.roster_workers import render_workers
 from butler.dashboard.schedules import moment
 from butler.dashboard.view import View, bad
 from butler.security.login import mint_ticket
 from butler.security.owner_token import owner_token
 from butler.store.session_days import daily
+from butler.store.workers import WorkerRows
 
 
 async def summary(butler: ButlerContext, days: int = 7) -> dict[str, Any]:
@@ -57,7 +59,16 @@ async def summary(butler: ButlerContext, days: int = 7) -> dict[str, Any]:
         else None,
         "daily": daily_series(counts, today - timedelta(days=days - 1)),
         "channels": butler.channels.states() if butler.channels else [],
+        "workers": await _workers(butler),
     }
+
+
+async def _workers(butler: ButlerContext) -> list[dict[str, Any]]:
+    """The workers serving this butler; none shown while the database is away."""
+    try:
+        return await WorkerRows(butler.db).listing()
+    except Exception:  # the status column already says the database is down
+        return []
 
 
 def _next(entry: dict[str, Any] | None) -> str:
@@ -131,7 +142,8 @@ def render_roster(summaries: list[dict[str, Any]], days: list[date]) -> str:
     rows = [_row(s) for s in summaries] + [total]
     caption = "Today and the last 7 days (UTC)"
     charts = render_butler_charts(summaries, days)
-    return f'<section id="roster">{table(head, rows, caption)}</section>{charts}'
+    workers = render_workers(summaries)
+    return f'<section id="roster">{table(head, rows, caption)}</section>{workers}{charts}'
 
 
 def roster_routes(view: View) -> list[Route]:
@@ -143,7 +155,7 @@ def roster_routes(view: View) -> list[Route]:
         for peer in butler.peers or [butler]:
             found = await summary(peer, days)
             if peer is not butler:  # one login for the roster: the link logs in there too
-                ticket = mint_ticket(owner_token(peer.config.name))
+                ticket = mint_ticket(owner_token(peer.config))
                 found["login"] = f"{found['url']}/?ticket={ticket}"
             summaries.append(found)
         return render_roster(summaries, day_range(days))

@@ -12,6 +12,7 @@ from butler.dashboard.render import (
     duration,
     e,
     first_line,
+    ran_on,
     status_cell,
     table,
     tokens,
@@ -26,6 +27,7 @@ SESSION_COLUMNS = (
     "Prompt",
     "Error",
     "Runtime",
+    "Ran on",
     "Started",
     "Duration",
     "Tokens",
@@ -53,7 +55,8 @@ def session_row(row: dict[str, Any]) -> str:
         f'<td><a href="/sessions/{e(row["id"])}"><code>{e(row["id"][:8])}</code></a></td>'
         f'{status_cell(row)}<td class="what">{e(first_line(row.get("prompt")))}</td>'
         f'<td class="error">{e(first_line(row.get("error")))}</td>'
-        f"<td>{e(row['runtime'])}</td><td>{e(when(row.get('created_at')))}</td>"
+        f'<td>{e(row["runtime"])}</td><td class="ran-on">{e(ran_on(row))}</td>'
+        f"<td>{e(when(row.get('created_at')))}</td>"
         f'<td class="num">{e(duration(row))}</td><td class="num">{e(tokens(row))}</td>'
         f'<td class="num">{e(cost(row))}</td></tr>'
     )

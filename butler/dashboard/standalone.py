@@ -17,6 +17,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from fastmcp.server.http import HostOriginGuardMiddleware
@@ -34,7 +35,7 @@ from butler.dashboard.render import ASSETS, SECURITY_HEADERS, Page, asset_text, 
 from butler.dashboard.roster import render_roster
 from butler.errors import UserError
 from butler.jsonfile import read_json_object
-from butler.paths import serving_file
+from butler.paths import DataOwner, serving_file
 from butler.security.http import RequireToken, cookie_name
 from butler.security.listener import held_by_me
 from butler.security.login import mint_ticket
@@ -43,13 +44,20 @@ from butler.security.session_tokens import SessionTokens
 
 #: The name its own token is kept under (not a butler name: those start with a letter).
 TOKEN_NAME = "_roster-dashboard"
+
+
+def dashboard_owner(roster: Path) -> DataOwner:
+    """Whose data folder keeps the roster dashboard's own token: this roster's."""
+    return DataOwner(TOKEN_NAME, roster)
+
+
 TIMEOUT_S = 2.0
 
 
 def address(config: ButlerConfig) -> str:
     """Where ``config``'s butler serves, as it noted when it started, else its config."""
     try:
-        noted = read_json_object(serving_file(config.name), "a serving address", UserError)
+        noted = read_json_object(serving_file(config), "a serving address", UserError)
     except UserError:
         noted = {}
     host, port = noted.get("host", config.butler.host), noted.get("port", config.butler.port)
@@ -66,7 +74,7 @@ def ask(config: ButlerConfig, days: int = 7) -> dict[str, Any]:
     if not mine:  # the token goes only to the owner's own process, never to a squatter
         return {**row, "status": "down" if mine is None else "not ours"}
     try:
-        token = stored_owner_token(config.name)
+        token = stored_owner_token(config)
         if token is None:  # never made here: a file created now would match no daemon
             return {**row, "status": "no token"}
         request = urllib.request.Request(
@@ -139,7 +147,7 @@ def build_roster_app(configs: Sequence[ButlerConfig], port: int) -> ASGIApp:
     sessions = SessionTokens()  # no session of a runtime ever calls this page
     guarded = RequireToken(
         site,
-        owner_token=LiveToken(TOKEN_NAME),
+        owner_token=LiveToken(dashboard_owner(configs[0].roster_dir)),
         sessions=sessions,
         cookie=cookie_name(port),
         login_page=login_page("roster", "butler dashboard --roster DIR"),

@@ -55,7 +55,8 @@ def test_sessions_and_builders_grouped_and_updating_live(dashboard, chromium):
     )  # the same page, changed live
     cells = page.locator(f'tr[data-session="{session_id}"] td').all_inner_texts()
     # A busy machine can hold a session past a minute: "1 m 11 s".
-    assert cells[4] == "command" and re.fullmatch(r"(\d+ m )?\d+(\.\d)? m?s", cells[6])
+    assert cells[4] == "command" and re.fullmatch(r"(\d+ m )?\d+(\.\d)? m?s", cells[7])
+    assert cells[5] == "local"  # ran in the daemon, not on a worker
     assert cells[3] == ""  # succeeded: no error to show
     page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
 

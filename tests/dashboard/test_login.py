@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from butler.paths import DataOwner
 from butler.security.owner_token import token_path
 from tests.dashboard.conftest import CHROMIUM, CHROMIUM_FLAGS, FIFO_AGENT, launched
 from tests.helpers import (
@@ -110,7 +111,7 @@ def test_one_login_opens_every_butler_the_roster_page_links_to(roster, tmp_path)
                     return False
 
             wait_until(up, timeout=90)
-            tokens = {n: token_path(n).read_text().strip() for n in ports}
+            tokens = {n: token_path(DataOwner(n, roster / n)).read_text().strip() for n in ports}
             assert tokens["alpha"] != tokens["beta"]  # each butler its own token
             page = browser.new_page()
             page.goto(f"{alpha}/roster")

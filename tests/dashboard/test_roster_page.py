@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from asyncpg.utils import _quote_ident as quote_ident
 
+from butler.paths import DataOwner
 from butler.security.owner_token import token_path
 from tests.dashboard.conftest import ARTIFACTS, FIFO_AGENT, launched, run_sql
 from tests.helpers import (
@@ -182,8 +183,8 @@ def test_butler_dashboard_roster_for_butlers_started_separately(roster, three, t
             stack.enter_context(daemon)
             # The roster reads each butler's token file, never its own BUTLER_TOKEN;
             # these daemons take theirs from BUTLER_TOKEN, so keep it where a file would be.
-            token_path(name).write_text(TEST_TOKEN + "\n")
-            token_path(name).chmod(0o600)
+            token_path(DataOwner(name, roster / name)).write_text(TEST_TOKEN + "\n")
+            token_path(DataOwner(name, roster / name)).chmod(0o600)
         seed(three)
         port = free_port()
         argv = [sys.executable, "-m", "butler.cli", "dashboard", "--roster", str(roster),
