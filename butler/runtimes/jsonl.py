@@ -7,7 +7,9 @@ folded by :mod:`butler.runtimes.fold`.)
 from __future__ import annotations
 
 import re
+import signal
 
+_SIGNALS = {int(s) for s in signal.Signals}
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _ERROR_LINE = re.compile(r"^\s*(\w*error\b|fatal\b)", re.IGNORECASE)
 
@@ -29,4 +31,18 @@ def stderr_summary(stderr: str) -> str:
 def exit_message(binary: str, returncode: int, stderr: str) -> str:
     """One line for a CLI that exited non-zero without saying why on stdout."""
     detail = stderr_summary(stderr)
-    return f"{binary} exited with status {returncode}" + (f": {detail}" if detail else "")
+    return f"{binary} exited with {status_text(returncode)}" + (f": {detail}" if detail else "")
+
+
+def status_text(returncode: int) -> str:
+    """``status N``, naming the signal behind it when there is one.
+
+    A process killed by signal N is seen as -N by its direct parent, but as
+    128 + N through the jail (bubblewrap) or a shell: a crashed runtime then
+    ends with a mere status, and the signal's name is what a person looks up.
+    """
+    number = -returncode if returncode < 0 else returncode - 128
+    if returncode == 0 or number not in _SIGNALS:
+        return f"status {returncode}"
+    shown = f"128 + {number}: " if returncode > 0 else ""
+    return f"status {returncode} ({shown}killed by signal {signal.Signals(number).name})"

@@ -192,7 +192,7 @@ class RuntimeProcess:
         exit_status: list[int] = []
         if sandbox is not None:
             argv = sandbox.wrap(argv, env=env, linger=not reap_group)
-            on_line = _exit_marker(on_line, exit_status)
+            on_line = on_line if reap_group else _exit_marker(on_line, exit_status)
         proc = await asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.PIPE if stdin_data is not None else asyncio.subprocess.DEVNULL,
@@ -243,12 +243,21 @@ EXIT_MARKER = "\x00butler-jail-exit "
 
 
 def _exit_marker(on_line: Callable[[str], None], found: list[int]) -> Callable[[str], None]:
-    """``on_line`` minus the sandbox's exit line, whose status goes into ``found``."""
+    """``on_line`` minus the sandbox's exit line, whose status goes into ``found``.
+
+    Only a lingering jail's bridge prints that line; elsewhere it is output. The
+    runtime writes to the same stdout: a line of that shape that is not a wait status
+    is its output. (A well-formed one it forges ends the read as ``exit(n)`` would:
+    no more than the runtime can do anyway.)"""
 
     def feed(line: str) -> None:
-        if line.startswith(EXIT_MARKER):
-            found.append(os.waitstatus_to_exitcode(int(line[len(EXIT_MARKER) :])))
-        elif line or not found:
+        if line.startswith(EXIT_MARKER) and not found:
+            try:
+                found.append(os.waitstatus_to_exitcode(int(line[len(EXIT_MARKER) :])))
+                return
+            except ValueError:
+                pass
+        if line or not found:
             on_line(line)
 
     return feed

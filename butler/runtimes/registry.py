@@ -13,16 +13,11 @@ import importlib
 from pathlib import Path
 
 from butler.runtimes.base import RuntimeAdapter
+from butler.runtimes.builtin import BUILT_IN
 from butler.runtimes.settings import RuntimeConfig
 
-_ADAPTERS: dict[str, str] = {
-    "claude-code": "butler.runtimes.claude_code:ClaudeCodeAdapter",
-    "codex": "butler.runtimes.terminals:CodexTerminalAdapter",
-    "command": "butler.runtimes.command:CommandAdapter",
-    "gemini": "butler.runtimes.terminals:GeminiTerminalAdapter",
-    "opencode": "butler.runtimes.terminals:OpenCodeTerminalAdapter",
-    "copilot": "butler.runtimes.terminals:CopilotTerminalAdapter",
-}
+#: Built-in types, and any a plugin or test registers.
+_ADAPTERS: dict[str, str] = dict(BUILT_IN)
 
 
 def register(type_name: str, target: str) -> None:

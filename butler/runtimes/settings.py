@@ -31,8 +31,13 @@ class RuntimeConfig(BaseModel):
     transport: Literal["http", "sse"] = "http"
     command: list[str] = Field(default_factory=list)
     interactive_command: list[str] = Field(default_factory=list)
-    #: Where sessions run: "local" (in the daemon) or "remote" (by `butler worker`
-    #: processes, through the job queue; docs/scaling.md). "any" is not built yet.
-    workers: Literal["local", "remote"] = "local"
+    #: Where sessions run: "local" (in the daemon), "remote" (by `butler worker`
+    #: processes, through the job queue), or "any": in the daemon while fewer than
+    #: ``local_sessions`` run there, else wherever room comes first, a live worker
+    #: or a local slot (docs/scaling.md).
+    workers: Literal["local", "any", "remote"] = "local"
+    #: With workers = "any": how many sessions the daemon runs itself before it hands
+    #: the next to a worker.
+    local_sessions: int = Field(default=1, ge=1, le=64)
     #: The tools a session may call; None is every tool the butler serves.
     tools: list[str] | None = None

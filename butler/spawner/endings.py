@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from butler.runtimes.base import Transcript
+from butler.runtimes.jsonl import status_text
 from butler.store.sessions import SessionOutcome
 
 #: How a runtime ended: ``{"status": code, "signal": number}``, one of them None.
@@ -36,7 +37,7 @@ def end_of(ended: Exit | None) -> tuple[str, str | None]:
         return ("cancelled" if sig in STOP_SIGNALS else "failed"), f"runtime ended by signal {name}"
     if code == 0:
         return "succeeded", None
-    return "failed", f"runtime exited with status {code}"
+    return "failed", f"runtime exited with {status_text(code)}"
 
 
 def usage_fields(transcript: Transcript | None) -> dict[str, Any]:

@@ -84,6 +84,11 @@ def test_how_a_builder_ended():
         "runtime ended by signal SIGTERM",
     )
     assert end_of({"status": None, "signal": int(signal.SIGSEGV)})[0] == "failed"
+    # A jailed runtime's crash reaches the launcher as bubblewrap's 128 + N: the row names N.
+    assert end_of({"status": 132, "signal": None}) == (
+        "failed",
+        "runtime exited with status 132 (128 + 4: killed by signal SIGILL)",
+    )
     # No exit record: the end was not seen, which is neither a stop nor a failure.
     assert end_of(None)[0] == "ended"
     assert PaneState(True, None).ended is False  # dead, exit not yet known

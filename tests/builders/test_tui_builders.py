@@ -47,8 +47,20 @@ EXIT = {
     "opencode": "/exit",
     "copilot": "/exit",
 }
+#: OpenCode's TUI (1.18.33) now and then dies of SIGILL, a deliberate trap in its
+#: renderer (upstream anomalyco/opencode#42094, seen under tmux), one run in many: such a
+#: run is tried once more, and only for that cause. Our part, the row naming the signal,
+#: is asserted in test_pure_parts.py.
+UPSTREAM_CRASH = pytest.mark.flaky(reruns=1, only_rerun=["signal SIGILL"])
+
+
+def _case(runtime: str) -> object:
+    crashes = runtime.startswith("opencode")
+    return pytest.param(runtime, marks=UPSTREAM_CRASH) if crashes else runtime
+
+
 #: Every runtime's TUI, unjailed and in the runtime jail (bubblewrap, egress proxy).
-RUNTIMES = [*EXIT, *(f"{name}+jail" for name in EXIT)]
+RUNTIMES = [_case(name) for name in (*EXIT, *(f"{name}+jail" for name in EXIT))]
 
 
 def builders_table(runtime: str, model_url: str) -> str:

@@ -92,7 +92,7 @@ class FakeModelServer:
             so credential-isolation tests can see which key reached the model.
     """
 
-    def __init__(self, script: Sequence[Step] | None = None) -> None:
+    def __init__(self, script: Sequence[Step] | None = None, host: str = "127.0.0.1") -> None:
         self.requests: list[RecordedRequest] = []
         self.headers: list[dict[str, str]] = []
         self._script: list[Step] = [Text("ok")]
@@ -101,7 +101,7 @@ class FakeModelServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         # Set from the server's own loop; hung requests wait on it.
         self._hang_release: asyncio.Event | None = None
-        self._http = ThreadedServer(self._build_app(), "fake-model-server")
+        self._http = ThreadedServer(self._build_app(), "fake-model-server", host)
 
     # -- script -----------------------------------------------------------
 
@@ -132,7 +132,7 @@ class FakeModelServer:
         """Base URL, e.g. "http://127.0.0.1:40123" (no trailing slash)."""
         if not self._http.running:
             raise RuntimeError("FakeModelServer is not started")
-        return f"http://127.0.0.1:{self._http.port}"
+        return f"http://{self._http.host}:{self._http.port}"
 
     def start(self) -> Self:
         """Bind a free port and serve until `stop()`; returns self once accepting."""

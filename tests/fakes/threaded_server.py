@@ -21,8 +21,10 @@ SHUTDOWN_TIMEOUT_S = 10.0
 class ThreadedServer:
     """uvicorn serving `app` on 127.0.0.1 from a daemon thread."""
 
-    def __init__(self, app: ASGIApp, name: str) -> None:
+    def __init__(self, app: ASGIApp, name: str, host: str = "127.0.0.1") -> None:
         self._app = app
+        #: The address it binds: loopback, or a test's link to another network namespace.
+        self.host = host
         self._name = name
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -44,7 +46,7 @@ class ThreadedServer:
         # port without racing its start-up.
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", port or 0))
+        sock.bind((self.host, port or 0))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(
             self._app,
