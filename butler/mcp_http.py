@@ -1,8 +1,9 @@
 """Calling one tool of an MCP server over streamable HTTP, with the standard library.
 
-What a command line needs of MCP is one tool call: ``initialize``, the
+What a command line needs of MCP is a tool call: ``initialize``, the
 ``initialized`` notification, ``tools/call`` (its progress notifications read
-as they come), and the session closed. FastMCP's client does that too, but
+as they come), and the session closed; a command that polls makes several
+calls in one session (:class:`ToolSession`). FastMCP's client does that too, but
 importing it costs a command about a second of CPU (``benchmarks/cli.py``);
 this module imports nothing beyond ``http.client`` and ``json``.
 
@@ -47,31 +48,56 @@ def call_tool(
     token: str,
     timeout: float,
     progress: Progress | None = None,
-) -> dict[str, Any]:
+) -> Any:
     """Call ``tool`` on the MCP server at ``url``; its result (``structuredContent`` if any).
 
     ``progress`` is called with each progress notification (progress, total,
     message) while the tool runs. A tool's own error raises :class:`ToolFailed`.
     """
-    with _Session(url, token, timeout) as session:
-        session.request("initialize", _initialize_params())
-        session.notify("notifications/initialized")
+    with ToolSession(url, token=token, timeout=timeout) as tools:
+        return tools.call(tool, arguments, progress)
+
+
+class ToolSession:
+    """One MCP session over which several tools are called, one after another.
+
+    For a command that polls (the adapter contract waits for a session to
+    end): one handshake and one connection for all its calls.
+    """
+
+    def __init__(self, url: str, *, token: str, timeout: float) -> None:
+        self._session = _Session(url, token, timeout)
+
+    def __enter__(self) -> ToolSession:
+        try:
+            self._session.request("initialize", _initialize_params())
+            self._session.notify("notifications/initialized")
+        except BaseException:
+            self._session.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._session.__exit__(*exc)
+
+    def call(self, tool: str, arguments: dict[str, Any], progress: Progress | None = None) -> Any:
+        """The tool's result (``structuredContent`` if any); its own error is ToolFailed."""
         params: dict[str, Any] = {"name": tool, "arguments": arguments}
         if progress is not None:
-            params["_meta"] = {"progressToken": 1}
-        result = session.request("tools/call", params, progress)
-    if not isinstance(result, dict):
-        raise McpError(f"{tool}: the server's answer is not an object")
-    if result.get("isError"):
-        raise ToolFailed(_text_of(result) or f"{tool} failed")
-    structured = result.get("structuredContent")
-    if isinstance(structured, dict):
-        return structured["result"] if set(structured) == {"result"} else structured
-    text = _text_of(result)
-    try:
-        return json.loads(text)
-    except ValueError:
-        return {"result": text}
+            params["_meta"] = {"progressToken": 1}  # one call at a time: one token
+        result = self._session.request("tools/call", params, progress)
+        if not isinstance(result, dict):
+            raise McpError(f"{tool}: the server's answer is not an object")
+        if result.get("isError"):
+            raise ToolFailed(_text_of(result) or f"{tool} failed")
+        structured = result.get("structuredContent")
+        if isinstance(structured, dict):
+            return structured["result"] if set(structured) == {"result"} else structured
+        text = _text_of(result)
+        try:
+            return json.loads(text)
+        except ValueError:
+            return {"result": text}
 
 
 def _initialize_params() -> dict[str, Any]:

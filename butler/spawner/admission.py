@@ -66,15 +66,35 @@ class Admission:
         self.waiting += 1
         return Reservation(self)
 
-    @contextlib.asynccontextmanager
-    async def slot(self, reservation: Reservation | None = None) -> AsyncIterator[None]:
-        """Hold one slot for the body; wait for it in the bounded queue."""
-        reservation = reservation or Reservation.unchecked(self)
-        try:
-            await self._slots.acquire()
-        finally:
-            reservation.release()
+    async def take_if_free(self, reservation: Reservation) -> bool:
+        """Take a slot for ``reservation`` if one is free with no one queued ahead; whether
+        it did. A taken slot is then held by :meth:`slot` with ``taken``, or handed back
+        with :meth:`give_back`."""
+        if self._slots.locked():
+            return False
+        await self._slots.acquire()  # not locked: returns at once, without yielding
+        reservation.release()
         self.running += 1
+        return True
+
+    def give_back(self) -> None:
+        """Hand back a slot :meth:`take_if_free` took, which :meth:`slot` never held."""
+        self.running -= 1
+        self._slots.release()
+
+    @contextlib.asynccontextmanager
+    async def slot(
+        self, reservation: Reservation | None = None, *, taken: bool = False
+    ) -> AsyncIterator[None]:
+        """Hold one slot for the body; wait for it in the bounded queue (unless ``taken``
+        already, by :meth:`take_if_free`)."""
+        if not taken:
+            reservation = reservation or Reservation.unchecked(self)
+            try:
+                await self._slots.acquire()
+            finally:
+                reservation.release()
+            self.running += 1
         try:
             yield
         finally:

@@ -12,6 +12,7 @@ import os
 
 from butler.config import ButlerConfig
 from butler.errors import ConfigError
+from butler.spawner.patience import through_outage
 from butler.store.credentials import CredentialStore
 
 CORE_API_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
@@ -32,10 +33,15 @@ async def build_runtime_env(
     config: ButlerConfig,
     credentials: CredentialStore,
     traceparent: str | None = None,
+    patience: float = 0.0,
 ) -> dict[str, str]:
-    """The runtime's environment; a missing required variable is a ConfigError."""
+    """The runtime's environment; a missing required variable is a ConfigError.
+
+    The credentials are read again while the database is unreachable, for at most
+    ``patience`` seconds: a session admitted just before an outage waits it out.
+    """
     names = declared_names(config)
-    values = await credentials.resolve_many(names)
+    values = await through_outage(lambda: credentials.resolve_many(names), patience)
     missing = [n for n in config.butler.env.required if n not in values]
     if missing:
         raise ConfigError(

@@ -5,8 +5,8 @@ ends: kept, it would only fill the data folder.)
 
 Every runtime writes state into its home (transcripts, sessions, logins), and
 concurrent sessions sharing one home corrupt it. So each session gets
-``<data>/butlers/<name>/homes/<session>/``, seeded from the butler's home
-seed ``<data>/butlers/<name>/home/`` (where an owner may log a CLI in), or on
+``<butler's data folder>/homes/<session>/`` (butler.paths), seeded from the
+butler's home seed ``<butler's data folder>/home/`` (where an owner may log a CLI in), or on
 resume from the parent session's home.
 """
 
@@ -16,13 +16,13 @@ import shutil
 import time
 from pathlib import Path
 
-from butler.paths import butler_dir
+from butler.paths import Install, butler_dir
 
 #: Days a session's runtime home is kept (so the session can be resumed) after its last use.
 HOME_KEEP_DAYS = 30
 
 
-def session_home(butler: str, session_id: str, parent_id: str | None = None) -> Path:
+def session_home(butler: Install, session_id: str, parent_id: str | None = None) -> Path:
     """A fresh home for one session, seeded from the butler's or the parent's."""
     homes = butler_dir(butler) / "homes"
     home = homes / session_id
@@ -33,12 +33,12 @@ def session_home(butler: str, session_id: str, parent_id: str | None = None) -> 
     return home
 
 
-def discard_home(butler: str, session_id: str) -> None:
+def discard_home(butler: Install, session_id: str) -> None:
     """Remove one session's home now: its runtime cannot resume, so nothing will read it."""
     shutil.rmtree(butler_dir(butler) / "homes" / session_id, ignore_errors=True)
 
 
-def prune_homes(butler: str, keep_days: float = HOME_KEEP_DAYS) -> list[Path]:
+def prune_homes(butler: Install, keep_days: float = HOME_KEEP_DAYS) -> list[Path]:
     """Remove session homes untouched for ``keep_days``; their sessions can no longer resume."""
     homes = butler_dir(butler) / "homes"
     cutoff = time.time() - keep_days * 86400

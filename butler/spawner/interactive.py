@@ -298,7 +298,7 @@ class InteractiveSessions:
         """What an ended session's runtime used, from its CLI's own files (None if unknown)."""
         try:
             adapter = adapter_for(self._config, self._adapter, row["runtime"])
-            home = butler_dir(self._config.name) / "homes" / str(row["id"])
+            home = butler_dir(self._config) / "homes" / str(row["id"])
             return adapter.transcript(home, workdir)
         except Exception:  # usage is worth having, never worth losing the row for
             log.exception("could not read the usage of session %s", row["id"])

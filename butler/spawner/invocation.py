@@ -13,16 +13,23 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from butler.config import ButlerConfig
 from butler.paths import data_root
 from butler.runtimes.base import Invocation, McpEndpoint, RuntimeAdapter
-from butler.security.session_tokens import SessionTokens
 from butler.spawner.environment import build_runtime_env
 from butler.spawner.homes import session_home
 from butler.spawner.prompt import compose_system_prompt
 from butler.store.credentials import CredentialStore
 from butler.telemetry import current_traceparent
+
+
+class TokenIssuer(Protocol):
+    """Where a run's session token comes from: the daemon's :class:`SessionTokens`, or
+    the token the daemon gave a worker with its job."""
+
+    def issue(self, session_id: str) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -47,9 +54,12 @@ class InvocationRequest:
     timeout_s: float | None = None
     #: Another model than the runtime's configured one.
     model: str | None = None
+    #: Where the runtime calls its butler when not on the daemon's machine (a worker's
+    #: run: ``config.callback_url``); None is the daemon's own address.
+    base_url: str | None = None
 
 
-def mcp_endpoint(config: ButlerConfig, token: str) -> McpEndpoint:
+def mcp_endpoint(config: ButlerConfig, token: str, base_url: str | None = None) -> McpEndpoint:
     """This butler's MCP server as a runtime reaches it with its session's token.
 
     The server knows the session by the token alone (it is revoked when the
@@ -59,7 +69,7 @@ def mcp_endpoint(config: ButlerConfig, token: str) -> McpEndpoint:
     path = "sse" if transport == "sse" else "mcp"
     return McpEndpoint(
         name=config.name,
-        url=f"{config.mcp_base_url}/{path}",
+        url=f"{base_url or config.mcp_base_url}/{path}",
         headers={"Authorization": f"Bearer {token}"},
         transport=transport,
     )
@@ -81,7 +91,7 @@ async def build_invocation(
     adapter: RuntimeAdapter,
     credentials: CredentialStore,
     request: InvocationRequest,
-    tokens: SessionTokens,
+    tokens: TokenIssuer,
 ) -> Invocation:
     """Everything one run needs; a missing required credential is a ConfigError.
 
@@ -89,7 +99,8 @@ async def build_invocation(
     it when the session completes.
     """
     rt = config.runtime
-    env = await build_runtime_env(config, credentials, current_traceparent())
+    patience = request.timeout_s or rt.timeout_s
+    env = await build_runtime_env(config, credentials, current_traceparent(), patience)
     # Includes are read from disk and may be large: expand them off the event loop.
     system = await asyncio.to_thread(system_prompt, config, adapter, request.memory, request.role)
     return Invocation(
@@ -97,9 +108,9 @@ async def build_invocation(
         system_prompt=system,
         cwd=request.cwd,
         workdir=request.workdir,
-        home=session_home(config.name, request.session_id, request.parent_id),
+        home=session_home(config, request.session_id, request.parent_id),
         env=env,
-        mcp=mcp_endpoint(config, tokens.issue(request.session_id)),
+        mcp=mcp_endpoint(config, tokens.issue(request.session_id), request.base_url),
         max_turns=request.max_turns or rt.max_turns,
         timeout_s=request.timeout_s or rt.timeout_s,
         # Another runtime than the butler's (a builder's --runtime) has its own model and args.

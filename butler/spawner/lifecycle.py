@@ -28,16 +28,13 @@ from butler.errors import DatabaseError
 from butler.paths import butler_dir
 from butler.runtimes.base import RuntimeAdapter, ToolCall
 from butler.security.session_tokens import SessionTokens
-from butler.spawner.completions import FIRST_BACKOFF_S, TRANSIENT, CompletionWriter
+from butler.spawner.completions import TRANSIENT, CompletionWriter
 from butler.spawner.ledger import ToolCallLedger, merge_tool_calls
+from butler.spawner.patience import through_outage
 from butler.store.sessions import NewSession, SessionOutcome, SessionStore
 from butler.telemetry import SessionMetrics
 
 log = logging.getLogger(__name__)
-
-#: The longest pause between two tries of a session waiting for the database to start:
-#: short, since a whole queue waits behind it once the database is back.
-START_BACKOFF_MAX_S = 2.0
 
 
 class SessionLifecycle:
@@ -56,7 +53,7 @@ class SessionLifecycle:
         self.ledger = ledger
         self.runtime = runtime
         self.metrics = SessionMetrics.create(queue_depth, config.name)
-        self.completions = CompletionWriter(sessions, butler_dir(config.name) / "completions.jsonl")
+        self.completions = CompletionWriter(sessions, butler_dir(config) / "completions.jsonl")
         #: The capability tokens of running sessions: issued with the invocation, revoked here.
         self.tokens = SessionTokens()
         self._waiting_for_database: set[str] = set()
@@ -91,9 +88,13 @@ class SessionLifecycle:
             metadata=dict(metadata or {}),
         )
 
-    async def create(self, new: NewSession, trace: Context | None = None) -> str:
-        """Record the session as pending and attribute tool calls to it; return its id."""
-        await self.sessions.create(new)
+    async def create(
+        self, new: NewSession, trace: Context | None = None, *, running: bool = False
+    ) -> str:
+        """Record the session as pending (``running``: as running, its slot already held,
+        which saves the statement :meth:`running` would send) and attribute tool calls to
+        it; return its id."""
+        await self.sessions.create(new, "running" if running else "pending")
         self.ledger.open(str(new.id), trace)
         return str(new.id)
 
@@ -106,30 +107,26 @@ class SessionLifecycle:
         if not self.ledger.is_open(session_id):
             self.ledger.open(session_id)
         patience = self.config.runtime.timeout_s if patience is None else patience
-        deadline = asyncio.get_running_loop().time() + patience
-        delay = FIRST_BACKOFF_S
+
+        def waiting(exc: BaseException) -> None:
+            if session_id not in self._waiting_for_database:
+                self._waiting_for_database.add(session_id)
+                log.warning(
+                    "database unreachable, the session waits for it to start: %s",
+                    exc,
+                    extra={"session_id": session_id, "patience_s": patience},
+                )
+
         try:
-            while True:
-                try:
-                    await self.sessions.mark_running(uuid.UUID(session_id))
-                    return
-                except TRANSIENT as exc:
-                    left = deadline - asyncio.get_running_loop().time()
-                    if left <= 0:
-                        raise DatabaseError(
-                            f"the database stayed unreachable for {patience:g} s while this "
-                            f"session waited to start ({type(exc).__name__}: {exc}); it did "
-                            "not run: check that PostgreSQL is up, then trigger it again"
-                        ) from None
-                    if session_id not in self._waiting_for_database:
-                        self._waiting_for_database.add(session_id)
-                        log.warning(
-                            "database unreachable, the session waits for it to start: %s",
-                            exc,
-                            extra={"session_id": session_id, "patience_s": patience},
-                        )
-                    await asyncio.sleep(min(delay, left))
-                    delay = min(delay * 2, START_BACKOFF_MAX_S)
+            await through_outage(
+                lambda: self.sessions.mark_running(uuid.UUID(session_id)), patience, waiting
+            )
+        except TRANSIENT as exc:
+            raise DatabaseError(
+                f"the database stayed unreachable for {patience:g} s while this "
+                f"session waited to start ({type(exc).__name__}: {exc}); it did "
+                "not run: check that PostgreSQL is up, then trigger it again"
+            ) from None
         finally:
             self._waiting_for_database.discard(session_id)
 

@@ -64,11 +64,11 @@ _NO_CREDENTIAL = re.compile(
 )
 
 
-def login_home(butler: str) -> Path:
-    """The runtime home every session of ``butler`` is seeded from (where a login lives)."""
-    from butler.paths import data_root
+def login_home(config: ButlerConfig) -> Path:
+    """The runtime home every session of the butler is seeded from (where a login lives)."""
+    from butler.paths import butler_dir
 
-    return data_root() / "butlers" / butler / "home"
+    return butler_dir(config) / "home"
 
 
 def key_hint(config: ButlerConfig) -> str:
@@ -86,7 +86,7 @@ def explain(config: ButlerConfig, error: str) -> str:
     if runtime not in NEEDS or not _NO_CREDENTIAL.search(error):
         return error
     needs = NEEDS[runtime]
-    home = login_home(config.name)
+    home = login_home(config)
     return (
         f"{runtime} has no usable credential: {key_hint(config)}, or log it in under "
         f"{home} ({needs.login_hint}); the CLI said: {error}"
@@ -103,7 +103,7 @@ async def missing_credential(config: ButlerConfig, credentials: CredentialStore)
     names = [k for k in needs.keys if k in declared_names(config)]
     if await credentials.resolve_many(names):
         return None
-    home = login_home(config.name)
+    home = login_home(config)
     if any((home / login).is_file() for login in needs.logins):
         return None
     declare = (

@@ -2,7 +2,8 @@
 
 Done before the server accepts. Runtimes a dead daemon left running are
 killed (their workspaces go only after: a workspace is removed once nothing
-uses it), outcomes its journal kept are written, rows it left open are
+uses it), outcomes its journal kept are written, sessions it handed to workers are
+waited for again (:mod:`.handed_over`), the other rows it left open are
 failed with the reason, and workspaces, jail folders and old homes are swept,
 as are the homes of its sessions whose runtime cannot resume (the session's
 own end would have removed them).
@@ -29,16 +30,22 @@ async def recover(spawner: Spawner) -> None:
     orphans = await reap_orphans(spawner.sessions)
     for session_id, runtime in orphans.sessions:
         if not _resumable(runtime, spawner):
-            discard_home(spawner.config.name, session_id)
+            discard_home(spawner.config, session_id)
     replayed = await spawner.completions.replay()
     if replayed:
         log.info("completions replayed from the journal", extra={"sessions": replayed})
-    closed = await spawner.sessions.fail_unfinished(LEFT_OPEN)
+    handed = await spawner.handed_over.take_over()
+    closed = await spawner.sessions.fail_unfinished(LEFT_OPEN, keep=handed)
     swept = spawner.sweep()
-    if closed or swept or orphans.killed:
+    if closed or swept or orphans.killed or handed:
         log.info(
             "recovered from an earlier crash",
-            extra={"sessions": closed, "temp": len(swept), "runtimes_killed": orphans.killed},
+            extra={
+                "sessions": closed,
+                "sessions_on_workers": len(handed),
+                "temp": len(swept),
+                "runtimes_killed": orphans.killed,
+            },
         )
 
 

@@ -9,6 +9,10 @@ from typing import Any
 from butler.runtimes.base import RuntimeResult
 from butler.store.sessions import SessionOutcome
 
+#: Why a session ended cancelled, for the caller and the row.
+SHUTDOWN = "cancelled: the butler is shutting down"
+CLIENT_GONE = "cancelled by its client"
+
 
 @dataclass
 class SpawnerResult:

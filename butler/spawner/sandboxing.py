@@ -7,7 +7,9 @@ sessions, headless or in a builder's terminal; ``subagent/jail.py`` for an
 ``ask`` or ``chat`` agent), and enters through :func:`start_jail_for` (a jail
 that outlives the call: a builder's) or :func:`jail_for` (one that ends with
 the block). :func:`jailed` is the headless session's step: the invocation
-gets its sandbox and proxy variables, or comes back unchanged with the jail off.
+gets its sandbox and proxy variables, or comes back unchanged with the jail off;
+where the butler's spawner keeps a pool of warm jails (:func:`open_pool`), a
+session that fits takes one of them instead of starting its own.
 :func:`git_jail` is the one jail that runs no runtime: a git command of the
 daemon's, with no network at all.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
@@ -26,11 +29,17 @@ from butler.config import ButlerConfig, SandboxConfig
 from butler.runtimes.base import Invocation, RuntimeFailure
 from butler.runtimes.settings import RuntimeConfig
 from butler.sandbox import Jail, JailRequest, jail_policy, jail_targets, probe, start_jail
+from butler.sandbox.egress import Target
 from butler.sandbox.policy import BUILDERS_DIR, JailPolicy, bwrap_argv
+from butler.sandbox.pool import JailPool, Shape, WarmJail, pool_size
+from butler.spawner.workspace import OWNER_FILE
 
 log = logging.getLogger(__name__)
 
 Recorder = Callable[[dict[str, object]], Awaitable[None]]
+
+#: Stands for a session's workspace in a pool's shape: each warm jail has a workspace of its own.
+WORKSPACE = Path("/")
 
 
 def session_request(
@@ -118,6 +127,61 @@ async def record_summary(jail: Jail, record: Recorder | None) -> None:
         log.warning("could not record the sandbox summary: %s", exc)
 
 
+def open_pool(config: ButlerConfig, mode: str) -> JailPool | None:
+    """The pool of warm jails :func:`jailed` takes this butler's sessions' jails from, or
+    None (no jail, or ``BUTLER_JAIL_POOL=0``). Its owner closes it (:meth:`JailPool.close`)."""
+    size = pool_size(config.runtime.max_concurrent_sessions) if mode == "bwrap" else 0
+    if size <= 0:
+        return None
+    return JailPool(size)
+
+
+def _shape(config: ButlerConfig, request: JailRequest) -> tuple[JailPolicy, frozenset[Target]]:
+    """The jail ``request`` asks for with its workspace and home left out (a pool's shape)."""
+    settings = config.butler.sandbox
+    general = replace(request, writable=(WORKSPACE, *request.writable[1:]), home=None)
+    return jail_policy(settings, general), jail_targets(settings, request)
+
+
+def _fits_warm(invocation: Invocation, writable: tuple[Path, ...]) -> bool:
+    """Whether a warm jail can run ``invocation``: its workspace and home still empty (the
+    jail has its own), no extra folder, and nothing it is given names its workspace."""
+    if writable:
+        return False
+    try:
+        if set(os.listdir(invocation.workdir)) - {OWNER_FILE} or os.listdir(invocation.home):
+            return False
+    except OSError:
+        return False
+    work = str(invocation.workdir)
+    given = [invocation.prompt, invocation.system_prompt, *invocation.env.values()]
+    return not any(work in text for text in [*given, *invocation.args])
+
+
+def _take_warm(
+    pool: JailPool, shape: tuple[JailPolicy, frozenset[Target]], invocation: Invocation, label: str
+) -> WarmJail | None:
+    """A warm jail of ``pool`` for ``invocation``, its home moved into the session's place."""
+    warm = pool.take(*shape)
+    if warm is None:
+        return None
+    try:
+        os.rmdir(invocation.home)  # empty (see _fits_warm): the warm jail's takes its place
+        os.rename(warm.home, invocation.home)
+    except OSError as exc:
+        log.warning("a warm jail's home could not be moved into place: %s", exc)
+        invocation.home.mkdir(mode=0o700, exist_ok=True)
+        pool.release(warm)
+        return None
+    warm.taken = True
+    warm.jail.egress.label = label
+    base = warm.jail
+    policy = replace(base.policy, home=invocation.home)
+    return WarmJail(
+        policy, base.egress, base.proxy_port, base.forwards, base.bwrap, warm=warm, pool=pool
+    )
+
+
 @contextlib.asynccontextmanager
 async def jailed(
     config: ButlerConfig,
@@ -127,14 +191,31 @@ async def jailed(
     label: str = "",
     writable: tuple[Path, ...] = (),
     record: Recorder | None = None,
+    pool: JailPool | None = None,
 ) -> AsyncIterator[Invocation]:
-    """``invocation`` inside a jail of this butler when ``mode`` is ``"bwrap"``."""
+    """``invocation`` inside a jail of this butler when ``mode`` is ``"bwrap"``: a warm one
+    of ``pool`` when it fits (the invocation then names that jail's workspace)."""
     if mode != "bwrap":
         yield invocation
         return
-    jailed_invocation, jail = await jail_invocation(
-        config, invocation, label=label, writable=writable
-    )
+    shape, jail = None, None
+    if pool is not None and _fits_warm(invocation, writable):
+        request = session_request(config, invocation)
+        shape = _shape(config, request)
+        invocation.home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        jail = _take_warm(pool, shape, invocation, label)
+    if jail is not None:
+        path = invocation.env.get("PATH", "")
+        jailed_invocation = replace(
+            invocation,
+            env={**invocation.env, **jail.env(path)},
+            sandbox=jail,
+            workdir=jail.policy.writable[0],
+        )
+    else:
+        jailed_invocation, jail = await jail_invocation(
+            config, invocation, label=label, writable=writable
+        )
     try:
         yield jailed_invocation
     except RuntimeFailure as exc:
@@ -147,6 +228,9 @@ async def jailed(
     finally:
         await record_summary(jail, record)
         await jail.close()
+        if pool is not None and shape is not None and len(set(jail.programs)) == 1:
+            home = invocation.home.parent  # a warm home is made there, to be renamed
+            pool.learn(Shape(*shape, jail.programs[0], home, jail.egress.setting))
 
 
 async def git_jail(repo: Path, writable: tuple[Path, ...]) -> list[str]:

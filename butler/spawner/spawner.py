@@ -25,13 +25,17 @@ from opentelemetry.trace import Status, StatusCode
 
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, Rejected
+from butler.paths import butler_dir
 from butler.runtimes.base import ProgressSink, RuntimeAdapter, RuntimeFailure, RuntimeResult
 from butler.sandbox import resolve_mode
 from butler.sandbox.folders import sweep_jail_folders
+from butler.sandbox.pool import sweep_warm_homes
 from butler.security.session_tokens import SessionTokens
+from butler.spawner.activity import Activity
 from butler.spawner.admission import Admission, Reservation, validate_trigger_source
 from butler.spawner.chains import Chains, Link
 from butler.spawner.completions import CompletionWriter
+from butler.spawner.handed_over import HandedOver
 from butler.spawner.homes import discard_home, prune_homes
 from butler.spawner.interactive import (
     InteractiveEnd,
@@ -42,25 +46,31 @@ from butler.spawner.interactive import (
 from butler.spawner.ledger import ToolCallLedger
 from butler.spawner.lifecycle import SessionLifecycle
 from butler.spawner.local import TIMEOUT_GRACE_S, LocalRuns
+from butler.spawner.placement import Place, Placement
 from butler.spawner.preflight import explain
 from butler.spawner.recall import remember
 from butler.spawner.remote import job_for, run_on_worker
 from butler.spawner.request import TriggerRequest
-from butler.spawner.result import SpawnerResult, outcome_of, queued, rejected, spawner_result
+from butler.spawner.result import (
+    CLIENT_GONE,
+    SHUTDOWN,
+    SpawnerResult,
+    outcome_of,
+    queued,
+    rejected,
+    spawner_result,
+)
 from butler.spawner.resume import resumable
-from butler.spawner.usage import TOTALS_KEY, own_share, totals
+from butler.spawner.usage import recorded_share
 from butler.spawner.workspace import sweep_leftovers
 from butler.store.credentials import CredentialStore
 from butler.store.memory import Memory
 from butler.store.session_jobs import SessionJobs
 from butler.store.sessions import SessionOutcome, SessionStore
+from butler.store.workers import WorkerRows
 from butler.telemetry import trace_id_of, tracer
 
 log = logging.getLogger(__name__)
-
-#: Why a session ended cancelled, for the caller and the row.
-SHUTDOWN = "cancelled: the butler is shutting down"
-CLIENT_GONE = "cancelled by its client"
 
 
 class Spawner:
@@ -80,6 +90,7 @@ class Spawner:
         self.sessions = sessions
         self.credentials = credentials
         self.ledger = ledger or ToolCallLedger()
+        self.activity = Activity()
         self.memory = memory
         rt = config.runtime
         self._admission = Admission(rt.max_concurrent_sessions, rt.max_queued_sessions)
@@ -93,11 +104,18 @@ class Spawner:
             config.butler.sandbox, f"{config.config_dir / 'butler.toml'}: [butler.sandbox]"
         )
         self._jobs = SessionJobs(sessions.db)
+        self._placement = Placement(config, WorkerRows(sessions.db))
         self._interactive = InteractiveSessions(
             config, adapter, credentials, self._lifecycle, self._sandbox
         )
         self._here = LocalRuns(
             config, adapter, credentials, sessions, memory, self._lifecycle, self._sandbox
+        )
+        #: Warm jails this butler's sessions take theirs from; closed by :meth:`drain`.
+        self._pool = self._here.pool
+        #: Sessions an earlier daemon handed to workers, waited for again (recovery.py).
+        self.handed_over = HandedOver(
+            self._lifecycle, self._jobs, adapter, memory, self._admission, self._tasks
         )
 
     @property
@@ -117,8 +135,8 @@ class Spawner:
 
     def sweep(self) -> list[Path]:
         """Remove workspaces and jail folders left by a crashed daemon, and old session homes."""
-        swept = sweep_leftovers(self._here.workspace_prefix) + prune_homes(self.config.name)
-        return swept + sweep_jail_folders()
+        swept = sweep_leftovers(self._here.workspace_prefix) + prune_homes(self.config)
+        return swept + sweep_jail_folders() + sweep_warm_homes(butler_dir(self.config) / "homes")
 
     @property
     def running(self) -> int:
@@ -243,9 +261,21 @@ class Spawner:
             )
             new = replace(new, root_id=link.root_id, chain_depth=link.depth)
             span.set_attribute("butler.session_id", str(new.id))
-            sid = await self._lifecycle.create(new, otel_context.get_current())
+            # A free slot is taken before the row is written, so the row is written as
+            # running: one statement (and one dead row version) fewer per session. Not
+            # where the placement may still wait for a local slot (workers = "any"):
+            # that session is pending until it has a place.
+            taken = self._placement.never_waits() and await self._admission.take_if_free(
+                reservation
+            )
+            try:
+                sid = await self._lifecycle.create(new, otel_context.get_current(), running=taken)
+            except BaseException:
+                if taken:
+                    self._admission.give_back()
+                raise
             recorded.set_result(sid)
-            outcome = await self._execute(sid, request, parent, progress, reservation)
+            outcome = await self._execute(sid, request, parent, progress, reservation, taken)
             if outcome.error:
                 span.set_status(Status(StatusCode.ERROR, outcome.error))
             if outcome.success:
@@ -261,21 +291,32 @@ class Spawner:
         parent: dict | None,
         progress: ProgressSink | None,
         reservation: Reservation,
+        taken: bool = False,
     ) -> SessionOutcome:
-        """Wait for a slot, run the runtime, and record the outcome whatever happens."""
+        """Wait for a slot (unless ``taken``, and the row written as running), run the
+        runtime, and record the outcome whatever happens."""
         started = time.monotonic()
         result = RuntimeResult()
         status, error = "failed", None
         try:
-            if progress:
+            if progress and not taken:  # nothing is awaited before the taken slot is held
                 await progress("queued")
-            async with self._admission.slot(reservation):
-                await self._lifecycle.running(sid, request.timeout_s)
+            # A session waiting for a place (workers = "any" with no live worker) is queued.
+            async with (
+                self._admission.slot(reservation, taken=taken),
+                self._placement.place(request) as place,
+            ):
+                if not taken:
+                    await self._lifecycle.running(sid, request.timeout_s)
+                elif progress:  # the caller hears the same steps either way
+                    await progress("queued")
                 started = time.monotonic()
                 if progress:
                     await progress("running")
-                result = await self._run(request, sid, parent, progress)
-                result = await self._own_share(sid, result, parent)
+                watched = self.activity.watch(sid, progress)
+                result = await self._run(request, sid, parent, watched, place)
+                fields = self.adapter.cumulative_on_resume
+                result = await recorded_share(self._lifecycle, fields, sid, result, parent)
             status = "succeeded"
         except RuntimeFailure as exc:
             result, error = exc.partial, explain(self.config, str(exc))
@@ -290,8 +331,9 @@ class Spawner:
             log.exception("session %s crashed", sid)
             error = f"internal error: {type(exc).__name__}: {exc}"
         finally:
+            self.activity.close(sid)
             if not self.adapter.supports_resume:  # nothing will read its home again
-                discard_home(self.config.name, sid)
+                discard_home(self.config, sid)
             outcome = await self._lifecycle.complete(
                 sid, outcome_of(status, error, result, started), result.tool_calls
             )
@@ -303,19 +345,15 @@ class Spawner:
         sid: str,
         parent: dict | None,
         progress: ProgressSink | None,
+        place: Place,
     ) -> RuntimeResult:
-        if self.config.runtime.workers == "remote":  # the worker names itself on the row
-            job = job_for(request, sid, parent)
-            return await run_on_worker(self.config, self._jobs, self.session_tokens, job)
-        return await self._here.run(request, sid, parent, progress)
-
-    async def _own_share(
-        self, sid: str, result: RuntimeResult, parent: dict | None
-    ) -> RuntimeResult:
-        fields = self.adapter.cumulative_on_resume
-        if fields:
-            await self._lifecycle.annotate(sid, {TOTALS_KEY: totals(result, fields)})
-        return own_share(result, fields, parent)
+        if place == "here":
+            return await self._here.run(request, sid, parent, progress)
+        job = job_for(request, sid, parent)  # the worker names itself on the row
+        here = (self._placement, lambda: self._here.run(request, sid, parent, progress))
+        return await run_on_worker(
+            self.config, self._jobs, self.session_tokens, job, here if place == "either" else None
+        )
 
     def interactive(
         self, request: InteractiveRequest
@@ -341,10 +379,8 @@ class Spawner:
         self._admission.accepting = False
 
     async def drain(self, timeout: float = 30.0) -> int:
-        """Wait for in-flight sessions; cancel those still running after ``timeout``.
-
-        Returns how many sessions were cancelled.
-        """
+        """Wait for in-flight sessions; cancel those still running after ``timeout``, and
+        return how many were cancelled."""
         self.stop_accepting()
         still: set[asyncio.Task[SpawnerResult]] = set()
         if self._tasks:
@@ -357,4 +393,6 @@ class Spawner:
         # completions the database has not taken yet stay journalled for the next start
         await self._lifecycle.completions.flush(TIMEOUT_GRACE_S)
         await self._jobs.close()
+        if self._pool is not None:
+            await self._pool.close()
         return len(still)

@@ -12,6 +12,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from butler.runtimes.base import RuntimeResult, Usage
+from butler.spawner.lifecycle import SessionLifecycle
 
 TOTALS_KEY = "runtime_totals"
 
@@ -20,6 +21,20 @@ def totals(result: RuntimeResult, fields: frozenset[str]) -> dict[str, Any]:
     """The running totals the runtime reported, for the fields it reports so."""
     values = {**asdict(result.usage), "cost_usd": result.cost_usd}
     return {name: values[name] for name in sorted(fields)}
+
+
+async def recorded_share(
+    lifecycle: SessionLifecycle,
+    fields: frozenset[str],
+    session_id: str,
+    result: RuntimeResult,
+    parent: dict[str, Any] | None,
+) -> RuntimeResult:
+    """The session's own share of ``result`` (:func:`own_share`), its raw totals kept on its
+    row first, for a session resuming it later."""
+    if fields:
+        await lifecycle.annotate(session_id, {TOTALS_KEY: totals(result, fields)})
+    return own_share(result, fields, parent)
 
 
 def own_share(

@@ -8,11 +8,16 @@ another's tables.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg
 
 from butler.errors import DatabaseError
+from butler.store.budget import Budget
+
+#: How long a connection of a pool without a floor stays open unused (asyncpg's default).
+IDLE_CLOSE_S = 300.0
 
 
 def quote_ident(name: str) -> str:
@@ -49,13 +54,33 @@ def redact_dsn(dsn: str) -> str:
 
 
 class Database:
-    """An asyncpg pool bound to one schema."""
+    """An asyncpg pool bound to one schema.
 
-    def __init__(self, dsn: str, schema: str, *, min_size: int = 1, max_size: int = 10) -> None:
+    ``min_size`` is the pool's floor of open connections: 1 keeps one warm
+    for the daemon's first query; 0 (a large roster's butlers) opens one at
+    first use and closes it after :data:`IDLE_CLOSE_S` unused, so a hundred
+    idle butlers hold no connection. ``probe`` then answers :meth:`ping`
+    while the pool holds none, instead of opening one to say so; ``budget``
+    caps the connections of all the roster's pools together
+    (:mod:`butler.store.budget`).
+    """
+
+    def __init__(
+        self,
+        dsn: str,
+        schema: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        probe: Callable[[], Awaitable[bool]] | None = None,
+        budget: Budget | None = None,
+    ) -> None:
         self.dsn = dsn
         self.schema = schema
         self._min_size = min_size
         self._max_size = max_size
+        self.probe = probe
+        self.budget = budget
         self._pool: asyncpg.Pool | None = None
 
     @property
@@ -65,33 +90,52 @@ class Database:
         return self._pool
 
     async def connect(self) -> None:
-        """Create the schema if needed and open the pool."""
+        """Open the pool and create the schema if needed, on the pool's first connection."""
+        pool = None
         try:
-            conn = await asyncpg.connect(self.dsn, timeout=10)
+            pool = await self._new_pool()
+            conn = await pool.acquire(timeout=10)
         except (OSError, asyncpg.PostgresError, TimeoutError, ValueError) as exc:
+            if pool is not None:
+                await pool.close()
             raise DatabaseError(
                 f"cannot connect to PostgreSQL at {redact_dsn(self.dsn)}: {exc}; "
                 "expected a reachable server (set DATABASE_URL, or leave it unset "
                 "for the embedded one)"
             ) from None
         try:
+            # search_path may name a schema not made yet: PostgreSQL skips it until it is.
             await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(self.schema)}")
         except asyncpg.UniqueViolationError:
             pass  # another butler created it at the same moment
         except asyncpg.PostgresError as exc:
+            await pool.release(conn)
+            await pool.close()
             raise DatabaseError(
                 f"cannot create schema {self.schema!r} at {redact_dsn(self.dsn)}: {exc}; "
                 "expected a role allowed to create schemas"
             ) from None
-        finally:
-            await conn.close()
-        self._pool = await asyncpg.create_pool(
+        await pool.release(conn)
+        self._pool = pool
+
+    async def _new_pool(self) -> asyncpg.Pool:
+        budget = self.budget
+        hooks: dict[str, Any] = {"reset": _keep_session}
+        if budget is not None:
+
+            async def reset(conn: asyncpg.Connection) -> None:
+                await budget.released(conn)
+
+            hooks = {"connect": budget.connect, "setup": budget.acquired, "reset": reset}
+        return await asyncpg.create_pool(
             self.dsn,
             min_size=self._min_size,
             max_size=self._max_size,
+            max_inactive_connection_lifetime=IDLE_CLOSE_S,
             init=_init_connection,
-            reset=_keep_session,
             server_settings={"search_path": quote_ident(self.schema)},
+            timeout=10,
+            **hooks,
         )
 
     async def close(self) -> None:
@@ -103,6 +147,8 @@ class Database:
         """Whether the database answers right now."""
         if self._pool is None:
             return False
+        if self.probe is not None and self._pool.get_size() == 0:
+            return await self.probe()  # no connection open: ask without opening one
         try:
             async with self._pool.acquire(timeout=2) as conn:
                 await conn.fetchval("SELECT 1")

@@ -17,7 +17,8 @@ import warnings
 from pathlib import Path
 
 from butler.errors import DatabaseError
-from butler.paths import data_root, pid_alive
+from butler.paths import data_root
+from butler.processes import pid_alive
 
 log = logging.getLogger(__name__)
 

@@ -70,6 +70,8 @@ async def migrate(db: Database, folder: Traversable | None = None) -> list[Migra
     pending = discover(folder)
     applied_now: list[Migration] = []
     async with db.pool.acquire() as conn:
+        if await _all_applied(conn, pending):
+            return applied_now  # every start but the first: no lock, three round trips fewer
         await conn.execute("SELECT pg_advisory_lock($1)", _lock_key(db.schema))
         try:
             await conn.execute(
@@ -86,6 +88,15 @@ async def migrate(db: Database, folder: Traversable | None = None) -> list[Migra
         finally:
             await conn.execute("SELECT pg_advisory_unlock($1)", _lock_key(db.schema))
     return applied_now
+
+
+async def _all_applied(conn: asyncpg.Connection, pending: list[Migration]) -> bool:
+    """Whether every migration is recorded already (none is ever taken back)."""
+    try:
+        done = {r["version"] for r in await conn.fetch("SELECT version FROM butler_migrations")}
+    except asyncpg.UndefinedTableError:
+        return False  # a new schema
+    return all(m.version in done for m in pending)
 
 
 async def _apply(conn: asyncpg.Connection, migration: Migration) -> None:

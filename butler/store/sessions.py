@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -288,11 +288,24 @@ class SessionStore:
         )
         return str(value) if value else None
 
-    async def fail_unfinished(self, reason: str) -> int:
-        """Close rows a crashed daemon left pending or running; return how many."""
+    async def unfinished(self) -> list[dict[str, Any]]:
+        """Rows a stopped daemon left pending or running, each with ``elapsed_s``: the
+        seconds since it started (or was created), by the database's clock."""
+        rows = await self.db.fetch(
+            "SELECT id, prompt, trigger_source, parent_session_id, metadata,"
+            " EXTRACT(EPOCH FROM now() - COALESCE(started_at, created_at))::float8"
+            " AS elapsed_s FROM sessions WHERE status IN ('pending', 'running')"
+        )
+        return [dict(row) for row in rows]
+
+    async def fail_unfinished(self, reason: str, keep: Collection[str] = ()) -> int:
+        """Close rows a crashed daemon left pending or running, but those in ``keep``;
+        return how many."""
         result = await self.db.execute(
             "UPDATE sessions SET status = 'failed', success = false, error = $1,"
-            " completed_at = now() WHERE status IN ('pending', 'running')",
+            " completed_at = now() WHERE status IN ('pending', 'running')"
+            " AND NOT id = ANY($2::uuid[])",
             clean_text(reason)[0],
+            [uuid.UUID(session_id) for session_id in keep],
         )
         return int(result.split()[-1])

@@ -12,6 +12,7 @@ levels deep and ``MAX_VALUE_BYTES`` (1 MiB) bytes; session metadata at most
 may hold NUL, NaN or Infinity.
 """
 
+import functools
 from typing import Annotated, Any, Literal
 
 from fastmcp.exceptions import ToolError
@@ -43,7 +44,10 @@ def _no_nul(value: str | None) -> str | None:
     return value
 
 
+@functools.cache
 def _bytes_at_most(max_bytes: int, blank_ok: bool) -> AfterValidator:
+    # One validator per limit: butlers of one process with the same limit then declare
+    # the same types, and share the parsing of the tools that use them (butler.server).
     def check(value: str | None) -> str | None:
         if value is None:
             return None

@@ -65,11 +65,11 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
 
     @mcp.tool
     async def session_get(session_id: str) -> dict[str, Any]:
-        """One session's record: prompt, output, tool calls, usage, timing, and ``deliveries``."""
-        row = await butler.sessions.get(session_id)
-        if row is None:
-            raise ToolError(f"session {session_id} not found")
-        return {**row, "deliveries": await butler.notifier.store.for_session(row["id"])}
+        """One session's record: prompt, output, tool calls, usage, timing and ``deliveries``.
+
+        While it runs, ``activity`` too: what its runtime has said it is doing so far.
+        """
+        return await session_record(butler, session_id)
 
     @mcp.tool
     async def session_list(
@@ -83,6 +83,16 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         Each row's ``position`` given as ``before`` lists the sessions older than it.
         """
         return await list_sessions(butler, limit, status, trigger_source, before)
+
+
+async def session_record(butler: ButlerContext, session_id: str) -> dict[str, Any]:
+    """``session_get``: the row, its deliveries, and while it runs its activity so far."""
+    row = await butler.sessions.get(session_id)
+    if row is None:
+        raise ToolError(f"session {session_id} not found")
+    deliveries = await butler.notifier.store.for_session(row["id"])
+    activity = butler.spawner.activity.of(str(row["id"]))
+    return {**row, "deliveries": deliveries, **({"activity": activity} if activity else {})}
 
 
 async def list_sessions(

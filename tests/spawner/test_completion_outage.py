@@ -12,6 +12,7 @@ import pytest
 from butler.config import RuntimeConfig, load_config
 from butler.daemon import assemble
 from butler.runtimes.registry import get_adapter
+from butler.spawner.orphans import PGID_KEY
 from butler.spawner.spawner import Spawner, TriggerRequest
 from butler.store.credentials import CredentialStore
 from butler.store.db import Database
@@ -22,31 +23,45 @@ from tests.helpers import eventually, free_port, write_butler
 
 pytestmark = pytest.mark.slow
 
-RUNTIME = {"type": "command", "command": ["bash", "-c", "sleep 2; echo slept well"]}
+
+def _runtime(gate: Path) -> dict:
+    """A runtime that answers once ``gate`` exists (the test opens it when the database
+    is down, so the completion always meets the outage, whatever the machine's load)."""
+    wait = f"for i in $(seq 600); do [ -e {gate} ] && break; sleep 0.05; done"
+    return {"type": "command", "command": ["bash", "-c", f"{wait}; echo slept well"]}
 
 
 def _spawner(roster: Path, db: Database) -> Spawner:
-    folder = write_butler(roster, "tester", port=free_port(), schema=db.schema, runtime=RUNTIME)
+    runtime = _runtime(roster / "gate")
+    folder = write_butler(roster, "tester", port=free_port(), schema=db.schema, runtime=runtime)
     config = load_config(folder)
-    adapter = get_adapter("command", RuntimeConfig(**RUNTIME))
+    adapter = get_adapter("command", RuntimeConfig(**runtime))
     return Spawner(config, adapter, SessionStore(db), CredentialStore(db, {}))
 
 
-async def _row_status(db: Database, sid: str) -> str | None:
+async def _runtime_started(db: Database, sid: str) -> bool:
+    """Whether the session's runtime process runs (its row has its process group): a
+    ``running`` row alone is not enough, since a session whose slot was free is inserted
+    ``running`` before it reads its credentials and starts its runtime."""
     with contextlib.suppress(Exception):
-        return await db.fetchval("SELECT status FROM sessions WHERE id = $1", uuid.UUID(sid))
-    return None
+        row = await db.fetchrow(
+            "SELECT status, metadata ? $2 AS started FROM sessions WHERE id = $1",
+            uuid.UUID(sid),
+            PGID_KEY,
+        )
+        return row is not None and row["status"] == "running" and row["started"]
+    return False
 
 
 async def _outage_during(spawner: Spawner, server: EmbeddedPostgres, db: Database):
-    """Run a session and stop the database while it runs; return the caller's result."""
+    """Run a session and stop the database while its runtime runs; return the caller's result."""
     sid, task = await spawner.start(TriggerRequest("nap"))
 
-    async def running() -> bool:
-        return await _row_status(db, sid) == "running"
-
-    await eventually(running, timeout=30)
+    gate = spawner.config.config_dir.parent / "gate"
+    gate.unlink(missing_ok=True)
+    await eventually(lambda: _runtime_started(db, sid), timeout=30)
     await server.stop()
+    gate.touch()
     return await task
 
 

@@ -31,7 +31,7 @@ async def test_a_builders_config_never_lands_in_a_folder_its_home_links_to(
     )
     with pytest.raises(UserError, match=r"\.codex/config\.toml: cannot write"):
         async with spawner.interactive(request) as session:
-            home = butler_dir("tester") / "homes" / session.session_id
+            home = butler_dir(spawner.config) / "homes" / session.session_id
             home.mkdir(parents=True, exist_ok=True)
             (home / ".codex").symlink_to(owner)
             await session.launch()

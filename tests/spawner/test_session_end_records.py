@@ -36,8 +36,8 @@ class OneShot(FakeAdapter):
     supports_resume = False
 
 
-def homes() -> set[str]:
-    folder = butler_dir("tester") / "homes"
+def homes(spawner) -> set[str]:
+    folder = butler_dir(spawner.config) / "homes"
     return {home.name for home in folder.iterdir()} if folder.is_dir() else set()
 
 
@@ -57,10 +57,10 @@ async def test_the_home_of_a_runtime_that_cannot_resume_is_removed_at_the_end(
     spawner = make_spawner(OneShot(script=run))
     result = await spawner.trigger(TriggerRequest("hi"))
     assert result.success is not fails and seen == [True]
-    assert result.session_id not in homes()
+    assert result.session_id not in homes(spawner)
 
 
 async def test_the_home_of_a_resumable_runtime_is_kept(make_spawner):
     spawner = make_spawner(FakeAdapter(script=reports_a_model))
     result = await spawner.trigger(TriggerRequest("hi"))
-    assert result.session_id in homes()
+    assert result.session_id in homes(spawner)
