@@ -9,7 +9,11 @@ triggers with a no-op CLI against that CLI run directly, and against a
 print-mode no-op CLI (the predecessor's shape), one at a time and as pools
 of eight; CPU per trigger machine-wide and as accounted; RSS after a burst
 of triggers against idle at start; listings at 1,000,000 rows against
-10,000, every page full; start to ``/health`` against ``butler --version``.
+10,000, every page full; start to ``/health`` against ``butler --version``;
+a trigger run by a `butler worker` against the same trigger run in the daemon;
+`butler up` of 100 butlers to every ``/health``, its RSS and its PostgreSQL
+connections, against a roster of one; sessions of the genuine Claude Code
+and Codex jailed against unjailed (``genuine.py``).
 Each row says what it measures under the table. The full run prints whether
 each goal is met, counting only rows that have one; ``--smoke`` (what CI
 runs) only proves every benchmark runs.
@@ -29,11 +33,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import cli
+import genuine
 import jail_start
 import listings
+import roster_up
 import spawner
 import startup
 import toolcalls
+import workers
 from common import DEFAULT_DSN, drop_schema, median
 from rows import Row, at_most, table, tally
 
@@ -48,6 +55,8 @@ SIZES = {
         "requests": 20,
         "starts": 5,
         "small": listings.SMALL,
+        "remote": 20,
+        "butlers": 100,
     },
     "smoke": {
         "calls": 6,
@@ -57,6 +66,8 @@ SIZES = {
         "requests": 3,
         "starts": 1,
         "small": 1_000,
+        "remote": 2,
+        "butlers": 3,
     },
 }
 
@@ -129,6 +140,9 @@ def main() -> None:
         rows += asyncio.run(found)
         rows += startup_rows(dsn, 2 if args.smoke else 5, tmp)
         rows += cli.measure(dsn, 2 if args.smoke else 7, tmp / "cli")
+        rows += workers.measure(dsn, size["remote"], tmp / "wk")
+        rows += roster_up.measure(dsn, size["butlers"])
+        rows += genuine.measure(dsn, 2 if args.smoke else 15, tmp / "gn")
     print(table(rows, verdicts=not args.smoke))
     print(f"load at the end: {os.getloadavg()}")
     if not args.smoke:

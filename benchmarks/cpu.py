@@ -11,12 +11,14 @@ counted two ways, side by side:
   exact on a quiet machine, and everyone else's work on a busy one;
 - accounted: the daemon's own and reaped children's, plus its PostgreSQL
   backends', plus kernel threads' and interrupt time (machine-wide, but
-  small), plus the jails' own processes. Those the daemon never sees: a
-  jail's pid-namespace init is orphaned when bubblewrap's monitor exits
-  before it (bubblewrap 0.8), and the machine's init reaps it, charged with
-  the CPU of everything the jail ran. So the benchmark makes itself the
-  daemon's subreaper (:func:`adopt_orphans`): the orphans come to it, and it
-  reaps them (:func:`reap_orphans`) into its own children's clock.
+  small), plus any jailed process that escaped the daemon's accounting.
+  Under bubblewrap 0.8 a jail's pid-namespace init was orphaned (its monitor
+  exits before it) and the machine's init reaped it, charged with all the
+  jail ran; now the bridge is the jail's init and is reaped by bubblewrap, so
+  the jail's CPU reaches the daemon. The benchmark still makes itself the
+  daemon's subreaper (:func:`adopt_orphans`) and reaps what comes to it
+  (:func:`reap_orphans`) into its own children's clock: what it finds there
+  is what escaped (none, when all is well).
 """
 
 from __future__ import annotations

@@ -3,7 +3,10 @@
 The runtime is a no-op fake Claude CLI (``tests/runtimes/fake_claude.py``,
 the SDK's stream-json protocol on stdin) that answers at once, so a
 trigger's figure is butler's own cost per session: admission, the session
-row, workspace, environment, the jail, the SDK handshake and recording.
+row, workspace, environment, the jail, the SDK handshake and recording. The
+daemon runs as configured by default: a jail started per session, no warm
+jails (``benchmarks/warm_jails.py`` compares the two; ``BUTLER_JAIL_POOL=2``
+in this process's environment turns them on).
 
 Two floors, each run in the same process as the client, interleaved with
 the triggers in blocks so that load hits all alike:
@@ -165,7 +168,7 @@ class Series:
 
 async def measure(dsn: str, triggers: int, burst: int, tmp: Path) -> list[Row]:
     """Every trigger row, each beside its floor from the same run."""
-    adopt_orphans()  # before the daemon starts: its jails' orphaned inits come here
+    adopt_orphans()  # before the daemon starts: any jail orphaned out of it comes here
     port = free_port()
     folder = write_butler(
         tmp / "roster",
@@ -273,9 +276,10 @@ async def _rows(pid: int, url: str, dsn: str, triggers: int, burst: int) -> list
             one.per_item_ms("accounted"),
             sdk1.per_item_ms("accounted"),
             floor,
-            measures="the daemon's own and reaped descendants' CPU, the jails' processes "
-            "(adopted), its PostgreSQL backends', kernel threads' and interrupts' (the floor: "
-            "its reaped children's, kernel threads' and interrupts')",
+            measures="the daemon's own and reaped descendants' CPU (the jails among them), "
+            "jailed processes orphaned out of it (adopted), its PostgreSQL backends', "
+            "kernel threads' and interrupts' (the floor: its reaped children's, kernel "
+            "threads' and interrupts')",
         ),
         Row(
             "  of which the database",
@@ -294,13 +298,14 @@ async def _rows(pid: int, url: str, dsn: str, triggers: int, burst: int) -> list
             "time, machine-wide",
         ),
         Row(
-            "  of which the jails' processes",
+            "  of which jailed processes orphaned out of the daemon's reach",
             one.per_item_ms("children"),
             sdk1.per_item_ms("children"),
             floor,
-            measures="CPU of what ran in each jail (bridge, runtime), which the daemon never "
-            "reaps: the benchmark is the daemon's subreaper and reaps the jails' orphaned "
-            "inits (against the floor's whole CPU, its children)",
+            measures="CPU of jailed processes that escaped the daemon's accounting (orphaned "
+            "out of it: the benchmark is the daemon's subreaper and reaps them; 0 when each "
+            "jail is reaped up the chain, its CPU then in the daemon's figure), against the "
+            "floor's whole CPU, its children",
         ),
         Row(
             "CPU ms per trigger charged to nothing of ours",

@@ -8,8 +8,16 @@ Three cases, each run several times:
   stopped with the daemon, so it starts again, without ``initdb``).
 
 A floor is measured too: ``butler --version``, the interpreter and imports alone.
+Beside each wall-clock figure, the daemon's own CPU time up to the moment ``/health``
+answered: a start is almost all CPU on one thread, so on a busy machine that figure
+moves much less than the wall clock does.
+
+``--baseline DIR`` (another checkout, e.g. ``git worktree add /tmp/base main``) runs
+the external case from that tree too, each start alternating with one of this tree,
+so load hits both alike: a before/after in one run.
 
     .venv/bin/python benchmarks/startup.py [--runs 5] [--database-url URL] [--no-embedded]
+        [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -48,15 +56,34 @@ def healthy(port: int) -> bool:
         return False
 
 
-def start_once(folder: Path, env: dict[str, str], dsn: str | None, timeout: float = 120) -> float:
-    """Seconds from launch to a healthy daemon; the daemon is stopped afterwards."""
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of process ``pid`` so far (all its threads)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_once(
+    folder: Path,
+    env: dict[str, str],
+    dsn: str | None,
+    timeout: float = 120,
+    *,
+    tree: Path = REPO,
+    cpu: list[float] | None = None,
+) -> float:
+    """Seconds from launch to a healthy daemon; the daemon is stopped afterwards.
+
+    ``tree`` is the checkout whose ``butler`` runs (``-m`` imports it from the working
+    directory first); ``cpu`` gets the daemon's CPU seconds up to that moment.
+    """
     port = free_port()
     argv = [sys.executable, "-m", "butler.cli", "run", "--config", str(folder)]
     argv += ["--port", str(port), "--log-level", "warning"]
     if dsn:
         argv += ["--database-url", dsn]
     started = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, env=env, cwd=tree, stderr=subprocess.PIPE, text=True)
     try:
         deadline = started + timeout
         while not healthy(port):
@@ -65,7 +92,10 @@ def start_once(folder: Path, env: dict[str, str], dsn: str | None, timeout: floa
             if time.perf_counter() > deadline:
                 raise TimeoutError(f"not healthy within {timeout} s")
             time.sleep(0.005)
-        return time.perf_counter() - started
+        elapsed = time.perf_counter() - started
+        if cpu is not None:
+            cpu.append(cpu_seconds(proc.pid))
+        return elapsed
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -87,13 +117,29 @@ def measure(runs: int, once: Callable[[], float]) -> list[float]:
     return [once() for _ in range(runs)]
 
 
-def report(label: str, seconds: list[float]) -> None:
+def report(label: str, seconds: list[float], cpu: list[float] | None = None) -> None:
     ms = [s * 1000 for s in seconds]
+    used = f"{statistics.median(cpu) * 1000:.0f} ms" if cpu else "-"
     print(
         f"| {label} | {len(ms)} | {statistics.median(ms):.0f} ms "
-        f"| {min(ms):.0f} ms | {max(ms):.0f} ms |",
+        f"| {min(ms):.0f} ms | {max(ms):.0f} ms | {used} |",
         flush=True,
     )
+
+
+def alternating(
+    trees: dict[str, Path], runs: int, folder: Path, env: dict[str, str], dsn: str
+) -> None:
+    """Starts of each tree in turn, ``runs`` rounds, one row per tree."""
+    took: dict[str, list[float]] = {label: [] for label in trees}
+    cpu: dict[str, list[float]] = {label: [] for label in trees}
+    for tree in trees.values():
+        start_once(folder, env, dsn, tree=tree)  # its bytecode and page cache; not counted
+    for _ in range(runs):
+        for label, tree in trees.items():
+            took[label].append(start_once(folder, env, dsn, tree=tree, cpu=cpu[label]))
+    for label in trees:
+        report(label, took[label], cpu[label])
 
 
 async def drop_schema(dsn: str, schema: str) -> None:
@@ -109,6 +155,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--database-url", default=DEFAULT_DSN)
     parser.add_argument("--no-embedded", action="store_true")
+    parser.add_argument("--baseline", type=Path, help="another checkout, started alternately")
     args = parser.parse_args()
 
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
@@ -119,14 +166,19 @@ def main() -> None:
         roster = work / "roster"
         external = write_butler(roster, "bench", port=free_port(), schema=schema)
         embedded = write_butler(roster, "bench_embedded", port=free_port())
-        print("| case | runs | median | min | max |\n|---|---|---|---|---|", flush=True)
+        print(f"load {os.getloadavg()}", flush=True)
+        print(
+            "| case | runs | median | min | max | CPU to /health, median |\n"
+            "|---|---|---|---|---|---|",
+            flush=True,
+        )
         report("floor: `butler --version`", measure(args.runs, lambda: floor_once(env)))
 
         start_once(external, env, args.database_url)  # migrates the schema; not counted
-        report(
-            "external PostgreSQL",
-            measure(args.runs, lambda: start_once(external, env, args.database_url)),
-        )
+        trees = {"external PostgreSQL": REPO}
+        if args.baseline:
+            trees["external PostgreSQL, baseline"] = args.baseline.resolve()
+        alternating(trees, args.runs, external, env, args.database_url)
         if args.no_embedded:
             return
 
@@ -147,6 +199,7 @@ def main() -> None:
             measure(args.runs, lambda: start_once(embedded, warm, None)),
         )
     finally:
+        print(f"load {os.getloadavg()}", flush=True)
         asyncio.run(drop_schema(args.database_url, schema))
         shutil.rmtree(work, ignore_errors=True)
 

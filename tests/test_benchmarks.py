@@ -16,6 +16,7 @@ sys.path.insert(0, str(BENCHMARKS))
 
 import cpu  # noqa: E402
 import listings  # noqa: E402
+import roster_up  # noqa: E402
 import rows  # noqa: E402
 import spawner  # noqa: E402
 
@@ -133,3 +134,17 @@ def test_the_cpu_of_a_jailed_grandchild_reaches_the_benchmark_that_adopts_the_ja
     finally:
         cpu.adopt_orphans(False)
     assert found["waited for"].children >= 0.1  # seconds: at least what it burned
+
+
+def test_the_roster_benchmark_refuses_more_butlers_than_postgresql_has_connections_for(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    async def free(_: str) -> int:
+        return 15
+
+    monkeypatch.setattr(roster_up, "free_connections", free)
+    with pytest.raises(SystemExit) as refused:
+        roster_up.measure("postgresql://nowhere/test", 100)
+    # The leases' one connection and the roster's cap on its pools' (butler/roster_open.py).
+    assert "100 butlers need 21 PostgreSQL connections" in str(refused.value)
+    assert "has 15 free" in str(refused.value) and "max_connections" in str(refused.value)
