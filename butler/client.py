@@ -1,8 +1,8 @@
 """Talking to a running butler daemon from the command line, over MCP.
 
 :func:`tool_call` is what commands use: one call through :mod:`butler.mcp_http`,
-which costs no import of FastMCP's client. :func:`daemon_client` is FastMCP's
-client, for the adapter contract's longer conversations.
+which costs no import of FastMCP's client; :func:`daemon_tools` is one session
+for several calls in turn (the adapter contract's polling).
 """
 
 from __future__ import annotations
@@ -10,54 +10,21 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import urllib.parse
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from butler.errors import ButlerError, UserError
-from butler.mcp_http import McpError, Progress, ToolFailed, call_tool
+from butler.mcp_http import McpError, Progress, ToolFailed, ToolSession
 from butler.security.listener import held_by_me
 from butler.security.owner_token import owner_token
 
 if TYPE_CHECKING:
-    from fastmcp import Client
-
-    from butler.address import DaemonAddress
     from butler.config import ButlerConfig
+    from butler.glance import Glance
 
 
 class DaemonNotRunning(UserError):
     """The butler's daemon does not answer on its port."""
-
-
-@contextlib.asynccontextmanager
-async def daemon_client(config: ButlerConfig, timeout: float = 600) -> AsyncIterator[Client]:
-    """An MCP client on the butler's daemon, or a one-line error saying how to start it.
-
-    It presents the owner token, read the same way the daemon reads it.
-    """
-    from fastmcp import Client
-
-    url = f"{config.mcp_base_url}/mcp"
-    _refuse_a_stranger(config, url)
-    token = owner_token(config.name)
-    client = Client(url, timeout=timeout, auth=token)
-    try:
-        await client.__aenter__()
-    except Exception:
-        if await _refuses(config, token):
-            raise UserError(
-                f"butler {config.name!r} at {url} refused the owner token; expected the one "
-                f"`butler token --config {config.config_dir}` prints (BUTLER_TOKEN overrides it)"
-            ) from None
-        raise DaemonNotRunning(
-            f"butler {config.name!r} is not running at {url}; "
-            f"start it with: butler run --config {config.config_dir}"
-        ) from None
-    try:
-        yield client
-    finally:
-        with contextlib.suppress(Exception):
-            await client.__aexit__(None, None, None)
 
 
 def _loopback(host: str | None) -> bool:
@@ -69,7 +36,7 @@ def _loopback(host: str | None) -> bool:
         return False
 
 
-def _refuse_a_stranger(config: ButlerConfig | DaemonAddress, url: str) -> None:
+def _refuse_a_stranger(config: ButlerConfig | Glance, url: str) -> None:
     """No owner token for a local port that another user's process holds.
 
     A butler that is down leaves its port free for any local user to listen
@@ -92,35 +59,8 @@ def _refuse_a_stranger(config: ButlerConfig | DaemonAddress, url: str) -> None:
         )
 
 
-async def _refuses(config: ButlerConfig, token: str) -> bool:
-    """Whether the daemon answers, and answers 401 to this token (rather than being down)."""
-    import httpx2
-
-    headers = {"Authorization": f"Bearer {token}"}
-    try:
-        async with httpx2.AsyncClient(timeout=5) as http:
-            answer = await http.get(f"{config.mcp_base_url}/api/status", headers=headers)
-    except httpx2.HTTPError:
-        return False
-    return answer.status_code == 401
-
-
-async def call(client: Client, tool: str, arguments: dict[str, Any]) -> Any:
-    """Call a tool and return its structured result; a tool error becomes a ButlerError."""
-    from fastmcp.exceptions import ToolError
-
-    try:
-        result = await client.call_tool(tool, arguments)
-    except ToolError as exc:
-        raise ButlerError(str(exc)) from None
-    data = result.structured_content
-    if isinstance(data, dict) and set(data) == {"result"}:
-        return data["result"]
-    return data
-
-
 def tool_call(
-    config: ButlerConfig | DaemonAddress,
+    config: ButlerConfig | Glance,
     tool: str,
     arguments: dict[str, Any],
     *,
@@ -132,13 +72,30 @@ def tool_call(
     The tool's own refusal is a :class:`UserError` in its words; a daemon that
     is down, or that refuses the token, is one line saying what to do.
     """
+    with daemon_tools(config, timeout=timeout) as tools:
+        return tools.call(tool, arguments, progress)
+
+
+@contextlib.contextmanager
+def daemon_tools(
+    config: ButlerConfig | Glance,
+    *,
+    timeout: float,
+    tool_error: type[ButlerError] = UserError,
+) -> Iterator[ToolSession]:
+    """One MCP session on the butler's running daemon, for several tool calls in turn.
+
+    Errors as :func:`tool_call` says, for the session and every call in it; a
+    tool's own refusal is raised as ``tool_error`` (the adapter contract exits 1).
+    """
     url = f"{config.mcp_base_url}/mcp"
     _refuse_a_stranger(config, url)
-    token = owner_token(config.name)
+    token = owner_token(config)
     try:
-        return call_tool(url, tool, arguments, token=token, timeout=timeout, progress=progress)
+        with ToolSession(url, token=token, timeout=timeout) as tools:
+            yield tools
     except ToolFailed as exc:
-        raise UserError(str(exc)) from None
+        raise tool_error(str(exc)) from None
     except McpError as exc:
         if exc.status == 401:
             raise UserError(

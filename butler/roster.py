@@ -21,11 +21,9 @@ from types import FrameType
 
 import uvicorn
 
-from butler import roster_channels
 from butler.config import ButlerConfig
 from butler.config.watch import current_digest
 from butler.context import ButlerContext
-from butler.daemon import OpenDatabase, assemble, open_database, start_embedded
 from butler.errors import ButlerError
 from butler.http_quiet import Traffic
 from butler.hygiene import harden_process
@@ -33,9 +31,11 @@ from butler.logs import current_butler
 from butler.paths import note_serving
 from butler.roster_folders import load_roster as load_roster  # where callers found it
 from butler.roster_folders import roster_names
+from butler.roster_open import Opened, assemble_all, open_all
 from butler.sandbox import probe_if_used
 from butler.security.owner_token import owner_token
-from butler.server import build_app
+from butler.store.install import Leases
+from butler.store.opening import start_embedded
 from butler.telemetry import setup_telemetry
 from butler.webterm.endpoint import MAX_MESSAGE
 from butler.webterm.protocol import websocket_protocol
@@ -88,6 +88,8 @@ class ButlerServer(uvicorn.Server):
     """
 
     def __init__(self, butler: ButlerContext) -> None:
+        from butler.server import build_app  # imported while the database opened (up)
+
         config = butler.config
         self.traffic = Traffic(build_app(butler))
         super().__init__(
@@ -145,33 +147,59 @@ async def up(configs: Sequence[ButlerConfig], *, named: bool = True) -> None:
     """
     started = time.monotonic()
     harden_process()
+    # The serving code (FastMCP and the MCP SDK, the channels) is most of a start's
+    # imports: a thread imports it while the database opens, which is mostly waiting.
+    importing = asyncio.create_task(asyncio.to_thread(import_serving))
     setup_telemetry(f"butler-{configs[0].name}" if len(configs) == 1 else "butler")
     # Whether a jail starts here is asked by starting one: do it while the database opens.
     probing = asyncio.create_task(asyncio.to_thread(probe_if_used, configs))
-    switchboard = roster_channels.plan(configs, lambda: roster_names(configs[0].roster_dir))
     with bound(configs, named) as sockets:
         embedded = None
-        opened: list[OpenDatabase] = []
+        opened = Opened()
         try:
             shared = None
             if any(not c.butler.db.url for c in configs):
                 embedded, shared = await start_embedded()
-            for config in configs:
-                token = current_butler.set(config.name)
-                try:
-                    url = config.butler.db.url or shared
-                    opened.append(await open_database(config, url, serving=True))
-                finally:
-                    current_butler.reset(token)
+            opened = await open_all(configs, shared)
             await probing
-            butlers = [await assemble(c, o.db) for c, o in zip(configs, opened, strict=True)]
+            await importing
+            from butler import roster_channels  # imported by the thread above
+
+            switchboard = roster_channels.plan(configs, lambda: roster_names(configs[0].roster_dir))
+            butlers = await assemble_all(configs, opened.databases)
             roster_channels.attach(butlers, switchboard)
-            await serve_all(butlers, sockets, started)
+            await serve_all(butlers, sockets, started, opened.leases)
         finally:
-            for database in opened:
-                await database.close()
+            await opened.close()
             if embedded is not None:
                 await embedded.stop()
+            # An error above must not leave the thread's import unawaited.
+            await asyncio.gather(importing, probing, return_exceptions=True)
+
+
+def import_serving() -> None:
+    """Import what serving needs and opening the database does not."""
+    defer_wire_models()
+    import butler.roster_channels
+    import butler.server  # noqa: F401
+
+
+def defer_wire_models() -> None:
+    """Have the MCP SDK's per-version wire models built at first use, not at import.
+
+    The SDK defines every message of every protocol era twice over (2025-11-25 and
+    2026-07-28, some 300 pydantic models) and builds each one's validator on import: a
+    tenth of a start, for messages a tool session mostly never sends. Their shared base
+    says ``defer_build`` before they are defined, so only the models a session uses are
+    built, by :func:`butler.server.warm_up` before ``/health`` answers. Without that base
+    (another SDK), the models are built on import as before.
+    """
+    try:
+        from mcp_types._wire_base import WireModel
+    except ImportError:
+        return
+    if "mcp_types._v2025_11_25" not in sys.modules:  # too late once they are defined
+        WireModel.model_config["defer_build"] = True
 
 
 #: Signals that drain and stop the roster; a terminal hanging up (SIGHUP) is a stop
@@ -180,9 +208,14 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 async def serve_all(
-    butlers: Sequence[ButlerContext], sockets: Sequence[socket.socket], started: float
+    butlers: Sequence[ButlerContext],
+    sockets: Sequence[socket.socket],
+    started: float,
+    leases: Sequence[Leases] = (),
 ) -> None:
-    """Serve every butler on its socket until all have stopped."""
+    """Serve every butler on its socket until all have stopped (or one loses its schema)."""
+    from butler import roster_channels  # imported while the database opened (up)
+
     for butler in butlers:
         butler.peers = list(butlers)  # the roster page shows them all
     servers = [ButlerServer(b) for b in butlers]
@@ -201,10 +234,15 @@ async def serve_all(
     announce = asyncio.create_task(_announce(servers, started))
     watching = asyncio.create_task(watch_configs(butlers))
     tasks = [asyncio.create_task(_serve(s, sock)) for s, sock in zip(servers, sockets, strict=True)]
+    keeping = [asyncio.create_task(lease.keep()) for lease in leases]
     try:
         # A butler that stops on its own takes the others down with it: a
-        # roster that is only partly up would look healthy to nobody.
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        # roster that is only partly up would look healthy to nobody. So does
+        # one whose schema another daemon took while the database restarted.
+        await asyncio.wait([*tasks, *keeping], return_when=asyncio.FIRST_COMPLETED)
+        lost = [k.exception() for k in keeping if k.done() and not k.cancelled()]
+        for error in filter(None, lost):
+            log.error(str(error))  # said at once: stopping may meet the database's trouble too
         for server in servers:
             if not server.stopping:
                 server.handle_exit(signal.SIGTERM, None)
@@ -215,11 +253,16 @@ async def serve_all(
         announce.cancel()
         watching.cancel()
         channels.cancel()
+        for keeper in keeping:
+            keeper.cancel()
         await roster_channels.stop(butlers)
         for task, butler in zip(schedules, butlers, strict=True):
             await stop_schedules(task, butler)
         for butler in butlers:
             await butler.spawner.drain(0)
+    for keeper in keeping:
+        if keeper.done() and not keeper.cancelled() and keeper.exception() is not None:
+            raise keeper.exception()  # type: ignore[misc]
     _raise_failures(servers, tasks)
 
 
@@ -267,13 +310,15 @@ def _raise_failures(servers: Sequence[ButlerServer], tasks: Sequence[asyncio.Tas
 
 
 async def start_schedules(server: ButlerServer) -> None:
-    """Start firing schedules and watching builders once the server accepts.
+    """Start firing schedules, watching builders and waiting for the sessions taken
+    back from workers once the server accepts.
 
-    Sessions of both call back into the server, so neither starts before it.
+    Sessions of each call back into the server, so none starts before it.
     """
     current_butler.set(server.butler.config.name)
     while not server.started:
         await asyncio.sleep(0.02)
+    server.butler.spawner.handed_over.follow()  # sessions its workers hold, taken over
     server.butler.builders.start()
     await server.butler.notifier.start()  # held and retried messages go on
     if server.butler.scheduler is not None:
@@ -311,13 +356,13 @@ async def _announce(servers: Sequence[ButlerServer], started: float) -> None:
             },
         )
         _login_link(config)
-        note_serving(config.name, config.butler.host, config.butler.port)
+        note_serving(config, config.butler.host, config.butler.port)
 
 
 def _login_link(config: ButlerConfig) -> None:
     """The owner's way in, as Jupyter prints it: on a terminal only, never in a log line."""
     if sys.stderr.isatty():
-        link = f"{config.mcp_base_url}/?token={owner_token(config.name)}"
+        link = f"{config.mcp_base_url}/?token={owner_token(config)}"
         print(f"butler {config.name}: dashboard {link}", file=sys.stderr, flush=True)
     else:
         hint = f"butler token --config {config.config_dir}"

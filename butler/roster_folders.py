@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from butler.config import ButlerConfig, load_config
 from butler.errors import ConfigError
+from butler.glance import Glance, glance
+
+if TYPE_CHECKING:
+    from butler.config import ButlerConfig
 
 #: The roster folder of prompt snippets, which is not a butler.
 SHARED = "shared"
@@ -25,8 +29,31 @@ def butler_folders(roster_dir: Path) -> list[Path]:
     )
 
 
+def glance_each(roster_dir: Path) -> list[Glance | ConfigError]:
+    """What ``butler list`` shows of each butler folder, or the error that stops it loading.
+
+    Read plainly (:mod:`butler.glance`); a folder whose shown settings are
+    unclear is loaded fully, so that its mistake is named as ``butler run`` names it.
+    """
+    found: list[Glance | ConfigError] = []
+    for folder in butler_folders(roster_dir):
+        seen = glance(folder)
+        if seen is not None and seen.runtime is not None and seen.schedules is not None:
+            found.append(seen)
+            continue
+        from butler.config import load_config
+
+        try:
+            found.append(load_config(folder).glance())
+        except ConfigError as exc:
+            found.append(exc)
+    return found
+
+
 def load_each(roster_dir: Path) -> list[ButlerConfig | ConfigError]:
-    """Every butler folder's config, or the error that stops it loading (for ``butler list``)."""
+    """Every butler folder's config, or the error that stops it loading."""
+    from butler.config import load_config
+
     found: list[ButlerConfig | ConfigError] = []
     for folder in butler_folders(roster_dir):
         try:
@@ -38,6 +65,8 @@ def load_each(roster_dir: Path) -> list[ButlerConfig | ConfigError]:
 
 def roster_names(roster_dir: Path) -> list[str]:
     """The names of the roster's butlers that load."""
+    from butler.config import ButlerConfig
+
     return [c.name for c in load_each(roster_dir) if isinstance(c, ButlerConfig)]
 
 
@@ -45,6 +74,8 @@ def load_roster(
     roster_dir: Path, only: Sequence[str] = (), db_url: str | None = None
 ) -> list[ButlerConfig]:
     """Load the roster's butlers (or the ``only`` ones) and check they can run together."""
+    from butler.config import load_config
+
     configs = [load_config(folder, db_url=db_url) for folder in butler_folders(roster_dir)]
     if not configs:
         raise ConfigError(f"{roster_dir}: no butler folders (sub-folders holding butler.toml)")

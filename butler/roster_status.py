@@ -16,7 +16,7 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from butler.config import ButlerConfig
+from butler.glance import Glance
 from butler.security.listener import held_by_me
 from butler.security.owner_token import ENV_VAR, stored_owner_token
 
@@ -34,29 +34,28 @@ class ButlerStatus:
     channels: str = "-"
 
 
-async def statuses(configs: Sequence[ButlerConfig], timeout: float = 1.0) -> list[ButlerStatus]:
+async def statuses(configs: Sequence[Glance], timeout: float = 1.0) -> list[ButlerStatus]:
     """Each butler with whether its ``/health`` answers (probed all at once)."""
     found = await asyncio.gather(*(asyncio.to_thread(_line, c, timeout) for c in configs))
     return list(found)
 
 
-def _line(config: ButlerConfig, timeout: float) -> ButlerStatus:
+def _line(config: Glance, timeout: float) -> ButlerStatus:
     status = probe(config, timeout)
     channels = channels_of(config, timeout) if status == "up" else "-"
-    schedules = len(config.butler.schedule)
     return ButlerStatus(
-        config.name, config.butler.port, config.runtime.type, schedules, status, channels
+        config.name, config.port, config.runtime or "?", config.schedules or 0, status, channels
     )
 
 
-def channels_of(config: ButlerConfig, timeout: float = 1.0) -> str:
+def channels_of(config: Glance, timeout: float = 1.0) -> str:
     """The butler's chat channels as its ``/api/status`` says, asked with its owner token.
 
     The token goes only to a port this user holds, and is never created here.
     """
-    if not held_by_me(config.butler.port):
+    if not held_by_me(config.port):
         return "?"
-    token = stored_owner_token(config.name) or os.environ.get(ENV_VAR)
+    token = stored_owner_token(config) or os.environ.get(ENV_VAR)
     if not token:
         return "?"
     request = urllib.request.Request(
@@ -74,11 +73,11 @@ def channels_of(config: ButlerConfig, timeout: float = 1.0) -> str:
     return ", ".join(shown) or "-"
 
 
-def probe(config: ButlerConfig, timeout: float = 1.0) -> str:
+def probe(config: Glance, timeout: float = 1.0) -> str:
     """``up``, ``degraded`` (database down), ``down``, or ``other`` (someone else's port)."""
-    host = "127.0.0.1" if config.butler.host in ("0.0.0.0", "::", "") else config.butler.host
+    host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
     try:
-        socket.create_connection((host, config.butler.port), timeout=timeout).close()
+        socket.create_connection((host, config.port), timeout=timeout).close()
     except OSError:
         return "down"
     # Something accepts on the port: from here on, anything but this butler's
@@ -93,7 +92,7 @@ def probe(config: ButlerConfig, timeout: float = 1.0) -> str:
     return "up" if isinstance(body, dict) and body.get("butler") == config.name else "other"
 
 
-def _is_ours(error: urllib.error.HTTPError, config: ButlerConfig) -> bool:
+def _is_ours(error: urllib.error.HTTPError, config: Glance) -> bool:
     try:
         body = json.loads(error.read())
     except (OSError, ValueError):

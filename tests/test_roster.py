@@ -22,7 +22,15 @@ import pytest
 
 from butler.store.db import quote_ident
 from tests.conftest import TEST_DSN
-from tests.helpers import REPO, butler_client, free_port, get_json, wait_until, write_butler
+from tests.helpers import (
+    REPO,
+    DaemonProcess,
+    butler_client,
+    free_port,
+    get_json,
+    wait_until,
+    write_butler,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -263,3 +271,22 @@ def test_up_says_which_butler_cannot_have_its_port(roster, schemas):
         f"butler: error: alpha: cannot listen on 127.0.0.1:{port}: Address already in use; "
         "expected a free port (is another butler using it?)"
     )
+
+
+def test_up_names_the_butler_another_daemon_serves_and_leaves_the_others_schemas_free(
+    roster, schemas, tmp_path
+):
+    """One butler refused its schema: one line naming it; the others' are closed again."""
+    write_butler(roster, "alpha", port=free_port(), schema=schemas[0])
+    write_butler(roster, "beta", port=free_port(), schema=schemas[1])
+    env = {**os.environ, "BUTLER_ALLOW_ROOT": "1", "BUTLER_DATA_DIR": str(tmp_path / "data")}
+    with DaemonProcess(roster / "beta", port=free_port(), database_url=TEST_DSN, env=env):
+        result = butler_cli(
+            "up", "--roster", str(roster), "--database-url", TEST_DSN, "--log-level", "warning"
+        )
+    assert result.returncode == 1
+    line = result.stderr.strip()
+    assert "\n" not in line and "beta: already served by pid" in line, result.stderr
+    # alpha's database was opened beside beta's and closed: another daemon may take it.
+    with DaemonProcess(roster / "alpha", port=free_port(), database_url=TEST_DSN, env=env) as alpha:
+        assert healthy(alpha.port)

@@ -50,6 +50,18 @@ def test_no_file_over_400_lines():
     assert structure.long_files(400) == {}
 
 
+def test_no_c_file_over_400_lines():
+    assert structure.long_c_files(400) == {}
+
+
+def test_the_checker_finds_a_long_c_file(tmp_path):
+    package = tmp_path / "butler"
+    package.mkdir()
+    (package / "short.c").write_text("int x;\n" * 400)
+    (package / "long.h").write_text("int y;\n" * 401)
+    assert structure.long_c_files(400, package) == {"butler/long.h": 401}
+
+
 def test_no_function_over_60_lines():
     assert structure.long_functions(60) == {}
 

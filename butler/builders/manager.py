@@ -225,7 +225,7 @@ class BuilderManager:
 
     def folder(self, builder_id: str) -> Path:
         """The builder's private folder: its session's launch spec, exit record, restart notes."""
-        return builder_folder(self.config.name, builder_id)
+        return builder_folder(self.config, builder_id)
 
     async def stop_builder(self, builder_id: str) -> dict[str, Any]:
         """End a running builder's runtime (its whole process group) and record it cancelled."""

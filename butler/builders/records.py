@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from butler.builders.modes import MODES
-from butler.paths import butler_dir
+from butler.paths import Install, butler_dir
 from butler.store.sessions import SessionStore
 
 
@@ -72,6 +72,6 @@ async def mark(sessions: SessionStore, row: dict[str, Any], marks: dict[str, Any
     await sessions.update_metadata(uuid.UUID(str(row["id"])), marks)
 
 
-def builder_folder(butler: str, builder_id: str) -> Path:
+def builder_folder(butler: Install, builder_id: str) -> Path:
     """A builder's private folder: its session's launch spec, exit record, restart notes."""
     return butler_dir(butler) / "builders" / builder_id

@@ -81,13 +81,13 @@ class Watcher:
                 if row["status"] != "running":
                     await self._adopt(row)
                 continue
-            folder = builder_folder(self.config.name, row["metadata"]["builder_id"])
+            folder = builder_folder(self.config, row["metadata"]["builder_id"])
             ended = launcher.read_exit(folder) or (pane.record() if pane and pane.ended else None)
             if ended is not None or pane is None:  # else: dead, and its end not yet known
                 await self.finish(row, pane is not None, ended)
 
     async def _adopt(self, row: dict[str, Any]) -> None:
-        folder = builder_folder(self.config.name, row["metadata"]["builder_id"])
+        folder = builder_folder(self.config, row["metadata"]["builder_id"])
         await self.spawner.adopt_interactive(row["id"], folder)
         row["status"] = "running"
 
@@ -102,7 +102,7 @@ class Watcher:
         output = await self.tmux.capture(name, OUTPUT_LINES) if screen else ""
         stopped = row["id"] in self._stopping or row["metadata"].get("stop_requested_at")
         end = InteractiveEnd(output, ended, STOPPED if stopped else None)
-        folder = builder_folder(self.config.name, row["metadata"]["builder_id"])
+        folder = builder_folder(self.config, row["metadata"]["builder_id"])
         outcome = await self.spawner.finish_interactive(row, folder, end)
         log.info("builder finished", extra={"session_id": row["id"], "status": outcome.status})
 
@@ -110,7 +110,7 @@ class Watcher:
         """End a builder's runtime (its whole process group); it is recorded cancelled."""
         self._stopping.add(row["id"])
         await end_runtime(self.tmux, row["metadata"].get("tmux_session", ""))
-        folder = builder_folder(self.config.name, row["metadata"]["builder_id"])
+        folder = builder_folder(self.config, row["metadata"]["builder_id"])
         await self.finish(row, True, launcher.read_exit(folder))
 
     async def watch(self, interval_s: float = WATCH_INTERVAL_S) -> None:

@@ -14,6 +14,7 @@ from butler.config.sandbox import SandboxConfig
 from butler.config.schedule import ScheduleConfig
 from butler.config.section import NAME_PATTERN, Section
 from butler.config.tables import DbConfig, EnvConfig, MemoryConfig, ModuleConfig, TelemetryConfig
+from butler.glance import Glance
 from butler.runtimes.settings import RuntimeConfig
 
 
@@ -28,7 +29,8 @@ class ButlerSection(Section):
     allowed_hosts: list[str] = Field(default_factory=list)
     #: Browser origins (besides the dashboard's own) a request may come from.
     allowed_origins: list[str] = Field(default_factory=list)
-    #: Where the owner reaches the dashboard from elsewhere (links in notifications).
+    #: Where the owner reaches the dashboard from elsewhere (links in notifications), and
+    #: where runtimes on workers call their butler back.
     public_url: str | None = Field(default=None, max_length=2000)
     shutdown_timeout_s: float = Field(default=30.0, ge=0, allow_inf_nan=False)
     #: Longest output, error or prompt stored for one session; the rest is cut with a marker.
@@ -126,6 +128,21 @@ class ButlerConfig(BaseModel):
     def db_schema(self) -> str:
         return self.butler.db.schema_ or self.butler.name.replace("-", "_")
 
+    def glance(self) -> Glance:
+        """What commands read plainly of a folder (:mod:`butler.glance`), from this load."""
+        return Glance(
+            name=self.name,
+            config_dir=self.config_dir,
+            host=self.butler.host,
+            port=self.butler.port,
+            timeout_s=self.runtime.timeout_s,
+            runtime=self.runtime.type,
+            schedules=len(self.butler.schedule),
+            db_url=self.butler.db.url or "",
+            db_schema=self.db_schema,
+            schema_chosen=self.butler.db.schema_ is not None,
+        )
+
     @property
     def mcp_base_url(self) -> str:
         """Where runtimes reach this butler (loopback when bound to all addresses)."""
@@ -133,3 +150,9 @@ class ButlerConfig(BaseModel):
         if host in ("0.0.0.0", "::", ""):
             host = "127.0.0.1"
         return f"http://{host}:{self.butler.port}"
+
+    @property
+    def callback_url(self) -> str:
+        """Where a runtime on a worker reaches this butler: ``public_url`` when set (the
+        address from elsewhere), else :attr:`mcp_base_url` (docs/scaling.md)."""
+        return self.butler.public_url or self.mcp_base_url

@@ -1,20 +1,19 @@
 """The adapter contract's operations, driven against a running butler daemon.
 
 spawn / resume / check_status (README, "The adapter contract"): sessions run in the daemon; this
-side reads the brief, keeps the state file and the adapter log.
+side reads the brief, keeps the state file and the adapter log. Each operation talks to the
+daemon over one MCP session of :mod:`butler.mcp_http` (FastMCP's client cost a second of CPU
+to import).
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import time
 from pathlib import Path
 from typing import Any
 
-from fastmcp import Client
-
-from butler.client import call, daemon_client
+from butler.client import daemon_tools
 from butler.config import ButlerConfig
 from butler.contract.state import (
     STATE_STATUS,
@@ -24,9 +23,13 @@ from butler.contract.state import (
     read_state,
     write_state,
 )
-from butler.errors import UserError
+from butler.errors import ButlerError, UserError
+from butler.mcp_http import ToolSession
 
 POLL_S = 0.5
+#: How long one call to the daemon may take (they only read or queue).
+CALL_TIMEOUT_S = 60.0
+# A tool's refusal (an unknown session id...) exits 1, as the contract says.
 
 
 def _read_brief(path: Path) -> str:
@@ -42,11 +45,11 @@ def _brief_prompt(brief: str, prompt: str) -> str:
     return f"{prompt}\n\n## Brief\n\n{brief.strip()}\n"
 
 
-async def wait_done(client: Client, session_id: str, timeout_s: float) -> dict[str, Any]:
+def wait_done(tools: ToolSession, session_id: str, timeout_s: float) -> dict[str, Any]:
     """Poll the session until it is completed or failed, or raise after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while True:
-        status = await call(client, "session_status", {"session_id": session_id})
+        status = tools.call("session_status", {"session_id": session_id})
         if status["status"] in ("completed", "failed"):
             return status
         if time.monotonic() > deadline:
@@ -54,10 +57,10 @@ async def wait_done(client: Client, session_id: str, timeout_s: float) -> dict[s
                 f"session {session_id} still {status['status']} after "
                 f"{timeout_s / 60:g} minutes (timeout_minutes)"
             )
-        await asyncio.sleep(POLL_S)
+        time.sleep(POLL_S)
 
 
-async def spawn(
+def spawn(
     config: ButlerConfig,
     brief_path: Path,
     state_path: Path,
@@ -71,9 +74,8 @@ async def spawn(
     state = read_state(state_path)
     timeout_s = (timeout_minutes * 60) if timeout_minutes else None
     key = hashlib.sha256(f"{config.name}\0{brief}".encode()).hexdigest()
-    async with daemon_client(config) as client:
-        started = await call(
-            client,
+    with daemon_tools(config, timeout=CALL_TIMEOUT_S, tool_error=ButlerError) as tools:
+        started = tools.call(
             "session_start",
             {
                 "prompt": _brief_prompt(brief, prompt),
@@ -94,13 +96,13 @@ async def spawn(
         )
         write_state(state_path, state)
         verb = "spawned" if started["started"] else "joined the active session for"
-        log_line(config.name, session_id, f"{verb} brief {brief_path}")
+        log_line(config, session_id, f"{verb} brief {brief_path}")
         if wait:
-            await _settle(client, config, session_id, state_path, timeout_s)
+            _settle(tools, config, session_id, state_path, timeout_s)
     return session_id
 
 
-async def resume(
+def resume(
     config: ButlerConfig,
     session_id: str,
     state_path: Path,
@@ -112,9 +114,8 @@ async def resume(
     """Continue a session in a new linked one; return a one-line message."""
     state = read_state(state_path)
     timeout_s = (timeout_minutes * 60) if timeout_minutes else None
-    async with daemon_client(config) as client:
-        started = await call(
-            client,
+    with daemon_tools(config, timeout=CALL_TIMEOUT_S, tool_error=ButlerError) as tools:
+        started = tools.call(
             "session_resume",
             {
                 "session_id": session_id,
@@ -131,39 +132,39 @@ async def resume(
             resumed_from=session_id,
         )
         write_state(state_path, state)
-        log_line(config.name, session_id, f"resumed as {new_id}")
-        log_line(config.name, new_id, f"resumes {session_id}")
+        log_line(config, session_id, f"resumed as {new_id}")
+        log_line(config, new_id, f"resumes {session_id}")
         if wait:
-            final = await _settle(client, config, new_id, state_path, timeout_s)
+            final = _settle(tools, config, new_id, state_path, timeout_s)
             return f"resumed {session_id} as {new_id}: {final['status']}"
     return f"resumed {session_id} as {new_id}"
 
 
-async def check_status(config: ButlerConfig, session_id: str) -> str:
+def check_status(config: ButlerConfig, session_id: str) -> str:
     """pending, active, completed or failed; brings the session's state file up to date."""
-    async with daemon_client(config) as client:
-        status = await call(client, "session_status", {"session_id": session_id})
+    with daemon_tools(config, timeout=CALL_TIMEOUT_S, tool_error=ButlerError) as tools:
+        status = tools.call("session_status", {"session_id": session_id})
         state_file = (status.get("metadata") or {}).get("state_file")
         if state_file and status["status"] in ("completed", "failed"):
-            await _record_end(client, config, session_id, Path(state_file), status)
-    log_line(config.name, session_id, f"check_status: {status['status']}")
+            _record_end(tools, config, session_id, Path(state_file), status)
+    log_line(config, session_id, f"check_status: {status['status']}")
     return status["status"]
 
 
-async def _settle(
-    client: Client,
+def _settle(
+    tools: ToolSession,
     config: ButlerConfig,
     session_id: str,
     state_path: Path,
     timeout_s: float | None,
 ) -> dict[str, Any]:
-    status = await wait_done(client, session_id, timeout_s or config.runtime.timeout_s + 30)
-    await _record_end(client, config, session_id, state_path, status)
+    status = wait_done(tools, session_id, timeout_s or config.runtime.timeout_s + 30)
+    _record_end(tools, config, session_id, state_path, status)
     return status
 
 
-async def _record_end(
-    client: Client,
+def _record_end(
+    tools: ToolSession,
     config: ButlerConfig,
     session_id: str,
     state_path: Path,
@@ -173,7 +174,7 @@ async def _record_end(
     state = read_state(state_path)
     if state.get("session_id") != session_id or state["status"] in ("completed", "failed"):
         return
-    row = await call(client, "session_get", {"session_id": session_id})
+    row = tools.call("session_get", {"session_id": session_id})
     state["status"] = STATE_STATUS[status["status"]]
     if status["status"] == "failed":
         state["failure_count"] = int(state["failure_count"]) + 1
@@ -183,4 +184,4 @@ async def _record_end(
     state["current_substep"] = ""
     state["artifacts"] = sorted({*state["artifacts"], *artifacts_of(row["tool_calls"])})
     write_state(state_path, state)
-    log_line(config.name, session_id, f"finished: {status['session_status']}")
+    log_line(config, session_id, f"finished: {status['session_status']}")

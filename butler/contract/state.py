@@ -14,7 +14,7 @@ from typing import Any
 
 from butler.errors import UserError
 from butler.jsonfile import read_json_object
-from butler.paths import butler_dir
+from butler.paths import Install, butler_dir
 
 #: The state file's keys, with their empty values.
 STATE_DEFAULTS: dict[str, Any] = {
@@ -67,14 +67,14 @@ def artifacts_of(tool_calls: list[dict[str, Any]]) -> list[str]:
     return found
 
 
-def adapter_log(butler_name: str, session_id: str) -> Path:
+def adapter_log(butler: Install, session_id: str) -> Path:
     """``sessions/<session_id>/adapter.log`` in the butler's data folder."""
-    folder = butler_dir(butler_name) / "sessions" / session_id
+    folder = butler_dir(butler) / "sessions" / session_id
     folder.mkdir(parents=True, exist_ok=True)
     return folder / "adapter.log"
 
 
-def log_line(butler_name: str, session_id: str, message: str) -> None:
+def log_line(butler: Install, session_id: str, message: str) -> None:
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    with adapter_log(butler_name, session_id).open("a", encoding="utf-8") as fh:
+    with adapter_log(butler, session_id).open("a", encoding="utf-8") as fh:
         fh.write(f"{stamp} {message}\n")

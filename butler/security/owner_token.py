@@ -18,7 +18,7 @@ import stat
 from pathlib import Path
 
 from butler.errors import ConfigError
-from butler.paths import butler_dir
+from butler.paths import Install, butler_dir
 from butler.security.private_files import replace_private, write_private
 
 log = logging.getLogger(__name__)
@@ -30,17 +30,17 @@ MIN_LENGTH = 32
 _TOKEN_CHARS = re.compile(r"^[A-Za-z0-9._~+/=-]+$")
 
 
-def token_path(name: str) -> Path:
-    """Where the token of the butler ``name`` is kept."""
-    return butler_dir(name) / TOKEN_FILE
+def token_path(butler: Install) -> Path:
+    """Where the token of the butler install is kept."""
+    return butler_dir(butler) / TOKEN_FILE
 
 
-def owner_token(name: str) -> str:
+def owner_token(butler: Install) -> str:
     """The butler's owner token: ``BUTLER_TOKEN``, else its token file, created if missing."""
     configured = os.environ.get(ENV_VAR)
     if configured is not None:
         return _checked(configured.strip(), f"environment variable {ENV_VAR}")
-    path = token_path(name)
+    path = token_path(butler)
     try:
         return _read(path)
     except FileNotFoundError:
@@ -54,8 +54,8 @@ def owner_token(name: str) -> str:
     return token
 
 
-def rotate_owner_token(name: str) -> str:
-    """Replace butler ``name``'s token with a new one, which ends every login made with the old.
+def rotate_owner_token(butler: Install) -> str:
+    """Replace the butler's token with a new one, which ends every login made with the old.
 
     A running daemon reads the file again when it changes (:class:`LiveToken`), so
     the old token and every cookie and ticket derived from it stop working at once.
@@ -66,23 +66,23 @@ def rotate_owner_token(name: str) -> str:
             f"setting {ENV_VAR} to a new value where it is set, then restart the butler"
         )
     token = secrets.token_urlsafe(32)
-    replace_private(token_path(name), token + "\n")
-    log.info("owner token rotated", extra={"path": str(token_path(name))})
+    replace_private(token_path(butler), token + "\n")
+    log.info("owner token rotated", extra={"path": str(token_path(butler))})
     return token
 
 
 class LiveToken:
-    """Butler ``name``'s owner token as it is now: the file is read again when it changes.
+    """The butler's owner token as it is now: the file is read again when it changes.
 
     One ``stat`` per call; ``BUTLER_TOKEN``, when set, is fixed for the process.
     """
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, butler: Install) -> None:
+        self.name = butler.name
         self.fixed = os.environ.get(ENV_VAR) is not None
-        self.path = token_path(name)  # once: finding it makes folders
+        self.path = token_path(butler)  # once: finding it makes folders
         self._stamp = self._stat()
-        self._value = owner_token(name)
+        self._value = owner_token(butler)
 
     def _stat(self) -> tuple[int, int, int] | None:
         if self.fixed:
@@ -107,14 +107,14 @@ class LiveToken:
         return self._value
 
 
-def stored_owner_token(name: str) -> str | None:
-    """The token in butler ``name``'s token file, or None when it has none.
+def stored_owner_token(butler: Install) -> str | None:
+    """The token in the butler's token file, or None when it has none.
 
     For a process that talks to *other* butlers (the roster dashboard): it
     never creates the file and ignores ``BUTLER_TOKEN``, which is its own.
     """
     try:
-        return _read(token_path(name))
+        return _read(token_path(butler))
     except FileNotFoundError:
         return None
 

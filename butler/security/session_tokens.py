@@ -62,5 +62,10 @@ class SessionTokens:
         self._digests[session_id] = raw
         return True
 
+    def honour(self, session_id: str, token: str) -> None:
+        """A token an earlier daemon issued to ``session_id`` (a worker's runtime still
+        holds it, from the session's job): it works again here."""
+        self.adopt(session_id, _digest(token).hex())
+
     def __len__(self) -> int:
         return len(self._sessions)

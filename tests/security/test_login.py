@@ -107,7 +107,7 @@ async def test_a_roster_ticket_logs_in_once(butler):
 async def test_rotating_the_token_ends_every_login_at_once(serve, monkeypatch):
     monkeypatch.delenv("BUTLER_TOKEN")  # the token file is the token
     async with serve() as butler:
-        old = token_path(butler.config.name).read_text().strip()
+        old = token_path(butler.config).read_text().strip()
         async with httpx2.AsyncClient(base_url=butler.url, timeout=10) as browser:
             await browser.get(f"/?token={old}")
             assert (await browser.get("/state", headers=PAGE)).status_code == 200
@@ -121,7 +121,7 @@ async def test_rotating_the_token_ends_every_login_at_once(serve, monkeypatch):
             )
             assert rotated.returncode == 0, rotated.stderr
             new = rotated.stdout.strip()
-            assert new != old and token_path(butler.config.name).read_text().strip() == new
+            assert new != old and token_path(butler.config).read_text().strip() == new
             # The running daemon took it: the cookie and the old token are refused.
             assert (await browser.get("/state", headers=PAGE)).status_code == 401
             bearer = {"Authorization": f"Bearer {old}"}

@@ -19,7 +19,7 @@ from typing import ClassVar
 
 import pytest
 
-from butler.client import daemon_client
+from butler.client import tool_call
 from butler.config import load_config
 from butler.dashboard.standalone import ask
 from butler.errors import UserError
@@ -75,7 +75,7 @@ def test_a_port_another_user_holds_gets_no_token(roster, thief):
 def test_a_serving_note_pointing_at_another_users_port_gets_no_token(roster, thief):
     port, out = thief
     config = load_config(write_butler(roster, "beta", port=free_port()))
-    serving_file("beta").write_text(json.dumps({"host": "127.0.0.1", "port": port}))
+    serving_file(config).write_text(json.dumps({"host": "127.0.0.1", "port": port}))
     row = ask(config)
     assert row["status"] == "not ours"
     assert TEST_TOKEN not in out.read_text()
@@ -86,8 +86,7 @@ async def test_a_cli_command_sends_no_token_to_another_users_listener(roster, th
     port, out = thief
     config = load_config(write_butler(roster, "beta", port=port))  # beta is down
     with pytest.raises(UserError, match=f"port {port} is held by another user's process"):
-        async with daemon_client(config, timeout=5):
-            pass
+        tool_call(config, "status", {}, timeout=5)  # refused before any connection
     assert TEST_TOKEN not in out.read_text()
 
 
@@ -126,8 +125,8 @@ def own_listener() -> Iterator[int]:
 def test_each_butler_gets_its_token_file_never_the_rosters_own_env_token(roster, own_listener):
     config = load_config(write_butler(roster, "beta", port=own_listener))
     own = "beta-own-token-0123456789-abcdefghijklmnopqrs"
-    token_path("beta").write_text(own + "\n")
-    token_path("beta").chmod(0o600)
+    token_path(config).write_text(own + "\n")
+    token_path(config).chmod(0o600)
     assert ask(config)["status"] == "up"
     assert _Recorder.seen == [f"Bearer {own}"]  # BUTLER_TOKEN (TEST_TOKEN) is the roster's
 
@@ -141,5 +140,5 @@ def test_a_butler_without_a_token_file_shows_no_token_and_none_is_made(
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         assert ask(config)["status"] == "no token"
-        assert not token_path("beta").exists()
+        assert not token_path(config).exists()
     assert _Recorder.seen == []  # asked nothing without a token
