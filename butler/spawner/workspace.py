@@ -1,9 +1,15 @@
 """The ephemeral workspace of one invocation: a private temp folder.
 
-``<system temp>/butler_<name>_<uuid>/`` (0700) holds what the runtime's
-adapter asks for: its MCP config, prompt files, launch spec. The folder is
-removed when the invocation ends, however it ends; leftovers of a crashed
-daemon are swept at start-up.
+``<system temp>/butler_<name>_<owner>_<uuid>/`` (0700) holds what the
+runtime's adapter asks for: its MCP config, prompt files, launch spec. The
+folder is removed when the invocation ends, however it ends; leftovers of a
+crashed daemon are swept at start-up.
+
+The owner (pid and start time, butler/processes.py) is in the folder's name,
+not in a file inside it: a name is there the instant the folder is, so a
+sweep running meanwhile (a worker of the same butler, another daemon's
+start) never takes a folder being made for one without an owner, and the
+runtime, which can write its workspace but not rename it, cannot change it.
 """
 
 from __future__ import annotations
@@ -25,10 +31,13 @@ from butler.runtimes.mcp_config import write_files
 from butler.security import untrusted
 from butler.security.private_files import write_private
 
+#: Where workspaces made before the owner was in the name (upgrades) name it.
 OWNER_FILE = ".owner-pid"
 #: Where a session's files (a chat message's attachments) are placed in its workspace.
 FILES_DIR = "files"
 _FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+#: ``..._<owner mark>_<uuid>`` at the end of a workspace's name.
+_OWNED_NAME = re.compile(r"_(\d+(?:\.\d+)?)_[0-9a-f]{8}-[0-9a-f-]{27}$")
 
 
 @dataclass(frozen=True)
@@ -66,17 +75,15 @@ def temp_root() -> Path:
 class Workspace:
     """A private temp folder for one invocation, removed on exit."""
 
-    def __init__(self, prefix: str) -> None:
+    def __init__(self, prefix: str, owner: str | None = None) -> None:
         self.prefix = prefix
-        self.path = temp_root() / f"{prefix}{uuid.uuid4()}"
+        self.path = temp_root() / f"{prefix}{owner or owner_mark()}_{uuid.uuid4()}"
 
     def create(self) -> Workspace:
         """Make the folder; when that fails (a full temp folder), leave nothing of it."""
         try:
             self.path.mkdir(mode=0o700)
-            write_private(self.path / OWNER_FILE, owner_mark(), how="exclusive")
         except OSError as exc:
-            self.remove()
             raise ButlerError(
                 f"cannot create the session's workspace in {self.path.parent}: "
                 f"{exc.strerror or exc}; free space there or set TMPDIR to a folder with room"
@@ -113,10 +120,14 @@ class Workspace:
 
 
 def _owner_alive(folder: Path) -> bool:
-    # The runtime could write its workspace: the owner file is data, read bounded and
-    # never through a link (a FIFO or /dev/zero there would hold the sweep forever).
     # Named by pid and start time: a daemon restarted in a container has the pid of the
     # one killed before, whose workspaces are not its own.
+    owned = _OWNED_NAME.search(folder.name)
+    if owned:
+        return not owner_gone(owned.group(1))
+    # A workspace made before the owner was in its name: the runtime could write it, so
+    # its owner file is data, read bounded and never through a link (a FIFO or
+    # /dev/zero there would hold the sweep forever).
     try:
         mark = (untrusted.read_or_none(folder, OWNER_FILE, 32) or b"").decode("ascii").strip()
     except (OSError, ValueError):

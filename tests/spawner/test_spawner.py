@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from butler.processes import owner_mark
 from butler.runtimes.base import Invocation, RuntimeResult, ToolCall
 from butler.spawner.spawner import TriggerRequest
 from tests.fakes.runtime import FakeAdapter, failing
@@ -69,8 +70,9 @@ async def test_mcp_config_names_only_this_butler_in_a_fresh_temp_dir(make_spawne
     paths = [w["path"] for w in adapter.workspaces]
     assert paths[0] != paths[1]
     for workspace in adapter.workspaces:
-        assert workspace["path"].name.startswith("butler_tester_")
-        uuid.UUID(workspace["path"].name.removeprefix("butler_tester_"))
+        owner, _, made = workspace["path"].name.removeprefix("butler_tester_").partition("_")
+        assert owner == owner_mark()  # this daemon's, named from the moment it is made
+        uuid.UUID(made)
         servers = workspace["mcp"]["mcpServers"]
         assert list(servers) == ["tester"]
         assert not workspace["path"].exists()  # cleaned up after the session

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -19,7 +21,7 @@ from butler.runtimes.mcp_config import (
     opencode_entry,
     servers,
 )
-from butler.spawner.workspace import OWNER_FILE, Workspace, sweep_leftovers
+from butler.spawner.workspace import OWNER_FILE, Workspace, sweep_leftovers, temp_root
 from tests.security.test_untrusted_files import finishes
 
 MCP = McpEndpoint("health", "http://127.0.0.1:8001/mcp?session=s1", {"X-Butler-Session": "s1"})
@@ -41,7 +43,7 @@ def test_the_workspace_writes_what_the_runtime_asks_and_goes_away():
         ws.write(butler_file(ws.path, MCP))
         assert oct(ws.path.stat().st_mode & 0o777) == "0o700"
         assert json.loads((ws.path / "mcp.json").read_text())["mcpServers"]["health"]
-        assert sorted(p.name for p in ws.path.iterdir()) == [OWNER_FILE, "mcp.json"]
+        assert sorted(p.name for p in ws.path.iterdir()) == ["mcp.json"]
     assert not ws.path.exists()
 
 
@@ -53,15 +55,17 @@ def test_no_endpoint_writes_empty_configs():
     assert json.loads(butler_file(ws.path, None)[ws.path / "mcp.json"]) == {}
 
 
-def test_sweep_removes_only_folders_of_dead_owners():
-    dead = Workspace("butler_sweeptest_").create()
-    live = Workspace("butler_sweeptest_").create()
+def _ended_pid() -> int:
     proc = subprocess.Popen(["true"])
     proc.wait()
-    (dead.path / OWNER_FILE).write_text(str(proc.pid))  # a pid that has exited
+    return proc.pid
+
+
+def test_sweep_removes_only_folders_of_dead_owners():
+    dead = Workspace("butler_sweeptest_", owner=str(_ended_pid())).create()
+    live = Workspace("butler_sweeptest_").create()
     removed = sweep_leftovers("butler_sweeptest_")
     assert removed == [dead.path] and live.path.exists()
-    assert (live.path / OWNER_FILE).read_text() == owner_mark()
     live.remove()
 
 
@@ -69,29 +73,60 @@ def test_sweep_removes_what_a_killed_daemon_of_the_same_pid_left():
     # A daemon restarted in a container is given the pid of the one killed before (its
     # init starts it first): that one's workspaces are left, not this daemon's own.
     prefix = f"butler_samepid{uuid.uuid4().hex[:8]}_"
-    earlier = [Workspace(prefix).create() for _ in range(2)]
-    (earlier[0].path / OWNER_FILE).write_text(f"{os.getpid()}.1")  # same pid, another start
-    (earlier[1].path / OWNER_FILE).write_text(str(os.getpid()))  # a bare pid: before marks
+    earlier = Workspace(prefix, owner=f"{os.getpid()}.1").create()  # same pid, another start
     mine = Workspace(prefix).create()
     try:
-        removed = sweep_leftovers(prefix)
-        assert sorted(removed) == sorted(w.path for w in earlier)
+        assert sweep_leftovers(prefix) == [earlier.path]
         assert mine.path.is_dir()
     finally:
         mine.remove()
 
 
+def test_a_sweep_never_takes_a_workspace_while_it_is_being_made():
+    """A worker of the same butler sweeps at its start: a workspace the daemon is making
+    at that instant (its folder there, nothing in it yet) is the daemon's, not a leftover.
+    The owner was once written into the folder after it was made, and a sweep in between
+    removed it: the session failed with "cannot create the session's workspace"."""
+    prefix = f"butler_making{uuid.uuid4().hex[:8]}_"
+    making = Workspace(prefix)
+    making.path.mkdir(mode=0o700)  # made, not one file written yet
+    try:
+        assert sweep_leftovers(prefix) == [] and making.path.is_dir()
+    finally:
+        making.remove()
+
+
+def _made_before_owners_were_named(prefix: str, owner: str | None) -> Path:
+    folder = temp_root() / f"{prefix}{uuid.uuid4()}"
+    folder.mkdir(mode=0o700)
+    if owner is not None:
+        (folder / OWNER_FILE).write_text(owner)
+    return folder
+
+
+def test_sweep_reads_the_owner_file_of_a_workspace_made_before_an_upgrade():
+    prefix = f"butler_upgrade{uuid.uuid4().hex[:8]}_"
+    dead = _made_before_owners_were_named(prefix, str(_ended_pid()))
+    bare = _made_before_owners_were_named(prefix, str(os.getpid()))  # a bare pid: before marks
+    live = _made_before_owners_were_named(prefix, owner_mark())
+    try:
+        assert sorted(sweep_leftovers(prefix)) == sorted([dead, bare])
+        assert live.is_dir()
+    finally:
+        shutil.rmtree(live)
+
+
 @pytest.mark.parametrize("planted", ["FIFO", "link to /dev/zero"])
 def test_an_owner_file_the_runtime_swapped_neither_hangs_nor_keeps_the_sweep(planted):
-    """The workspace is the runtime's to write: the sweep at the next start reads its
-    owner file as data (docs/security.md, the trust map)."""
+    """The workspace is the runtime's to write: the sweep at the next start reads the
+    owner file of a workspace made before an upgrade as data (docs/security.md, the
+    trust map)."""
     prefix = f"butler_swaptest{uuid.uuid4().hex[:8]}_"
-    left = Workspace(prefix).create()
-    owner = left.path / OWNER_FILE
-    owner.unlink()
+    left = _made_before_owners_were_named(prefix, None)
+    owner = left / OWNER_FILE
     if planted == "FIFO":
         os.mkfifo(owner)
     else:
         owner.symlink_to("/dev/zero")
     removed = finishes(lambda: sweep_leftovers(prefix))
-    assert removed == [left.path] and not left.path.exists()
+    assert removed == [left] and not left.exists()
