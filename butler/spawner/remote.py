@@ -124,7 +124,8 @@ async def wait_for_worker(
         ) from None
     finally:
         waiting.cancel()
-    await jobs.forget(session_id)
+    # The result stays in the database until the session's row records it (in the same
+    # statement, SessionStore.complete): a daemon killed before then finds it again.
     return result_of(worker, handed)
 
 

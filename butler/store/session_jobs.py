@@ -154,12 +154,6 @@ class SessionJobs:
         )
         return (row["worker"], row["result"]) if row else None
 
-    async def forget(self, session_id: str) -> None:
-        """The row is complete: the handed-back result is no longer needed."""
-        await self.db.execute(
-            "DELETE FROM session_results WHERE session_id = $1", uuid.UUID(session_id)
-        )
-
     async def in_queue(self) -> dict[str, tuple[int, SessionJob]]:
         """The sessions whose job is still in the queue, waiting or picked by a worker:
         each one's job id and job."""

@@ -189,9 +189,16 @@ class SessionStore:
         return stored, row.flags()
 
     async def complete(self, session_id: uuid.UUID, outcome: SessionOutcome) -> SessionOutcome:
-        """Record how a session ended; return the outcome as stored."""
+        """Record how a session ended; return the outcome as stored.
+
+        A result a worker handed back for the session (``session_results``) is dropped
+        in the same statement: until the row records it, a daemon killed in between
+        finds it at its next start (butler/spawner/handed_over.py); after, nothing
+        reads it again.
+        """
         outcome, flags = self.storable(outcome)
         await self.db.execute(
+            "WITH handed AS (DELETE FROM session_results WHERE session_id = $1) "
             "UPDATE sessions SET status = $2, success = $3, output = $4, error = $5,"
             " tool_calls = $6, duration_ms = $7, input_tokens = $8, output_tokens = $9,"
             " cache_read_tokens = $10, cache_write_tokens = $11, cost_usd = $12,"
