@@ -32,13 +32,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from butler.runtimes.base import RuntimeAdapter, RuntimeFailure, RuntimeResult
+from butler.runtimes.base import RuntimeAdapter, RuntimeResult
 from butler.spawner.admission import Admission
 from butler.spawner.lifecycle import SessionLifecycle
-from butler.spawner.preflight import explain
 from butler.spawner.recall import remember
 from butler.spawner.remote import PICKUP_GRACE_S, wait_for_worker, withdraw
-from butler.spawner.result import SHUTDOWN, SpawnerResult, outcome_of, spawner_result
+from butler.spawner.result import Ending, SpawnerResult, spawner_result
 from butler.spawner.usage import recorded_share
 from butler.store.memory import Memory
 from butler.store.session_jobs import SessionJob, SessionJobs
@@ -125,27 +124,20 @@ class HandedOver:
         """Wait for the session's result (holding a slot) and record how it ended."""
         sid, row = handed.session_id, handed.row
         started = time.monotonic() - max(0.0, float(row["elapsed_s"]))
-        result, status, error = RuntimeResult(), "failed", None
+        end = Ending()
         try:
-            # A result already handed back needs no slot: it is recorded at once.
-            async with self._admission.slot() if handed.job else contextlib.nullcontext():
-                result = await self._result(handed, time.monotonic() - started)
-                parent = await self._resumed(row)
-                result = await recorded_share(self.lifecycle, self.cumulative, sid, result, parent)
-            status = "succeeded"
-        except RuntimeFailure as exc:
-            result, error = exc.partial, explain(self.config, str(exc))
-        except asyncio.CancelledError as exc:
-            reason = exc.args[0] if exc.args and isinstance(exc.args[0], str) else SHUTDOWN
-            status, error = "cancelled", reason
-            raise
-        except Exception as exc:
-            log.exception("session %s crashed", sid)
-            error = f"internal error: {type(exc).__name__}: {exc}"
+            with end.caught(self.config, sid):
+                # A result already handed back needs no slot: it is recorded at once.
+                async with self._admission.slot() if handed.job else contextlib.nullcontext():
+                    result = await self._result(handed, time.monotonic() - started)
+                    end.result = result
+                    parent = await self._resumed(row)
+                    end.result = await recorded_share(
+                        self.lifecycle, self.cumulative, sid, result, parent
+                    )
         finally:
-            outcome = await self.lifecycle.complete(
-                sid, outcome_of(status, error, result, started), result.tool_calls
-            )
+            calls = end.result.tool_calls
+            outcome = await self.lifecycle.complete(sid, end.outcome(started), calls)
         if outcome.success:
             await remember(self.config, self.memory, row["id"], row["prompt"], outcome.output)
         return spawner_result(sid, outcome)

@@ -1,13 +1,22 @@
-"""What a trigger returns."""
+"""What a trigger returns, and how a headless session's run ended, for its row."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from butler.runtimes.base import RuntimeResult
+from butler.config import ButlerConfig
+from butler.errors import ButlerError
+from butler.runtimes.base import RuntimeFailure, RuntimeResult
+from butler.spawner.preflight import explain
 from butler.store.sessions import SessionOutcome
+
+log = logging.getLogger(__name__)
 
 #: Why a session ended cancelled, for the caller and the row.
 SHUTDOWN = "cancelled: the butler is shutting down"
@@ -50,6 +59,45 @@ def queued(session_id: str) -> SpawnerResult:
         ),
         session_id=session_id,
     )
+
+
+@dataclass
+class Ending:
+    """How one headless session's run ended: what :meth:`caught` made of it.
+
+    One mapping for every session the daemon records, whether its runtime ran here
+    or on a worker, and whether this daemon started it or took it over from one
+    killed before (handed_over.py): the same failure reads the same on its row.
+    """
+
+    status: str = "failed"
+    error: str | None = None
+    #: The runtime's result, or what it produced before it failed.
+    result: RuntimeResult = field(default_factory=RuntimeResult)
+
+    @contextlib.contextmanager
+    def caught(self, config: ButlerConfig, session_id: str) -> Iterator[Ending]:
+        """Run the session's steps; whatever ends them is recorded here, and only a
+        cancellation goes on (its caller's: a drain, a client gone)."""
+        try:
+            yield self
+            self.status = "succeeded"
+        except RuntimeFailure as exc:
+            self.result, self.error = exc.partial, explain(config, str(exc))
+        except asyncio.CancelledError as exc:
+            # whoever cancelled says why; a bare cancel is the drain's
+            reason = exc.args[0] if exc.args and isinstance(exc.args[0], str) else SHUTDOWN
+            self.status, self.error = "cancelled", reason
+            raise
+        except ButlerError as exc:  # a refusal that names its cause: no traceback
+            self.error = str(exc)
+        except Exception as exc:
+            log.exception("session %s crashed", session_id)
+            self.error = f"internal error: {type(exc).__name__}: {exc}"
+
+    def outcome(self, started: float) -> SessionOutcome:
+        """The row's outcome, the run having started at ``started`` (monotonic)."""
+        return outcome_of(self.status, self.error, self.result, started)
 
 
 def outcome_of(

@@ -26,7 +26,7 @@ from opentelemetry.trace import Status, StatusCode
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, Rejected
 from butler.paths import butler_dir
-from butler.runtimes.base import ProgressSink, RuntimeAdapter, RuntimeFailure, RuntimeResult
+from butler.runtimes.base import ProgressSink, RuntimeAdapter, RuntimeResult
 from butler.sandbox import resolve_mode
 from butler.sandbox.folders import sweep_jail_folders
 from butler.sandbox.pool import sweep_warm_homes
@@ -47,15 +47,14 @@ from butler.spawner.ledger import ToolCallLedger
 from butler.spawner.lifecycle import SessionLifecycle
 from butler.spawner.local import TIMEOUT_GRACE_S, LocalRuns
 from butler.spawner.placement import Place, Placement
-from butler.spawner.preflight import explain
 from butler.spawner.recall import remember
 from butler.spawner.remote import job_for, run_on_worker
 from butler.spawner.request import TriggerRequest
 from butler.spawner.result import (
     CLIENT_GONE,
     SHUTDOWN,
+    Ending,
     SpawnerResult,
-    outcome_of,
     queued,
     rejected,
     spawner_result,
@@ -296,46 +295,35 @@ class Spawner:
         """Wait for a slot (unless ``taken``, and the row written as running), run the
         runtime, and record the outcome whatever happens."""
         started = time.monotonic()
-        result = RuntimeResult()
-        status, error = "failed", None
+        end = Ending()
         try:
-            if progress and not taken:  # nothing is awaited before the taken slot is held
-                await progress("queued")
-            # A session waiting for a place (workers = "any" with no live worker) is queued.
-            async with (
-                self._admission.slot(reservation, taken=taken),
-                self._placement.place(request) as place,
-            ):
-                if not taken:
-                    await self._lifecycle.running(sid, request.timeout_s)
-                elif progress:  # the caller hears the same steps either way
+            with end.caught(self.config, sid):
+                if progress and not taken:  # nothing is awaited before the taken slot is held
                     await progress("queued")
-                started = time.monotonic()
-                if progress:
-                    await progress("running")
-                watched = self.activity.watch(sid, progress)
-                result = await self._run(request, sid, parent, watched, place)
-                fields = self.adapter.cumulative_on_resume
-                result = await recorded_share(self._lifecycle, fields, sid, result, parent)
-            status = "succeeded"
-        except RuntimeFailure as exc:
-            result, error = exc.partial, explain(self.config, str(exc))
-        except asyncio.CancelledError as exc:
-            # whoever cancelled says why; a bare cancel is the drain's
-            reason = exc.args[0] if exc.args and isinstance(exc.args[0], str) else SHUTDOWN
-            status, error = "cancelled", reason
-            raise
-        except ButlerError as exc:
-            error = str(exc)
-        except Exception as exc:
-            log.exception("session %s crashed", sid)
-            error = f"internal error: {type(exc).__name__}: {exc}"
+                # A session waiting for a place (workers = "any", no live worker) is queued.
+                async with (
+                    self._admission.slot(reservation, taken=taken),
+                    self._placement.place(request) as place,
+                ):
+                    if not taken:
+                        await self._lifecycle.running(sid, request.timeout_s)
+                    elif progress:  # the caller hears the same steps either way
+                        await progress("queued")
+                    started = time.monotonic()
+                    if progress:
+                        await progress("running")
+                    watched = self.activity.watch(sid, progress)
+                    end.result = await self._run(request, sid, parent, watched, place)
+                    fields = self.adapter.cumulative_on_resume
+                    end.result = await recorded_share(
+                        self._lifecycle, fields, sid, end.result, parent
+                    )
         finally:
             self.activity.close(sid)
             if not self.adapter.supports_resume:  # nothing will read its home again
                 discard_home(self.config, sid)
             outcome = await self._lifecycle.complete(
-                sid, outcome_of(status, error, result, started), result.tool_calls
+                sid, end.outcome(started), end.result.tool_calls
             )
         return outcome
 
