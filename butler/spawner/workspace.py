@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import os
 import re
 import shutil
 import tempfile
@@ -36,8 +37,10 @@ OWNER_FILE = ".owner-pid"
 #: Where a session's files (a chat message's attachments) are placed in its workspace.
 FILES_DIR = "files"
 _FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-#: ``..._<owner mark>_<uuid>`` at the end of a workspace's name.
-_OWNED_NAME = re.compile(r"_(\d+(?:\.\d+)?)_[0-9a-f]{8}-[0-9a-f-]{27}$")
+#: ``..._<owner mark>_<uuid>`` (or ``...-<owner mark>_<uuid>``: ``butler-ask-``) at the
+#: end of a workspace's name. Anchored at the end, not after the sweep's prefix: the
+#: sweep of butler "foo" also sees the workspaces of butler "foo_bar".
+_OWNED_NAME = re.compile(r"[_-](\d+(?:\.\d+)?)_[0-9a-f]{8}-[0-9a-f-]{27}$")
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,9 @@ def _owner_alive(folder: Path) -> bool:
     # Named by pid and start time: a daemon restarted in a container has the pid of the
     # one killed before, whose workspaces are not its own.
     owned = _OWNED_NAME.search(folder.name)
-    if owned:
+    # A bare pid there may be the end of a butler's name ("foo_7") in a workspace made
+    # before the upgrade: its owner file, when there is one, says whose it is.
+    if owned and ("." in owned.group(1) or not os.path.lexists(folder / OWNER_FILE)):
         return not owner_gone(owned.group(1))
     # A workspace made before the owner was in its name: the runtime could write it, so
     # its owner file is data, read bounded and never through a link (a FIFO or

@@ -1,6 +1,6 @@
 """SubagentRunner: ask an agent CLI about configured sources, or chat with it.
 
-Each call gets a private temp folder ``<system temp>/butler-ask-<uuid>/``:
+Each call gets a private temp folder ``<system temp>/butler-ask-<owner>_<uuid>/``:
 
 - empty MCP configs in every CLI's format (``.mcp.json``,
   ``.gemini/settings.json``, ``.cursor/mcp.json``, ``opencode.json``, and

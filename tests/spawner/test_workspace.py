@@ -96,6 +96,32 @@ def test_a_sweep_never_takes_a_workspace_while_it_is_being_made():
         making.remove()
 
 
+@pytest.mark.parametrize("prefix", ["butler-ask-", "butler_foo_"])
+def test_a_live_workspace_survives_the_sweep_of_any_prefix(prefix):
+    """`butler ask` sweeps its own prefix, which ends in "-", before every call: a second
+    ask at the same time took the first one's workspace while its agent ran."""
+    live = Workspace(prefix).create()
+    other_butler = Workspace(f"{prefix}bar_").create()  # butler "foo_bar" under "foo"'s glob
+    try:
+        assert sweep_leftovers(prefix) == []
+        assert live.path.is_dir() and other_butler.path.is_dir()
+    finally:
+        live.remove()
+        other_butler.remove()
+
+
+def test_a_butler_name_ending_in_digits_is_not_read_as_an_owner():
+    """A workspace of butler "foo_7" made before the upgrade ends in "_7_<uuid>": its owner
+    file says whose it is, not pid 7."""
+    prefix = f"butler_digits{uuid.uuid4().hex[:8]}_7_"
+    live = _made_before_owners_were_named(prefix, owner_mark())
+    dead = _made_before_owners_were_named(prefix, str(_ended_pid()))
+    try:
+        assert sweep_leftovers(prefix) == [dead] and live.is_dir()
+    finally:
+        shutil.rmtree(live)
+
+
 def _made_before_owners_were_named(prefix: str, owner: str | None) -> Path:
     folder = temp_root() / f"{prefix}{uuid.uuid4()}"
     folder.mkdir(mode=0o700)
