@@ -180,6 +180,11 @@ class CompletionWriter:
                 exc,
                 extra={"session_id": session_id},
             )
+            # Nor would the next start: a worker's result left for this session would
+            # be taken over and refused again at every start. Without it, that start
+            # fails the row as it fails any other left open.
+            with contextlib.suppress(*TRANSIENT, asyncpg.PostgresError):
+                await self.sessions.drop_handed_result(uuid.UUID(session_id))
         try:
             await asyncio.to_thread(self.journal.remove, session_id)
         except OSError as exc:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -68,8 +67,6 @@ from butler.store.session_jobs import SessionJobs
 from butler.store.sessions import SessionOutcome, SessionStore
 from butler.store.workers import WorkerRows
 from butler.telemetry import trace_id_of, tracer
-
-log = logging.getLogger(__name__)
 
 
 class Spawner:

@@ -224,6 +224,11 @@ class SessionStore:
         )
         return outcome
 
+    async def drop_handed_result(self, session_id: uuid.UUID) -> None:
+        """Drop a result a worker handed back for the session, unrecorded: for a row the
+        database refused to complete (butler/spawner/completions.py)."""
+        await self.db.execute("DELETE FROM session_results WHERE session_id = $1", session_id)
+
     async def get(self, session_id: uuid.UUID | str) -> dict[str, Any] | None:
         try:
             key = uuid.UUID(str(session_id))

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import uuid
 
+import asyncpg
+
 from butler.config import load_config
+from butler.spawner.completions import CompletionWriter
 from butler.spawner.remote import wait_for_worker
 from butler.store.session_jobs import SessionJobs
 from butler.store.sessions import NewSession, SessionOutcome, SessionStore
@@ -26,5 +29,26 @@ async def test_a_result_handed_back_stays_until_the_sessions_row_records_it(db, 
             SessionOutcome("succeeded", True, result.output, None, [], duration_ms=5),
         )
         assert await jobs.handed_back() == set()
+    finally:
+        await jobs.close()
+
+
+async def test_a_completion_the_database_refuses_leaves_no_result_to_take_over_again(db, tmp_path):
+    """Refused, the row stays open: its result kept, every later start would take the
+    session over and be refused again (and remember its output again). Dropped, the next
+    start fails the row as it fails any left open."""
+    store, jobs = SessionStore(db), SessionJobs(db)
+    sid = str(await store.create(NewSession("summarise", "external", "fake")))
+    await jobs.put_result(sid, "w1", {"status": "succeeded", "result": {"output": "done"}})
+
+    async def refuse(*_args: object) -> None:
+        raise asyncpg.exceptions.CheckViolationError("the row breaks a constraint")
+
+    store.complete = refuse  # type: ignore[method-assign]
+    writer = CompletionWriter(store, tmp_path / "completions.jsonl")
+    await writer.write(sid, SessionOutcome("succeeded", True, "done", None, [], duration_ms=5))
+    try:
+        assert await jobs.handed_back() == set()
+        assert (await SessionStore(db).get(sid))["status"] != "succeeded"
     finally:
         await jobs.close()
