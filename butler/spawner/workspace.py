@@ -17,12 +17,13 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import errno
 import os
 import re
 import shutil
 import tempfile
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,30 +88,47 @@ class Workspace:
         try:
             self.path.mkdir(mode=0o700)
         except OSError as exc:
-            raise ButlerError(
-                f"cannot create the session's workspace in {self.path.parent}: "
-                f"{exc.strerror or exc}; free space there or set TMPDIR to a folder with room"
-            ) from None
+            raise self._no_room(exc) from None
         return self
 
     def write(self, files: Mapping[Path, str]) -> None:
         """Write the config files a runtime asked for (paths inside this workspace)."""
-        write_files(files, (self.path,))
+        with self._room():
+            write_files(files, (self.path,))
 
     def place(self, files: Sequence[SessionFile]) -> str:
         """Write ``files`` under ``files/``; the lines that tell the runtime where they are."""
         if not files:
             return ""
         folder = self.path / FILES_DIR
-        folder.mkdir(mode=0o700)
         lines = ["", "", "Files that came with this message, for you to read:"]
-        for file in files:
-            path = folder / file.name
-            # A name given twice is refused, never overwritten.
-            write_private(path, file.data, how="exclusive")
-            note = f" ({file.note})" if file.note else ""
-            lines.append(f"- {path}{note}")
+        with self._room():
+            folder.mkdir(mode=0o700)
+            for file in files:
+                path = folder / file.name
+                # A name given twice is refused, never overwritten.
+                write_private(path, file.data, how="exclusive")
+                note = f" ({file.note})" if file.note else ""
+                lines.append(f"- {path}{note}")
         return "\n".join(lines)
+
+    @contextlib.contextmanager
+    def _room(self) -> Iterator[None]:
+        """A temp folder that fills up while the workspace is written is named as such:
+        the fix is the user's (room, or TMPDIR), not a fault of butler's."""
+        try:
+            yield
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise self._no_room(exc) from None
+
+    def _no_room(self, exc: OSError) -> ButlerError:
+        return ButlerError(
+            f"cannot create the session's workspace in {self.path.parent}: "
+            f"{os.strerror(exc.errno) if exc.errno else exc}; "
+            "free space there or set TMPDIR to a folder with room"
+        )
 
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
