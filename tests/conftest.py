@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -33,6 +34,13 @@ os.environ.setdefault("BUTLER_SANDBOX", "none")
 #: The suite runs as root on its machines; the daemons it starts are told that is meant
 #: (tests/test_root.py proves the refusal without it).
 os.environ.setdefault("BUTLER_ALLOW_ROOT", "1")
+
+#: A suite started in the background by a shell without job control (``cmd &``) has
+#: SIGINT ignored, and every process it starts inherits that: the tests that stop a
+#: daemon or an ask with Ctrl-C would wait for ever. Handled here, it is the default
+#: again in what this process starts (an exec resets handled signals, not ignored ones).
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 #: The test database: TEST_DATABASE_URL, the machine's PostgreSQL, or an embedded one.
 _DATABASE = SuiteDatabase()
