@@ -31,21 +31,13 @@ import asyncpg
 
 from butler.errors import DatabaseError
 from butler.security.private_files import replace_private, write_private
+from butler.store.outages import UNREACHABLE
 from butler.store.sessions import SessionOutcome, SessionStore
 
 log = logging.getLogger(__name__)
 
-#: Errors that mean "the database is not reachable right now", worth retrying.
-TRANSIENT = (
-    OSError,
-    TimeoutError,
-    DatabaseError,
-    asyncpg.InterfaceError,
-    # the connection's protocol state broke as the server went away mid-query
-    asyncpg.InternalClientError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.OperatorInterventionError,
-)
+#: Errors that mean "the database cannot take this right now", worth retrying.
+TRANSIENT = (*UNREACHABLE, DatabaseError)
 FIRST_BACKOFF_S = 0.2
 MAX_BACKOFF_S = 10.0
 

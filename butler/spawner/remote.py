@@ -24,6 +24,7 @@ from butler.runtimes.base import RuntimeFailure, RuntimeResult, ToolCall, Usage
 from butler.security.session_tokens import SessionTokens
 from butler.spawner.placement import Placement
 from butler.spawner.request import TriggerRequest
+from butler.store.outages import UNREACHABLE
 from butler.store.session_jobs import SessionJob, SessionJobs
 
 log = logging.getLogger(__name__)
@@ -116,17 +117,31 @@ async def wait_for_worker(
     except TimeoutError:
         if job_id is not None:
             await withdraw(jobs, job_id)
-        since = "" if elapsed is None else " of its start (its daemon restarted meanwhile)"
-        raise RuntimeFailure(
-            f"no worker reported this session within {limit:g} s{since}: check that "
-            f"`butler worker` runs for {config.name} (`butler workers`) and reaches "
-            f"{config.callback_url}"
-        ) from None
+        # A result handed back as the bound ran out (its wake-up missed, or before a
+        # restarted daemon first looked) is the session's all the same.
+        late = await _late_result(jobs, session_id)
+        if late is None:
+            since = "" if elapsed is None else " of its start (its daemon restarted meanwhile)"
+            raise RuntimeFailure(
+                f"no worker reported this session within {limit:g} s{since}: check that "
+                f"`butler worker` runs for {config.name} (`butler workers`) and reaches "
+                f"{config.callback_url}"
+            ) from None
+        worker, handed = late
     finally:
         waiting.cancel()
     # The result stays in the database until the session's row records it (in the same
     # statement, SessionStore.complete): a daemon killed before then finds it again.
     return result_of(worker, handed)
+
+
+async def _late_result(jobs: SessionJobs, session_id: str) -> tuple[str, dict[str, Any]] | None:
+    """The session's result if a worker handed it back, read once; None when the database
+    cannot say (its outage outlasted the session's bound)."""
+    try:
+        return await jobs.result(session_id)
+    except UNREACHABLE:
+        return None
 
 
 def result_of(worker: str, handed: dict[str, Any]) -> RuntimeResult:

@@ -25,6 +25,7 @@ from typing import Any
 import asyncpg
 
 from butler.store.db import Database, quote_ident
+from butler.store.outages import UNREACHABLE
 
 #: The one job kind of a butler's queue; its concurrency limit is the butler's own.
 ENTRYPOINT = "session"
@@ -32,15 +33,6 @@ ENTRYPOINT = "session"
 RESULTS_CHANNEL = "butler_session_results"
 #: How often a waiting daemon looks at the table when no NOTIFY came.
 POLL_S = 2.0
-#: Errors that mean the database cannot be reached right now: a wait goes on through them.
-UNREACHABLE = (
-    OSError,
-    TimeoutError,
-    asyncpg.InterfaceError,
-    asyncpg.InternalClientError,  # a query cut off by the server going away
-    asyncpg.PostgresConnectionError,
-    asyncpg.OperatorInterventionError,  # the server shutting down
-)
 
 
 @dataclasses.dataclass(frozen=True)

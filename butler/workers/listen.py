@@ -24,7 +24,7 @@ import asyncpg
 from pgqueuer import AsyncpgPoolDriver
 
 from butler.spawner.completions import FIRST_BACKOFF_S, MAX_BACKOFF_S
-from butler.store.session_jobs import UNREACHABLE
+from butler.store.outages import UNREACHABLE
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,8 @@ from butler.processes import start_ticks
 from butler.spawner.completions import FIRST_BACKOFF_S, MAX_BACKOFF_S
 from butler.spawner.remote import PICKUP_GRACE_S
 from butler.spawner.worker_runs import WorkerRuns
-from butler.store.session_jobs import UNREACHABLE, SessionJob, SessionJobs
+from butler.store.outages import UNREACHABLE
+from butler.store.session_jobs import SessionJob, SessionJobs
 from butler.workers import ledger
 
 log = logging.getLogger(__name__)

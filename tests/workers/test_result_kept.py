@@ -1,17 +1,20 @@
-"""A worker's result stays in the database until the session's row records it: a daemon
-killed after reading it, before writing the row, finds it again at its next start."""
+"""A worker's result is the session's until its row records it: kept in the database
+through a kill, a refusal or an outage of the database, and read once more as the
+session's bound runs out."""
 
 from __future__ import annotations
 
 import uuid
 
 import asyncpg
+import pytest
 
 from butler.config import load_config
 from butler.spawner.completions import CompletionWriter
 from butler.spawner.remote import wait_for_worker
 from butler.store.session_jobs import SessionJobs
 from butler.store.sessions import NewSession, SessionOutcome, SessionStore
+from tests.helpers import eventually
 
 
 async def test_a_result_handed_back_stays_until_the_sessions_row_records_it(db, butler_dir):
@@ -50,5 +53,56 @@ async def test_a_completion_the_database_refuses_leaves_no_result_to_take_over_a
     try:
         assert await jobs.handed_back() == set()
         assert (await SessionStore(db).get(sid))["status"] != "succeeded"
+    finally:
+        await jobs.close()
+
+
+async def test_a_result_handed_back_as_the_bound_runs_out_is_recorded_not_failed(db, butler_dir):
+    """A restarted daemon past the session's bound (or a live wait whose wake-up was
+    missed in its last seconds) reads the table once more before it says no worker
+    reported: the result there is the session's."""
+    store, jobs = SessionStore(db), SessionJobs(db)
+    sid = str(await store.create(NewSession("summarise", "external", "fake")))
+    await jobs.put_result(sid, "w1", {"status": "succeeded", "result": {"output": "done"}})
+    try:
+        result = await wait_for_worker(load_config(butler_dir), jobs, sid, None, 10, elapsed=20)
+        assert result.output == "done"
+    finally:
+        await jobs.close()
+
+
+@pytest.mark.parametrize(
+    "outage",
+    [
+        asyncpg.exceptions.ReadOnlySQLTransactionError,  # a standby during a failover
+        asyncpg.exceptions.TooManyConnectionsError,
+        asyncpg.exceptions.DiskFullError,
+        asyncpg.exceptions.DeadlockDetectedError,
+    ],
+)
+async def test_a_completion_the_database_cannot_take_yet_is_retried_not_dropped(
+    db, tmp_path, outage
+):
+    """Taken for a refusal, such an error dropped the outcome (and the worker's result):
+    the caller was told it succeeded, and the next start failed the row."""
+    store, jobs = SessionStore(db), SessionJobs(db)
+    sid = str(await store.create(NewSession("summarise", "external", "fake")))
+    await jobs.put_result(sid, "w1", {"status": "succeeded", "result": {"output": "done"}})
+    complete, attempts = store.complete, []
+
+    async def outage_then_back(*args: object) -> SessionOutcome:
+        attempts.append(args)
+        if len(attempts) == 1:
+            raise outage("not now")
+        return await complete(*args)  # type: ignore[arg-type]
+
+    store.complete = outage_then_back  # type: ignore[method-assign]
+    writer = CompletionWriter(store, tmp_path / "completions.jsonl")
+    outcome = SessionOutcome("succeeded", True, "done", None, [], duration_ms=5)
+    try:
+        assert await writer.write(sid, outcome) is False  # being retried
+        await eventually(lambda: writer.pending == 0, timeout=30)
+        assert (await SessionStore(db).get(sid))["status"] == "succeeded"
+        assert await jobs.handed_back() == set()
     finally:
         await jobs.close()
