@@ -12,6 +12,7 @@ resume from the parent session's home.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from pathlib import Path
@@ -30,6 +31,10 @@ def session_home(butler: Install, session_id: str, parent_id: str | None = None)
     if seed.is_dir():
         shutil.copytree(seed, home, symlinks=True, dirs_exist_ok=True)
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # Its age is its own from now: the copy took the seed's time, and a seed an owner
+    # logged a CLI into months ago made every new home look past keeping, so the next
+    # start's prune (or a worker's on this machine) removed it while its session ran.
+    os.utime(home)
     return home
 
 
@@ -44,7 +49,11 @@ def prune_homes(butler: Install, keep_days: float = HOME_KEEP_DAYS) -> list[Path
     cutoff = time.time() - keep_days * 86400
     removed = []
     for home in homes.iterdir() if homes.is_dir() else []:
-        if home.is_dir() and home.stat().st_mtime < cutoff:
+        try:
+            stale = home.is_dir() and home.stat().st_mtime < cutoff
+        except OSError:  # removed meanwhile (its session ended and could not resume)
+            continue
+        if stale:
             shutil.rmtree(home, ignore_errors=True)
             removed.append(home)
     return removed

@@ -291,6 +291,29 @@ async def test_resume_of_unknown_session_is_a_clear_error(make_spawner):
         await spawner.trigger(TriggerRequest("x", resume_session_id=str(uuid.uuid4())))
 
 
+async def test_a_new_sessions_home_is_not_pruned_for_the_age_of_the_seed_it_was_copied_from(
+    make_spawner,
+):
+    """An owner logs a CLI into the butler's home seed once; months later, each new home
+    was a copy that kept the seed's time, and any start (the daemon's, or a worker's on
+    this machine) pruned it as past keeping while its session still ran."""
+    import os
+    import time
+
+    from butler.paths import butler_dir
+    from butler.spawner.homes import HOME_KEEP_DAYS, session_home
+
+    spawner = make_spawner()
+    seed = butler_dir(spawner.config) / "home"
+    (seed / ".claude").mkdir(parents=True)
+    logged_in = time.time() - (HOME_KEEP_DAYS + 60) * 86400
+    os.utime(seed, (logged_in, logged_in))
+    home = session_home(spawner.config, str(uuid.uuid4()))
+    assert (home / ".claude").is_dir()
+    assert not [path for path in spawner.sweep() if path.parent == home.parent]
+    assert home.is_dir()
+
+
 async def test_sweep_prunes_session_homes_past_keeping(make_spawner):
     import os
     import time
