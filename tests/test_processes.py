@@ -39,9 +39,13 @@ def test_marks_it_did_not_make_are_left_alone_and_a_bare_pid_of_its_own_is_a_pre
     assert owner_gone(str(os.getpid()))  # this process marks its own with a start
 
 
-def test_jail_folders_of_a_killed_daemon_with_this_daemons_pid_are_swept():
+def test_jail_folders_of_a_killed_daemon_with_this_daemons_pid_are_swept(monkeypatch):
     # A daemon restarted in a container has the killed one's pid; the killed one's jail
     # folders (launch scripts, sockets) must go, this daemon's own stay.
+    # In a temp folder of its own: a daemon another test starts sweeps the system one,
+    # and would take the "killed" folder before this sweep does.
+    private = Path(tempfile.mkdtemp(prefix="bw-", dir="/tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
     mine = new_jail_folder()
     tag = uuid.uuid4().hex[:8]
     earlier = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{tag}", dir=mine.parent))
@@ -55,3 +59,4 @@ def test_jail_folders_of_a_killed_daemon_with_this_daemons_pid_are_swept():
                 for item in folder.iterdir():
                     item.unlink()
                 folder.rmdir()
+        private.rmdir()

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import signal
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import butler_client, wait_until
-from tests.sandbox.conftest import Jailed
+from tests.helpers import butler_client, require_jail, wait_until
+from tests.sandbox.conftest import Jailed, jailed_butler
 
 pytestmark = pytest.mark.slow
 
@@ -39,7 +40,20 @@ async def test_a_setsid_grandchild_is_gone_when_the_session_times_out(jailed: Ja
     await asyncio.to_thread(wait_until, lambda: not processes_naming(str(marker)), 10)
 
 
-async def test_kill_9_of_the_daemon_leaves_no_runtime_process(jailed: Jailed):
+async def test_kill_9_of_the_daemon_leaves_no_runtime_process(tmp_path: Path, schema_name: str):
+    require_jail()
+    # A temp folder of its own: a daemon another test starts meanwhile sweeps the system
+    # one, and would take the killed daemon's jail folder before this test looks for it.
+    tmp = Path(tempfile.mkdtemp(prefix="bw-", dir="/tmp"))
+    daemon, folder, data = jailed_butler(tmp_path, schema_name, env={"TMPDIR": str(tmp)})
+    try:
+        with daemon:
+            await _killed_daemon_leaves_no_runtime(Jailed(daemon, folder, data, schema_name), tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+async def _killed_daemon_leaves_no_runtime(jailed: Jailed, tmp: Path) -> None:
     marker = jailed.folder / "orphan.pid"
     plan = json.dumps({"setsid": str(marker)})
     async with butler_client(f"{jailed.daemon.url}/mcp", timeout=60) as client:
@@ -58,14 +72,20 @@ async def test_kill_9_of_the_daemon_leaves_no_runtime_process(jailed: Jailed):
     await asyncio.to_thread(wait_until, gone, 10)
     # Its jail's folder (launch script, options file, proxy socket) outlived it...
     killed = str(jailed.daemon.proc.pid)
-    left = [f for f in jail_folders() if (f / ".owner-pid").read_text().split(".")[0] == killed]
+    left = [f for f, owner in jail_folders(tmp) if owner.split(".")[0] == killed]
     assert len(left) == 1, left
     # ...until the next start of a daemon, which sweeps what dead owners left.
     await asyncio.to_thread(jailed.daemon.start)
     assert not left[0].exists()
 
 
-def jail_folders() -> list[Path]:
-    return [
-        f for f in Path(tempfile.gettempdir()).glob("butler-jail-*") if (f / ".owner-pid").exists()
-    ]
+def jail_folders(root: Path) -> list[tuple[Path, str]]:
+    """The jail folders in ``root``, each with its owner mark (a jail closing meanwhile is
+    not one)."""
+    found = []
+    for folder in root.glob("butler-jail-*"):
+        try:
+            found.append((folder, (folder / ".owner-pid").read_text()))
+        except OSError:
+            continue
+    return found
