@@ -102,20 +102,30 @@ class SessionJobs:
         )
         return gone is not None
 
-    async def claim(self, session_id: str, worker: str) -> str | None:
-        """Mark the session as picked by ``worker``; None when it is the first, else the
-        worker that picked it before (and stopped: its job came round again)."""
+    async def claim(self, session_id: str, worker: str, pickup: str) -> str | None:
+        """Mark the session as picked by ``worker`` in its pickup ``pickup`` (a token of
+        that one pickup); None when it is the first, or when the claim there is this very
+        pickup's (made by an earlier try whose reply an outage lost); else the worker that
+        picked it before (and stopped: its job came round again)."""
+        key = uuid.UUID(session_id)
         claimed = await self.db.fetchval(
-            "UPDATE sessions SET metadata = metadata || jsonb_build_object('worker', $2::text)"
+            "UPDATE sessions SET metadata = metadata"
+            " || jsonb_build_object('worker', $2::text, 'pickup', $3::text)"
             " WHERE id = $1 AND NOT metadata ? 'worker' RETURNING id",
-            uuid.UUID(session_id),
+            key,
             worker,
+            pickup,
         )
         if claimed is not None:
             return None
-        return await self.db.fetchval(
-            "SELECT metadata->>'worker' FROM sessions WHERE id = $1", uuid.UUID(session_id)
+        before = await self.db.fetchrow(
+            "SELECT metadata->>'worker' AS worker, metadata->>'pickup' AS pickup"
+            " FROM sessions WHERE id = $1",
+            key,
         )
+        if before is None or before["pickup"] == pickup:
+            return None
+        return before["worker"]
 
     async def open(self, session_id: str) -> bool:
         """Whether the session's row is still open: a result for it is still awaited."""

@@ -36,6 +36,7 @@ from butler.config import ButlerConfig
 from butler.errors import ButlerError, UserError
 from butler.runtimes.registry import get_adapter
 from butler.sandbox import resolve_mode
+from butler.spawner.remote import PICKUP_GRACE_S
 from butler.spawner.worker_runs import WorkerRuns
 from butler.store.credentials import CredentialStore
 from butler.store.db import Database, quote_ident
@@ -44,14 +45,12 @@ from butler.store.session_jobs import ENTRYPOINT, SessionJob, SessionJobs
 from butler.store.sessions import SessionStore
 from butler.workers.listen import RelisteningDriver
 from butler.workers.picked import run_picked
+from butler.workers.pickup import HEARTBEAT_TIMEOUT, admitted
 from butler.workers.registry import Registry
 from butler.workers.sweep import sweep_after_killed
 
 log = logging.getLogger(__name__)
 
-#: A picked session whose worker sent no heartbeat for this long is another worker's
-#: (BUTLER_WORKER_HEARTBEAT_S changes it; the tests shorten it).
-HEARTBEAT_TIMEOUT = timedelta(seconds=float(os.environ.get("BUTLER_WORKER_HEARTBEAT_S") or 60))
 #: Pooled connections of each butler's queue, for its queries (its LISTEN has its own).
 QUEUE_CONNECTIONS = 2
 #: How often PgQueuer looks at the queue when no NOTIFY woke it (its own default; the
@@ -78,17 +77,6 @@ async def reachable(config: ButlerConfig) -> str | None:
     if answer.status_code != 200:
         return f"{url}: HTTP {answer.status_code}"
     return None
-
-
-def stopped(worker: str) -> dict[str, object]:
-    """The result of a session whose worker stopped while it ran."""
-    seconds = HEARTBEAT_TIMEOUT.total_seconds()
-    return {
-        "status": "failed",
-        "error": f"the worker {worker} stopped while this session ran (no heartbeat for "
-        f"{seconds:g} s); it is not run again, since its runtime may have acted already",
-        "result": {},
-    }
 
 
 @dataclass
@@ -171,19 +159,8 @@ class Worker:
             picked = SessionJob.decode(job.payload)
             sid = picked.session_id
             log.info("session picked", extra={"butler": config.name, "session_id": sid})
-            before = await jobs.claim(sid, self.name)
-            if before is not None:
-                # Its worker died mid-run: the runtime may have acted already (mail sent,
-                # state written), so the session is recorded, never run a second time
-                # (unless its row is closed already: then nobody would read the result).
-                if await jobs.open(sid):
-                    await jobs.put_result(sid, self.name, stopped(before))
-                return
-            if not await jobs.open(sid):
-                # Its daemon closed the row before any worker picked the job (a withdrawal
-                # that failed at the session's bound, a row failed at a restart): nobody
-                # waits for a result, and its runtime must not act for a session that ended.
-                log.info("session closed before it was picked: not run", extra={"session_id": sid})
+            bound = (picked.timeout_s or config.runtime.timeout_s) + PICKUP_GRACE_S
+            if not await admitted(jobs, self.name, picked, bound):
                 return
             await run_picked(runs, jobs, self.name, picked, int(job.id))
 

@@ -1,0 +1,77 @@
+"""A job a worker picked: whether it runs the session, waiting out an outage meanwhile.
+
+Between PgQueuer handing over a job and the runtime's start, the worker claims
+the session on its row and checks the row is still open. An error escaping
+here reaches PgQueuer, which deletes the job: the session would never run and
+its daemon would wait out the whole bound. So an outage is waited out (the job
+stays held, its heartbeat going) for as long as the daemon waits, and a claim
+retried after a lost reply is known for this pickup's own by its token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import TypeVar
+
+from butler.spawner.completions import FIRST_BACKOFF_S, MAX_BACKOFF_S
+from butler.store.outages import UNREACHABLE
+from butler.store.session_jobs import SessionJob, SessionJobs
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: A picked session whose worker sent no heartbeat for this long is another worker's
+#: (BUTLER_WORKER_HEARTBEAT_S changes it; the tests shorten it).
+HEARTBEAT_TIMEOUT = timedelta(seconds=float(os.environ.get("BUTLER_WORKER_HEARTBEAT_S") or 60))
+
+
+def stopped(worker: str) -> dict[str, object]:
+    """The result of a session whose worker stopped while it ran."""
+    seconds = HEARTBEAT_TIMEOUT.total_seconds()
+    return {
+        "status": "failed",
+        "error": f"the worker {worker} stopped while this session ran (no heartbeat for "
+        f"{seconds:g} s); it is not run again, since its runtime may have acted already",
+        "result": {},
+    }
+
+
+async def admitted(jobs: SessionJobs, worker: str, job: SessionJob, bound_s: float) -> bool:
+    """Whether ``worker`` runs the session ``job`` is for: claimed here and still open.
+
+    A session another worker held when it stopped is recorded as stopped, never run a
+    second time (its runtime may have acted already); one whose row is closed is not
+    run (nobody waits for it). An outage is waited out for up to ``bound_s``.
+    """
+    sid, pickup = job.session_id, uuid.uuid4().hex
+    before = await _patiently(lambda: jobs.claim(sid, worker, pickup), bound_s)
+    if before is not None:
+        if await _patiently(lambda: jobs.open(sid), bound_s):
+            await _patiently(lambda: jobs.put_result(sid, worker, stopped(before)), bound_s)
+        return False
+    if not await _patiently(lambda: jobs.open(sid), bound_s):
+        # Its daemon closed the row before any worker picked the job (a withdrawal that
+        # failed at the session's bound, a row failed at a restart): nobody waits for a
+        # result, and its runtime must not act for a session that ended.
+        log.info("session closed before it was picked: not run", extra={"session_id": sid})
+        return False
+    return True
+
+
+async def _patiently(call: Callable[[], Awaitable[T]], bound_s: float) -> T:
+    """``call()``, tried again through an outage for up to ``bound_s`` seconds."""
+    delay = FIRST_BACKOFF_S
+    async with asyncio.timeout(bound_s):
+        while True:
+            try:
+                return await call()
+            except UNREACHABLE as exc:
+                log.warning("the database is away at a pickup: waiting (%s)", type(exc).__name__)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, MAX_BACKOFF_S)
