@@ -17,7 +17,8 @@ from collections.abc import Coroutine
 from typing import Any
 
 from butler.processes import start_ticks
-from butler.spawner.completions import FIRST_BACKOFF_S, MAX_BACKOFF_S
+from butler.spawner.completions import TRANSIENT
+from butler.spawner.patience import through_outage
 from butler.spawner.remote import PICKUP_GRACE_S
 from butler.spawner.worker_runs import WorkerRuns
 from butler.store.outages import UNREACHABLE
@@ -109,22 +110,20 @@ async def hand_back(
 ) -> bool:
     """Put ``result`` in the database, waiting through an outage for up to ``bound_s``
     (the daemon waits as long); False when it could not."""
-    delay = FIRST_BACKOFF_S
+    told: list[BaseException] = []
+
+    def away(exc: BaseException) -> None:
+        if not told:  # once: the wait may last as long as the session's bound
+            told.append(exc)
+            log.warning(
+                "the database is away: the session's result waits on this worker",
+                extra={"session_id": session_id, "error": f"{type(exc).__name__}"},
+            )
+
     try:
-        async with asyncio.timeout(bound_s):
-            while True:
-                try:
-                    await jobs.put_result(session_id, worker, result)
-                    return True
-                except UNREACHABLE as exc:
-                    if delay == FIRST_BACKOFF_S:
-                        log.warning(
-                            "the database is away: the session's result waits on this worker",
-                            extra={"session_id": session_id, "error": f"{type(exc).__name__}"},
-                        )
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, MAX_BACKOFF_S)
-    except TimeoutError:
+        await through_outage(lambda: jobs.put_result(session_id, worker, result), bound_s, away)
+        return True
+    except TRANSIENT:
         log.error(
             "the database stayed away: the session's result is kept on this worker's disk "
             "and handed back when it starts again",

@@ -10,21 +10,15 @@ retried after a lost reply is known for this pickup's own by its token.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import uuid
-from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import TypeVar
 
-from butler.spawner.completions import FIRST_BACKOFF_S, MAX_BACKOFF_S
-from butler.store.outages import UNREACHABLE
+from butler.spawner.patience import through_outage
 from butler.store.session_jobs import SessionJob, SessionJobs
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 #: A picked session whose worker sent no heartbeat for this long is another worker's
 #: (BUTLER_WORKER_HEARTBEAT_S changes it; the tests shorten it).
@@ -50,28 +44,20 @@ async def admitted(jobs: SessionJobs, worker: str, job: SessionJob, bound_s: flo
     run (nobody waits for it). An outage is waited out for up to ``bound_s``.
     """
     sid, pickup = job.session_id, uuid.uuid4().hex
-    before = await _patiently(lambda: jobs.claim(sid, worker, pickup), bound_s)
+
+    def away(exc: BaseException) -> None:
+        log.warning("the database is away at a pickup: waiting (%s)", type(exc).__name__)
+
+    before = await through_outage(lambda: jobs.claim(sid, worker, pickup), bound_s, away)
     if before is not None:
-        if await _patiently(lambda: jobs.open(sid), bound_s):
-            await _patiently(lambda: jobs.put_result(sid, worker, stopped(before)), bound_s)
+        if await through_outage(lambda: jobs.open(sid), bound_s, away):
+            result = stopped(before)
+            await through_outage(lambda: jobs.put_result(sid, worker, result), bound_s, away)
         return False
-    if not await _patiently(lambda: jobs.open(sid), bound_s):
+    if not await through_outage(lambda: jobs.open(sid), bound_s, away):
         # Its daemon closed the row before any worker picked the job (a withdrawal that
         # failed at the session's bound, a row failed at a restart): nobody waits for a
         # result, and its runtime must not act for a session that ended.
         log.info("session closed before it was picked: not run", extra={"session_id": sid})
         return False
     return True
-
-
-async def _patiently(call: Callable[[], Awaitable[T]], bound_s: float) -> T:
-    """``call()``, tried again through an outage for up to ``bound_s`` seconds."""
-    delay = FIRST_BACKOFF_S
-    async with asyncio.timeout(bound_s):
-        while True:
-            try:
-                return await call()
-            except UNREACHABLE as exc:
-                log.warning("the database is away at a pickup: waiting (%s)", type(exc).__name__)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, MAX_BACKOFF_S)
