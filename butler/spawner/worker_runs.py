@@ -18,19 +18,17 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from butler.config import ButlerConfig
-from butler.runtimes.base import RuntimeAdapter, RuntimeFailure, RuntimeResult
+from butler.errors import ButlerError
+from butler.runtimes.base import RuntimeFailure, RuntimeResult
 from butler.runtimes.process import PROCESS_STARTED
 from butler.spawner.execution import Execution, SessionRun
 from butler.spawner.homes import discard_home
 from butler.spawner.workspace import SessionFile
-from butler.store.credentials import CredentialStore
-from butler.store.memory import Memory
 from butler.store.session_jobs import SessionJob
-from butler.store.sessions import SessionStore
 
 
 class GivenToken:
@@ -62,21 +60,14 @@ def handed(status: str, error: str | None, result: RuntimeResult) -> dict[str, A
 
 @dataclass
 class WorkerRuns:
-    """Runs one butler's picked sessions on this machine, each in a workspace of its own."""
+    """Runs one butler's picked sessions on this machine, each in a workspace of its own
+    (``execution`` is made by the worker, its sandbox decided once when it starts)."""
 
-    config: ButlerConfig
-    adapter: RuntimeAdapter
-    credentials: CredentialStore
-    sessions: SessionStore
-    memory: Memory | None
-    #: "bwrap" (jailed) or "none", decided once when the worker starts.
-    sandbox: str
-    execution: Execution = field(init=False)
+    execution: Execution
 
-    def __post_init__(self) -> None:
-        self.execution = Execution(
-            self.config, self.adapter, self.credentials, self.sessions, self.memory, self.sandbox
-        )
+    @property
+    def config(self) -> ButlerConfig:
+        return self.execution.config
 
     async def run(self, job: SessionJob, started: Callable[[int], None]) -> dict[str, Any]:
         """Run ``job``'s runtime here; what to hand back. ``started`` is told its process."""
@@ -87,10 +78,12 @@ class WorkerRuns:
             status = "succeeded"
         except RuntimeFailure as exc:
             error, result = str(exc), exc.partial
+        except ButlerError as exc:  # a cause named for the user (a full temp folder): as is
+            error = str(exc)
         except Exception as exc:  # the daemon records it; the worker goes on with the next
             error = f"internal error on the worker: {type(exc).__name__}: {exc}"
         finally:
-            if not self.adapter.supports_resume:  # nothing will read its home again
+            if not self.execution.adapter.supports_resume:  # nothing will read its home again
                 discard_home(self.config, job.session_id)
         return handed(status, error, result)
 

@@ -36,6 +36,7 @@ from butler.config import ButlerConfig
 from butler.errors import ButlerError, UserError
 from butler.runtimes.registry import get_adapter
 from butler.sandbox import resolve_mode
+from butler.spawner.execution import Execution
 from butler.spawner.remote import PICKUP_GRACE_S
 from butler.spawner.worker_runs import WorkerRuns
 from butler.store.credentials import CredentialStore
@@ -143,12 +144,14 @@ class Worker:
         )
         jobs = SessionJobs(db)
         runs = WorkerRuns(
-            config,
-            get_adapter(config.runtime.type, config.runtime, config.roster_dir),
-            CredentialStore(db, dict(os.environ)),
-            SessionStore(db, config.butler.max_output_bytes),
-            PostgresMemory(db, config.butler.memory.max_episodes),
-            sandbox,
+            Execution(
+                config,
+                get_adapter(config.runtime.type, config.runtime, config.roster_dir),
+                CredentialStore(db, dict(os.environ)),
+                SessionStore(db, config.butler.max_output_bytes),
+                PostgresMemory(db, config.butler.memory.max_episodes),
+                sandbox,
+            )
         )
         await sweep_after_killed(config, db, queries, self.name)
 
