@@ -5,7 +5,7 @@ resumes and reconnects, and its REST client with Discord's rate-limit
 buckets), pointed at ``api_url`` through its public ``rest_url``. The
 channel reads the raw ``MESSAGE_CREATE`` payloads (``ShardPayloadEvent``),
 so what it takes from a message is what Discord's documentation says, and
-keeps no cache of guilds or members.
+keeps no cache of guilds or members (only its own user).
 
 The Gateway has no acknowledgement and no backlog: a session resumed after
 a short break replays what was missed, a new one does not. In a direct
@@ -96,7 +96,7 @@ class DiscordChannel(Channel):
             logs=None,  # the daemon's logging stays the daemon's
             suppress_optimization_warning=True,
             intents=intents,
-            cache_settings=hikari.impl.CacheSettings(components=hikari.api.CacheComponents.NONE),
+            cache_settings=hikari.impl.CacheSettings(components=hikari.api.CacheComponents.ME),
             rest_url=self.settings.api_url,
             max_rate_limit=60,
             max_retries=2,
