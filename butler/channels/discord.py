@@ -90,17 +90,23 @@ class DiscordChannel(Channel):
         if self.settings.message_content:
             intents |= hikari.Intents.MESSAGE_CONTENT
         self._events = asyncio.Queue()
-        bot = hikari.GatewayBot(
-            secret,
-            banner=None,
-            logs=None,  # the daemon's logging stays the daemon's
-            suppress_optimization_warning=True,
-            intents=intents,
-            cache_settings=hikari.impl.CacheSettings(components=hikari.api.CacheComponents.ME),
-            rest_url=self.settings.api_url,
-            max_rate_limit=60,
-            max_retries=2,
-        )
+        try:
+            bot = hikari.GatewayBot(
+                secret,
+                banner=None,
+                logs=None,  # the daemon's logging stays the daemon's
+                suppress_optimization_warning=True,
+                intents=intents,
+                cache_settings=hikari.impl.CacheSettings(components=hikari.api.CacheComponents.ME),
+                rest_url=self.settings.api_url,
+                max_rate_limit=60,
+                max_retries=2,
+            )
+        except ValueError:  # hikari reads the bot's id out of the token first
+            raise Misconfigured(
+                "discord: the bot token is not one; expected the token of the Developer "
+                "Portal's Bot page"
+            ) from None
         bot.subscribe(hikari.ShardPayloadEvent, self._on_payload)
         self._bot = bot
         self._http = aiohttp.ClientSession()

@@ -63,7 +63,7 @@ REFUSED = {
 SAID = {None, "file_share", "thread_broadcast"}
 #: What the bot shows while an answer is written.
 THINKING = "is thinking…"
-#: Messages whose "thinking" status was cleared by an answer, at most (oldest forgotten).
+#: Answered messages remembered, so a late typing renewal sets no status again.
 ANSWERED_KEPT = 1000
 
 
@@ -86,7 +86,9 @@ class SlackChannel(Channel):
         self._hello = asyncio.Event()
         self._unacked: list[str] = []
         self._names: dict[str, str | None] = {}
+        #: Messages answered (their status cleared), and those showing "is thinking…".
         self._answered: dict[str, None] = {}
+        self._thinking: set[str] = set()
 
     @property
     def max_reply_chars(self) -> int:
@@ -223,16 +225,21 @@ class SlackChannel(Channel):
             ),
             "the bot token",
         )
-        if to.external_id not in self._answered:
-            self._answered[to.external_id] = None
-            while len(self._answered) > ANSWERED_KEPT:
-                del self._answered[next(iter(self._answered))]
+        self._answered[to.external_id] = None
+        while len(self._answered) > ANSWERED_KEPT:
+            del self._answered[next(iter(self._answered))]
+        if to.external_id in self._thinking:
+            self._thinking.discard(to.external_id)
             await self._status(to, "")
         return f"{to.chat}:{sent['ts']}"
 
     async def typing(self, to: Inbound) -> None:
-        if to.external_id not in self._answered:
-            await self._status(to, THINKING)
+        if to.external_id in self._answered:
+            return
+        self._thinking.add(to.external_id)
+        await self._status(to, THINKING)
+        if to.external_id in self._answered:  # answered while the status was on its way
+            await self._status(to, "")
 
     async def _status(self, to: Inbound, status: str) -> None:
         """Slack's loading status under the person's message ("" clears it)."""

@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import re
 import secrets
 import threading
 import time
@@ -180,6 +181,9 @@ class FakeSlack:
     ) -> str:
         """``user`` writes (to the app by default, or in ``channel``); the message's ts.
 
+        ``text`` is what the person typed, with Slack's markup for a mention
+        (``<@U0BUTLER>``); it is escaped as Slack escapes it.
+
         In a channel, a mention of the app comes as ``app_mention`` and, as the
         app also reads the channel, as ``message``: the same message twice.
         """
@@ -188,7 +192,7 @@ class FakeSlack:
         event: dict[str, Any] = {
             "type": "message",
             "user": user.id,
-            "text": text,
+            "text": _escaped(text),
             "ts": ts,
             "event_ts": ts,
             "channel": channel,
@@ -215,7 +219,8 @@ class FakeSlack:
     def add_file(self, data: bytes, name: str, mimetype: str, size: int | None = None) -> dict:
         """A file a person shares; its entry as a message's ``files`` carries it."""
         file_id = f"F{len(self.files) + 1:07d}"
-        url = f"{self.url}/files-pri/{TEAM}-{file_id}/{name}"
+        # Slack puts a cleaned name in the address, never the sender's path.
+        url = f"{self.url}/files-pri/{TEAM}-{file_id}/{re.sub(r'[^A-Za-z0-9._-]', '_', name)}"
         entry = {
             "id": file_id,
             "name": name,
@@ -319,7 +324,8 @@ class FakeSlack:
             while True:
                 data = json.loads(await websocket.receive_text())
                 envelope = data.get("envelope_id") if isinstance(data, dict) else None
-                if envelope and self._unacked.pop(envelope, None) is not None:
+                if envelope:  # a late one is noted too, though Slack has sent it again by then
+                    self._unacked.pop(envelope, None)
                     self.acks.append(envelope)
                     self._note()
         except (WebSocketDisconnect, RuntimeError, ValueError):
@@ -487,9 +493,18 @@ class FakeSlack:
             return Response(status_code=404)  # Slack hides private files from strangers
         file_id = request.path_params["file_id"].removeprefix(f"{TEAM}-")
         found = self.files.get(file_id)
-        if found is None or found["name"] != request.path_params["name"]:
+        if found is None or not found["url_private"].endswith(f"/{request.path_params['name']}"):
             return Response(status_code=404)
         return Response(found["data"], media_type=found["mimetype"])
+
+
+def _escaped(text: str) -> str:
+    """``text`` as Slack sends it: &, <, > escaped, except in its own <@U...> markup."""
+    parts = re.split(r"(<[@#!][A-Za-z0-9|^._-]+>)", text)
+    return "".join(
+        part if i % 2 else part.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        for i, part in enumerate(parts)
+    )
 
 
 async def _params(request: Request) -> dict[str, Any]:
