@@ -206,11 +206,14 @@ class SlackChannel(Channel):
         if user not in self._names:
             try:
                 info = await asyncio.wait_for(self.web.users_info(user=user), 3)
+            except SlackApiError:  # no users:read scope, or no such user: asked no more
+                self._names[user] = None
+            except Exception:  # Slack slow or away: asked again at the next message
+                return None
+            else:
                 profile = info["user"].get("profile") or {}
                 name = profile.get("display_name") or profile.get("real_name")
                 self._names[user] = name or info["user"].get("name")
-            except Exception:
-                return None
         return self._names[user]
 
     async def send(self, to: Inbound, text: str) -> str:

@@ -12,7 +12,7 @@ import ipaddress
 import re
 from typing import ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from butler.config.section import ENV_NAME_PATTERN, Section
 
@@ -213,15 +213,10 @@ class SlackSettings(ChannelSettings):
     def _tokens(cls, value: str) -> str:
         return credential_name(value)
 
-    @field_validator("api_url")
+    @field_validator("api_url", "files_url")
     @classmethod
-    def _api_url(cls, value: str) -> str:
-        return _http_url(value, "api_url")
-
-    @field_validator("files_url")
-    @classmethod
-    def _files_url(cls, value: str) -> str:
-        return _http_url(value, "files_url")
+    def _urls(cls, value: str, info: ValidationInfo) -> str:
+        return _http_url(value, str(info.field_name))
 
 
 class DiscordSettings(BotChannelSettings):

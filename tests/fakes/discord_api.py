@@ -30,20 +30,17 @@ import contextlib
 import itertools
 import json
 import secrets
-import threading
 import time
 import zlib
-from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from tests.fakes.threaded_server import ThreadedServer
+from tests.fakes.socket_server import SocketFake
 
 TOKEN = "MTA5ODc2NTQzMjEwOTg3NjU0.GfAkE1.fake-bot-token-for-the-suite-only"
 BOT_ID = "1098765432109876540"
@@ -118,10 +115,13 @@ class _Shard:
         return self.zlib.compress(text.encode()) + self.zlib.flush(zlib.Z_SYNC_FLUSH)
 
 
-class FakeDiscord:
+class FakeDiscord(SocketFake):
     """One bot's REST API and Gateway, served from a background thread."""
 
+    name = "fake-discord"
+
     def __init__(self, token: str = TOKEN, heartbeat_ms: int = 41_250) -> None:
+        super().__init__()
         self.token = token
         self.heartbeat_ms = heartbeat_ms
         #: Intents the Developer Portal allows this bot beyond the unprivileged ones.
@@ -140,46 +140,16 @@ class FakeDiscord:
         self._shards: list[_Shard] = []
         self._ids = itertools.count(1)
         self._messages: dict[str, dict[str, Any]] = {}
-        self._changed = threading.Condition()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._port: int | None = None
-        self._http: ThreadedServer | None = None
 
     # -- the server -------------------------------------------------------
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._port}"
 
     def settings(self) -> str:
         """The ``[...channels.discord]`` keys that point the channel at this fake."""
         return f'api_url = "{self.url}/api/v10"\nattachment_hosts = ["127.0.0.1"]\n'
 
-    def start(self) -> FakeDiscord:
-        self._http = ThreadedServer(self._app(), "fake-discord", ws="websockets-sansio")
-        self._port = self._http.start(self._port)
-        return self
-
-    def stop(self) -> None:
-        if self._http is not None:
-            self._soon(self._close_all, 1001)
-            self._http.stop()
-            self._http = None
-
-    def __enter__(self) -> FakeDiscord:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _app(self) -> Starlette:
-        @contextlib.asynccontextmanager
-        async def lifespan(app: Starlette) -> AsyncIterator[None]:
-            self._loop = asyncio.get_running_loop()
-            yield
-
+    def routes(self) -> list[BaseRoute]:
         api = "/api/v10"
-        routes = [
+        return [
             Route(f"{api}/gateway/bot", self._gateway_bot, methods=["GET"]),
             Route(f"{api}/users/@me", self._me, methods=["GET"]),
             Route(f"{api}/channels/{{channel}}", self._channel, methods=["GET"]),
@@ -188,16 +158,9 @@ class FakeDiscord:
             Route("/attachments/{channel}/{file}/{name}", self._attachment, methods=["GET"]),
             WebSocketRoute("/gateway", self._gateway),
         ]
-        return Starlette(routes=routes, lifespan=lifespan)
 
-    def _soon(self, call: Callable[..., Any], *args: Any) -> None:
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(call, *args)
-
-    def _note(self) -> None:
-        with self._changed:
-            self._changed.notify_all()
+    def closing(self) -> None:
+        self._close_all(1001)
 
     # -- people -----------------------------------------------------------
 
@@ -229,7 +192,7 @@ class FakeDiscord:
             message["referenced_message"] = replied
         if attachments:
             message["attachments"] = attachments
-        self._soon(self._dispatch, "MESSAGE_CREATE", message)
+        self.soon(self._dispatch, "MESSAGE_CREATE", message)
         return message["id"]
 
     def add_file(self, data: bytes, name: str, content_type: str | None, channel: str) -> dict:
@@ -249,15 +212,15 @@ class FakeDiscord:
 
     def reconnect(self) -> None:
         """Op 7: tell the bot to reconnect and resume, as Discord does before moving a session."""
-        self._soon(self._send_all, {"op": 7, "d": None, "s": None, "t": None})
+        self.soon(self._send_all, {"op": 7, "d": None, "s": None, "t": None})
 
     def invalidate(self, resumable: bool = False) -> None:
         """Op 9: the session is invalid (resumable or not)."""
-        self._soon(self._send_all, {"op": 9, "d": resumable, "s": None, "t": None})
+        self.soon(self._send_all, {"op": 9, "d": resumable, "s": None, "t": None})
 
     def drop(self, code: int = 4000) -> None:
         """Close every connection with ``code`` (4000: unknown error, the bot may resume)."""
-        self._soon(self._close_all, code)
+        self.soon(self._close_all, code)
 
     def rate_limit(self, route: str, times: int = 1, retry_after: float = 0.5) -> None:
         """The next ``times`` requests to ``route`` (e.g. "POST /messages") get 429."""
@@ -266,20 +229,6 @@ class FakeDiscord:
     def texts(self, channel: str) -> list[str]:
         """What the bot wrote in ``channel``, in order."""
         return [m["content"] for m in self.created if m["channel_id"] == channel]
-
-    def wait(self, check: Callable[[], bool], timeout: float = 30.0) -> None:
-        """Until ``check()`` holds (it is asked again at each change)."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while not check():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"not so within {timeout} s")
-                self._changed.wait(min(left, 0.5))
-
-    async def until(self, check: Callable[[], bool], timeout: float = 30.0) -> None:
-        """:meth:`wait` from a test's event loop, which goes on running meanwhile."""
-        await asyncio.to_thread(self.wait, check, timeout)
 
     def _snowflake(self) -> str:
         return str(1_400_000_000_000_000_000 + next(self._ids))
@@ -330,14 +279,14 @@ class FakeDiscord:
                 payload = json.loads(frame.get("text") or frame.get("bytes") or b"{}")
                 self.received.append(payload.get("op"))
                 self._on_gateway(shard, payload)
-                self._note()
+                self.note()
         except (WebSocketDisconnect, RuntimeError, ValueError):
             pass
         finally:
             if shard in self._shards:
                 self._shards.remove(shard)
             writer.cancel()
-            self._note()
+            self.note()
 
     def _on_gateway(self, shard: _Shard, payload: dict[str, Any]) -> None:
         op, data = payload.get("op"), payload.get("d")
@@ -481,7 +430,7 @@ class FakeDiscord:
             return _json(body_error, 400)
         message = self._message(channel, {**_public(BOT), "bot": True}, content)
         self.created.append({**body, "channel_id": channel, "id": message["id"]})
-        self._note()
+        self.note()
         return _json(message, 200, _bucket(f"messages-{channel}"))
 
     async def _typing(self, request: Request) -> Response:
@@ -489,7 +438,7 @@ class FakeDiscord:
         if refused:
             return refused
         self.typing.append(request.path_params["channel"])
-        self._note()
+        self.note()
         return Response(status_code=204, headers=_bucket("typing"))
 
     async def _attachment(self, request: Request) -> Response:

@@ -35,19 +35,17 @@ import json
 import re
 import secrets
 import threading
-import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from tests.fakes.threaded_server import ThreadedServer
+from tests.fakes.socket_server import SocketFake
 
 BOT_TOKEN = "xoxb-1111-2222-fake-bot-token-for-the-suite"
 APP_TOKEN = "xapp-1-A0FAKE-3333-fake-app-token-for-the-suite"
@@ -84,10 +82,13 @@ class _Link:
         self.open = True
 
 
-class FakeSlack:
+class FakeSlack(SocketFake):
     """One Slack app in one workspace, served from a background thread."""
 
+    name = "fake-slack"
+
     def __init__(self, bot_token: str = BOT_TOKEN, app_token: str = APP_TOKEN) -> None:
+        super().__init__()
         self.bot_token, self.app_token = bot_token, app_token
         #: Every message the app posted (chat.postMessage's arguments, "ts" added).
         self.posted: list[dict[str, Any]] = []
@@ -106,68 +107,25 @@ class FakeSlack:
         self._unacked: dict[str, tuple[dict[str, Any], int]] = {}
         self._ts = itertools.count(1)
         self._lock = threading.Lock()
-        self._changed = threading.Condition()
         self.ack_timeout_s = 3.0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._port: int | None = None
-        self._http: ThreadedServer | None = None
 
     # -- the server -------------------------------------------------------
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._port}"
 
     def settings(self) -> str:
         """The ``[...channels.slack]`` keys that point the channel at this fake."""
         return f'api_url = "{self.url}/api"\nfiles_url = "{self.url}"\n'
 
-    def start(self) -> FakeSlack:
-        self._http = ThreadedServer(self._app(), "fake-slack", ws="websockets-sansio")
-        self._port = self._http.start(self._port)
-        return self
-
-    def stop(self) -> None:
-        if self._http is not None:
-            self._soon(self._close_all)
-            self._http.stop()
-            self._http = None
-
-    def restart(self) -> None:
-        """Stop and start again on the same port, keeping every message and envelope."""
-        self.stop()
-        self.start()
-
-    def __enter__(self) -> FakeSlack:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _app(self) -> Starlette:
-        @contextlib.asynccontextmanager
-        async def lifespan(app: Starlette) -> AsyncIterator[None]:
-            self._loop = asyncio.get_running_loop()
-            # What the last run left unacknowledged goes to the next connection.
-            self._waiting += [(p, attempt, "timeout") for p, attempt in self._unacked.values()]
-            self._unacked.clear()
-            yield
-
-        routes = [
+    def routes(self) -> list[BaseRoute]:
+        return [
             Route("/api/{method}", self._method, methods=["GET", "POST"]),
             Route("/files-pri/{file_id}/{name}", self._file, methods=["GET"]),
             WebSocketRoute("/link/", self._link),
         ]
-        return Starlette(routes=routes, lifespan=lifespan)
 
-    def _soon(self, call: Callable[..., Any], *args: Any) -> None:
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            loop.call_soon_threadsafe(call, *args)
-
-    def _note(self) -> None:
-        with self._changed:
-            self._changed.notify_all()
+    def started(self) -> None:
+        # What the last run left unacknowledged goes to the next connection.
+        self._waiting += [(p, attempt, "timeout") for p, attempt in self._unacked.values()]
+        self._unacked.clear()
 
     # -- people -----------------------------------------------------------
 
@@ -213,7 +171,7 @@ class FakeSlack:
             mention = {k: v for k, v in event.items() if k not in ("channel_type", "subtype")}
             events.insert(0, {**mention, "type": "app_mention"})
         for item in events:
-            self._soon(self._deliver, self._callback(item), 0, "")
+            self.soon(self._deliver, self._callback(item), 0, "")
         return ts
 
     def add_file(self, data: bytes, name: str, mimetype: str, size: int | None = None) -> dict:
@@ -237,11 +195,11 @@ class FakeSlack:
 
     def refresh(self) -> None:
         """Ask the app to move to a new connection, as Slack does every few hours."""
-        self._soon(self._refresh)
+        self.soon(self._refresh)
 
     def drop(self) -> None:
         """Close every connection at once, without a word first (a network failure)."""
-        self._soon(self._close_all)
+        self.soon(self.closing)
 
     def rate_limit(self, method: str, times: int = 1, retry_after: int = 1) -> None:
         """The next ``times`` calls of ``method`` get HTTP 429 with ``Retry-After``."""
@@ -250,20 +208,6 @@ class FakeSlack:
     def texts(self, channel: str) -> list[str]:
         """What the app posted in ``channel``, in order."""
         return [p["text"] for p in self.posted if p["channel"] == channel]
-
-    def wait(self, check: Callable[[], bool], timeout: float = 30.0) -> None:
-        """Until ``check()`` holds (it is asked again at each change)."""
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while not check():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"not so within {timeout} s")
-                self._changed.wait(min(left, 0.5))
-
-    async def until(self, check: Callable[[], bool], timeout: float = 30.0) -> None:
-        """:meth:`wait` from a test's event loop, which goes on running meanwhile."""
-        await asyncio.to_thread(self.wait, check, timeout)
 
     def _next_ts(self) -> str:
         n = next(self._ts)
@@ -327,7 +271,7 @@ class FakeSlack:
                 if envelope:  # a late one is noted too, though Slack has sent it again by then
                     self._unacked.pop(envelope, None)
                     self.acks.append(envelope)
-                    self._note()
+                    self.note()
         except (WebSocketDisconnect, RuntimeError, ValueError):
             pass
         finally:
@@ -335,7 +279,7 @@ class FakeSlack:
             if link in self._links:
                 self._links.remove(link)
             writer.cancel()
-            self._note()
+            self.note()
 
     async def _write(self, link: _Link) -> None:
         while True:
@@ -364,9 +308,8 @@ class FakeSlack:
         self.envelopes.append(envelope)
         self._unacked[envelope["envelope_id"]] = (payload, attempt)
         link.outbox.put_nowait(envelope)
-        assert self._loop is not None
-        self._loop.call_later(self.ack_timeout_s, self._unacknowledged, envelope["envelope_id"])
-        self._note()
+        self.later(self.ack_timeout_s, lambda: self._unacknowledged(envelope["envelope_id"]))
+        self.note()
 
     def _unacknowledged(self, envelope: str) -> None:
         found = self._unacked.pop(envelope, None)
@@ -383,11 +326,10 @@ class FakeSlack:
                     "debug_info": {"host": "applink-fake"},
                 }
             )
-        assert self._loop is not None
         # Slack closes the old connection a few seconds later, whether the app moved or not.
-        self._loop.call_later(5.0, lambda: [x.outbox.put_nowait(None) for x in old])
+        self.later(5.0, lambda: [x.outbox.put_nowait(None) for x in old])
 
-    def _close_all(self) -> None:
+    def closing(self) -> None:
         for link in list(self._links):
             link.outbox.put_nowait(None)
 
@@ -454,7 +396,7 @@ class FakeSlack:
         with self._lock:
             self._messages[(channel, ts)] = BOT_USER
             self.posted.append({**params, "channel": channel, "ts": ts})
-        self._note()
+        self.note()
         message = {"type": "message", "user": BOT_USER, "bot_id": BOT_ID, "text": text, "ts": ts}
         if params.get("thread_ts"):
             message["thread_ts"] = params["thread_ts"]
@@ -484,7 +426,7 @@ class FakeSlack:
         if not params.get("channel_id") or not params.get("thread_ts"):
             return _fail("invalid_arguments")
         self.statuses.append(params)
-        self._note()
+        self.note()
         return _ok()
 
     async def _file(self, request: Request) -> Response:
