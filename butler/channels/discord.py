@@ -8,15 +8,20 @@ so what it takes from a message is what Discord's documentation says, and
 keeps no cache of guilds or members (only its own user).
 
 The Gateway has no acknowledgement and no backlog: a session resumed after
-a short break replays what was missed, a new one does not. In a direct
-message the conversation is the chat; in a guild channel the bot answers as
-a reply to the message, and a Discord thread is a conversation of its own.
+a short break replays what was missed, a new one does not. So the cursor
+is the last message recorded in each of the chats talked in lately, and
+every new Gateway session (the first of a start, or one after Discord
+refused a resume) reads back through REST what came after it; a message
+read twice is recognised by its id. In a direct message the conversation is
+the chat; in a guild channel the bot answers as a reply to the message, and
+a Discord thread is a conversation of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import mimetypes
 import re
@@ -52,6 +57,10 @@ REFUSED_CODES = {
 }
 #: Guild channels whose kind (thread or not) the bot remembers, at most.
 PARENTS_KEPT = 2000
+#: Chats whose last recorded message the cursor keeps, the most recent first.
+CURSOR_CHATS = 50
+#: Messages read back per chat at a new Gateway session, at most.
+READ_BACK = 100
 
 
 class DiscordChannel(Channel):
@@ -70,6 +79,9 @@ class DiscordChannel(Channel):
         self.me = ""
         #: A guild channel's parent when it is a thread, "" when it is not.
         self._parents: dict[str, str] = {}
+        #: The cursor: each recent chat's last message read, oldest chat first.
+        self._seen: dict[str, str] = {}
+        self._reading_back: set[asyncio.Task[None]] = set()
 
     @property
     def max_reply_chars(self) -> int:
@@ -90,6 +102,7 @@ class DiscordChannel(Channel):
         if self.settings.message_content:
             intents |= hikari.Intents.MESSAGE_CONTENT
         self._events = asyncio.Queue()
+        self._seen = cursor_of(position)
         try:
             bot = hikari.GatewayBot(
                 secret,
@@ -108,6 +121,7 @@ class DiscordChannel(Channel):
                 "Portal's Bot page"
             ) from None
         bot.subscribe(hikari.ShardPayloadEvent, self._on_payload)
+        bot.subscribe(hikari.ShardReadyEvent, self._on_ready)
         self._bot = bot
         self._http = aiohttp.ClientSession()
         try:
@@ -126,6 +140,26 @@ class DiscordChannel(Channel):
     async def _on_payload(self, event: hikari.ShardPayloadEvent) -> None:
         if event.name == "MESSAGE_CREATE":
             self._events.put_nowait(dict(event.payload))
+
+    async def _on_ready(self, event: hikari.ShardReadyEvent) -> None:
+        """A new Gateway session (not a resume): read back what the last one missed."""
+        if self._seen:
+            task = asyncio.create_task(self._read_back(event.app.rest, dict(self._seen)))
+            self._reading_back.add(task)
+            task.add_done_callback(self._reading_back.discard)
+
+    async def _read_back(self, rest: hikari.api.RESTClient, seen: dict[str, str]) -> None:
+        for channel, last in seen.items():
+            try:
+                async for message in rest.fetch_messages(int(channel), after=int(last)).limit(
+                    READ_BACK
+                ):
+                    self._events.put_nowait(payload_of(message))
+            except hikari.HikariError as exc:  # the chat is gone, or the bot was removed from it
+                log.warning(
+                    "discord messages missed could not be read back",
+                    extra={"chat": channel, "error": type(exc).__name__},
+                )
 
     async def _watch_gateway(self, bot: hikari.GatewayBot) -> None:
         """Tell the reader when hikari gives the Gateway up (it reconnects by itself until then)."""
@@ -150,7 +184,16 @@ class DiscordChannel(Channel):
                 message = await self._in_thread(message)
             if message is not None:
                 found.append(message)
-        return Batch(found)
+                self._saw(message)
+        return Batch(found, json.dumps(self._seen) if found else None)
+
+    def _saw(self, message: Inbound) -> None:
+        """Move the cursor past ``message`` in its chat (recorded before the cursor is stored)."""
+        chat, last = str(message.reply["channel_id"]), str(message.reply["message_id"])
+        before = self._seen.pop(chat, "0")
+        self._seen[chat] = last if int(last) > int(before) else before
+        while len(self._seen) > CURSOR_CHATS:
+            del self._seen[next(iter(self._seen))]
 
     async def _in_thread(self, message: Inbound) -> Inbound:
         """A guild message placed in its channel and thread (a thread is a channel on Discord)."""
@@ -208,10 +251,10 @@ class DiscordChannel(Channel):
         bot, self._bot = self._bot, None
         http, self._http = self._http, None
         watch, self._watch = self._watch, None
-        if watch is not None:
-            watch.cancel()
+        for task in [*self._reading_back, *([watch] if watch else [])]:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await watch
+                await task
         if bot is not None:
             with contextlib.suppress(Exception):
                 await bot.close()
@@ -235,6 +278,58 @@ def _error(exc: BaseException) -> ChannelError:
     if isinstance(exc, hikari.HTTPResponseError):
         return ChannelError(f"discord: {exc.status} {exc.message}")
     return ChannelError(f"discord: {type(exc).__name__}: {exc}")
+
+
+def cursor_of(position: str | None) -> dict[str, str]:
+    """The stored cursor (chat id to its last message id); empty when there is none or it is odd."""
+    try:
+        found = json.loads(position or "{}")
+    except ValueError:
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    return {
+        str(k): str(v)
+        for k, v in list(found.items())[-CURSOR_CHATS:]
+        if str(k).isdigit() and str(v).isdigit()
+    }
+
+
+def payload_of(message: hikari.Message) -> dict[str, Any]:
+    """A message read back by REST, in the Gateway's terms :func:`inbound_of` reads."""
+    author = message.author
+    replied = message.referenced_message
+    replied_author = getattr(replied, "author", None) if replied else None
+    return {
+        "id": str(message.id),
+        "channel_id": str(message.channel_id),
+        "guild_id": str(message.guild_id) if message.guild_id else None,
+        "type": int(message.type),
+        "webhook_id": str(message.webhook_id) if message.webhook_id else None,
+        "author": {
+            "id": str(author.id),
+            "bot": author.is_bot,
+            "username": author.username,
+            "global_name": author.global_name,
+        },
+        "content": message.content or "",
+        "mentions": [{"id": str(user)} for user in message.user_mentions_ids or ()],
+        "referenced_message": (
+            {"author": {"id": str(replied_author.id)}}
+            if isinstance(replied_author, hikari.PartialUser)
+            else None
+        ),
+        "attachments": [
+            {
+                "filename": item.filename,
+                "content_type": item.media_type,
+                "size": item.size,
+                "url": item.url,
+                "duration_secs": item.duration,
+            }
+            for item in message.attachments
+        ],
+    }
 
 
 def inbound_of(data: dict[str, Any], me: str) -> Inbound | None:

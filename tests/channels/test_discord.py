@@ -211,3 +211,24 @@ async def test_a_wrong_token_or_a_disallowed_intent_is_refused_in_one_line(
     finally:
         await channel.close()
     assert str(refused.value).startswith(line)
+
+
+async def test_what_was_said_while_the_daemon_was_stopped_is_read_back_at_the_next_start(
+    roster, schema_name, discord, start_roster
+):
+    first = await started(roster, schema_name, discord, start_roster)
+    for service in first.services.values():
+        await service.stop(5)
+    # The Gateway keeps no backlog for a new session: only REST has this message.
+    discord.say("/health said while the daemon was stopped")
+
+    second = await start_roster({"DISCORD_BOT_TOKEN": TOKEN})
+    answer = (await said(discord, ALICE.dm, 2))[1]
+
+    assert answer == "[health] health heard: said while the daemon was stopped"
+    assert discord.identified == 2 and discord.resumed == 0
+    await eventually(lambda: second.state("discord")["status"] == "connected")
+    query = "SELECT body FROM channel_messages WHERE direction = 'in' ORDER BY id"
+    bodies = [r["body"] for r in await second.db.fetch(query)]
+    # Read back from after the last message recorded: the pairing code is not read again.
+    assert len(bodies) == 2 and bodies[1] == "/health said while the daemon was stopped"

@@ -6,7 +6,8 @@ argues the fidelity):
 
 - REST under ``/api/v10`` with ``Authorization: Bot <token>``: ``GET
   /gateway/bot``, ``GET /users/@me``, ``GET /channels/{id}``, ``POST
-  /channels/{id}/messages`` (2000 characters at most), ``POST
+  /channels/{id}/messages`` (2000 characters at most), ``GET
+  /channels/{id}/messages?after=`` (newest first), ``POST
   /channels/{id}/typing``; every answer carries the ``X-RateLimit-*``
   headers, and a route told to (:meth:`FakeDiscord.rate_limit`) answers 429
   with ``retry_after`` in its body and ``Retry-After``;
@@ -154,6 +155,7 @@ class FakeDiscord(SocketFake):
             Route(f"{api}/users/@me", self._me, methods=["GET"]),
             Route(f"{api}/channels/{{channel}}", self._channel, methods=["GET"]),
             Route(f"{api}/channels/{{channel}}/messages", self._create, methods=["POST"]),
+            Route(f"{api}/channels/{{channel}}/messages", self._history, methods=["GET"]),
             Route(f"{api}/channels/{{channel}}/typing", self._typing, methods=["POST"]),
             Route("/attachments/{channel}/{file}/{name}", self._attachment, methods=["GET"]),
             WebSocketRoute("/gateway", self._gateway),
@@ -432,6 +434,23 @@ class FakeDiscord(SocketFake):
         self.created.append({**body, "channel_id": channel, "id": message["id"]})
         self.note()
         return _json(message, 200, _bucket(f"messages-{channel}"))
+
+    async def _history(self, request: Request) -> Response:
+        """``?after=ID&limit=N``: the channel's messages after ID, newest first, as Discord does."""
+        refused = self._refused(request, "GET /messages")
+        if refused:
+            return refused
+        channel = request.path_params["channel"]
+        if channel not in _channels():
+            return _json({"message": "Unknown Channel", "code": 10003}, 404)
+        after = int(request.query_params.get("after") or 0)
+        limit = min(int(request.query_params.get("limit") or 50), 100)
+        found = sorted(
+            (m for m in self._messages.values() if m["channel_id"] == channel),
+            key=lambda m: int(m["id"]),
+        )
+        found = [m for m in found if int(m["id"]) > after]
+        return _json(list(reversed(found[:limit])), 200, _bucket(f"history-{channel}"))
 
     async def _typing(self, request: Request) -> Response:
         refused = self._refused(request, "POST /typing")

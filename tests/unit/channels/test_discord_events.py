@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from butler.channels.discord import inbound_of
+from butler.channels.discord import cursor_of, inbound_of
 
 ME = "900"
 
@@ -67,3 +67,8 @@ def test_an_attachment_without_a_type_is_typed_by_its_name_and_a_voice_note_is_v
     pdf, voice = message.attachments
     assert (pdf.kind, pdf.media_type, pdf.size) == ("file", "application/pdf", 9)
     assert (voice.kind, voice.media_type) == ("voice", "audio/ogg")
+
+
+def test_a_stored_cursor_that_is_not_one_reads_nothing_back():
+    assert cursor_of(None) == {} and cursor_of("not json") == {} and cursor_of("[1]") == {}
+    assert cursor_of('{"77": "5", "x": "6", "78": "../"}') == {"77": "5"}
