@@ -31,6 +31,8 @@ hikari 2.x reads it (``hikari/impl/shard.py``, ``rest.py``,
   ``{"message", "retry_after", "global"}``, ``Retry-After`` and
   ``X-RateLimit-Scope``, and hikari waits ``retry_after`` and tries again. A
   wrong token is 401; a message over 2000 characters is 400 (code 50035).
+  ``GET /channels/{id}/messages?after=`` answers newest first, as Discord
+  does (hikari turns each page around).
 - ``MESSAGE_CREATE`` as Discord sends it: ``author``, ``content``,
   ``mentions``, ``attachments`` (``url`` on the CDN, ``content_type``,
   ``size``), ``guild_id`` and ``member`` in a guild, type 19 with
