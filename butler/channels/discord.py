@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import mimetypes
 import re
@@ -33,6 +32,7 @@ import aiohttp
 import hikari
 
 from butler.channels.base import Channel, ChannelError, Misconfigured, TooLarge
+from butler.channels.cursor import READ_BACK, Seen
 from butler.channels.download import bounded, secure
 from butler.channels.message import AttachmentRef, Batch, Inbound, kind_of
 from butler.channels.text import utf16_units
@@ -57,10 +57,8 @@ REFUSED_CODES = {
 }
 #: Guild channels whose kind (thread or not) the bot remembers, at most.
 PARENTS_KEPT = 2000
-#: Chats whose last recorded message the cursor keeps, the most recent first.
-CURSOR_CHATS = 50
-#: Messages read back per chat at a new Gateway session, at most.
-READ_BACK = 100
+#: What a Discord id looks like (a snowflake).
+SNOWFLAKE = re.compile(r"[0-9]{1,20}")
 
 
 class DiscordChannel(Channel):
@@ -79,8 +77,8 @@ class DiscordChannel(Channel):
         self.me = ""
         #: A guild channel's parent when it is a thread, "" when it is not.
         self._parents: dict[str, str] = {}
-        #: The cursor: each recent chat's last message read, oldest chat first.
-        self._seen: dict[str, str] = {}
+        #: The cursor: each recent chat's last message recorded.
+        self._seen = cursor_of(None)
         self._reading_back: set[asyncio.Task[None]] = set()
 
     @property
@@ -144,12 +142,12 @@ class DiscordChannel(Channel):
     async def _on_ready(self, event: hikari.ShardReadyEvent) -> None:
         """A new Gateway session (not a resume): read back what the last one missed."""
         if self._seen:
-            task = asyncio.create_task(self._read_back(event.app.rest, dict(self._seen)))
+            task = asyncio.create_task(self._read_back(event.app.rest, list(self._seen)))
             self._reading_back.add(task)
             task.add_done_callback(self._reading_back.discard)
 
-    async def _read_back(self, rest: hikari.api.RESTClient, seen: dict[str, str]) -> None:
-        for channel, last in seen.items():
+    async def _read_back(self, rest: hikari.api.RESTClient, seen: list[tuple[str, str]]) -> None:
+        for channel, last in seen:
             try:
                 async for message in rest.fetch_messages(int(channel), after=int(last)).limit(
                     READ_BACK
@@ -185,15 +183,10 @@ class DiscordChannel(Channel):
             if message is not None:
                 found.append(message)
                 self._saw(message)
-        return Batch(found, json.dumps(self._seen) if found else None)
+        return Batch(found, self._seen.position() if found else None)
 
     def _saw(self, message: Inbound) -> None:
-        """Move the cursor past ``message`` in its chat (recorded before the cursor is stored)."""
-        chat, last = str(message.reply["channel_id"]), str(message.reply["message_id"])
-        before = self._seen.pop(chat, "0")
-        self._seen[chat] = last if int(last) > int(before) else before
-        while len(self._seen) > CURSOR_CHATS:
-            del self._seen[next(iter(self._seen))]
+        self._seen.saw(str(message.reply["channel_id"]), str(message.reply["message_id"]))
 
     async def _in_thread(self, message: Inbound) -> Inbound:
         """A guild message placed in its channel and thread (a thread is a channel on Discord)."""
@@ -280,19 +273,9 @@ def _error(exc: BaseException) -> ChannelError:
     return ChannelError(f"discord: {type(exc).__name__}: {exc}")
 
 
-def cursor_of(position: str | None) -> dict[str, str]:
-    """The stored cursor (chat id to its last message id); empty when there is none or it is odd."""
-    try:
-        found = json.loads(position or "{}")
-    except ValueError:
-        return {}
-    if not isinstance(found, dict):
-        return {}
-    return {
-        str(k): str(v)
-        for k, v in list(found.items())[-CURSOR_CHATS:]
-        if str(k).isdigit() and str(v).isdigit()
-    }
+def cursor_of(position: str | None) -> Seen:
+    """The stored cursor: each recent chat's (channel's or thread's) last message recorded."""
+    return Seen(position, SNOWFLAKE, SNOWFLAKE, int)
 
 
 def payload_of(message: hikari.Message) -> dict[str, Any]:

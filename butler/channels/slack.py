@@ -6,7 +6,10 @@ daemon's own loop and retries. Slack delivers each event in an envelope the
 app must acknowledge, and delivers it again when it is not; the channel
 acknowledges an envelope only at the next read, once the service has recorded
 its message, so a message is never lost between the socket and the table
-(and one delivered twice is recognised by its ``channel:ts``).
+(and one delivered twice is recognised by its ``channel:ts``). What Slack
+gave up delivering while the daemon was away is read back at the next
+connection from each recent chat's history (``conversations.history``,
+after the cursor's last message there; thread replies are not read back).
 
 In a direct message the conversation is the chat, answered in place (in the
 thread the person wrote in, if any). In a channel every message the bot
@@ -17,6 +20,7 @@ thread continues the same conversation.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import html
 import logging
 import re
@@ -37,6 +41,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from butler.channels.base import Channel, ChannelError, Misconfigured, Need, TooLarge
+from butler.channels.cursor import READ_BACK, Seen
 from butler.channels.download import bounded
 from butler.channels.message import AttachmentRef, Batch, Inbound, kind_of
 from butler.config.channels import SlackSettings
@@ -63,6 +68,9 @@ REFUSED = {
 SAID = {None, "file_share", "thread_broadcast"}
 #: What the bot shows while an answer is written.
 THINKING = "is thinking…"
+#: What Slack ids look like: a conversation's (C..., D..., G...) and a message's ts.
+CONVERSATION = re.compile(r"[A-Z0-9]{1,24}")
+TS = re.compile(r"[0-9]{1,12}\.[0-9]{1,8}")
 #: Answered messages remembered, so a late typing renewal sets no status again.
 ANSWERED_KEPT = 1000
 
@@ -82,13 +90,17 @@ class SlackChannel(Channel):
         self._token = ""
         #: The bot's own user id: its mentions and its threads address it.
         self.me = ""
-        self._events: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
+        #: Envelopes from the socket (with the id to acknowledge), or messages read back (None).
+        self._events: asyncio.Queue[tuple[str | None, dict[str, Any]]] = asyncio.Queue()
         self._hello = asyncio.Event()
         self._unacked: list[str] = []
         self._names: dict[str, str | None] = {}
         #: Messages answered (their status cleared), and those showing "is thinking…".
         self._answered: dict[str, None] = {}
         self._thinking: set[str] = set()
+        #: The cursor: each recent chat's last message recorded.
+        self._seen = cursor_of(None)
+        self._reading_back: set[asyncio.Task[None]] = set()
 
     @property
     def max_reply_chars(self) -> int:
@@ -105,6 +117,7 @@ class SlackChannel(Channel):
         self.secrets.add(app_token)
         self._token = secret
         self._events, self._hello, self._unacked = asyncio.Queue(), asyncio.Event(), []
+        self._seen = cursor_of(position)
         web = AsyncWebClient(
             token=secret,
             base_url=f"{self.settings.api_url}/",
@@ -130,7 +143,30 @@ class SlackChannel(Channel):
             await asyncio.wait_for(self._hello.wait(), CONNECT_S)
         except TimeoutError:
             raise ChannelError("slack: the Socket Mode connection did not open") from None
+        if self._seen:
+            task = asyncio.create_task(self._read_back(web, list(self._seen)))
+            self._reading_back.add(task)
+            task.add_done_callback(self._reading_back.discard)
         return None
+
+    async def _read_back(self, web: AsyncWebClient, seen: list[tuple[str, str]]) -> None:
+        """Each recent chat's messages after the last one recorded, oldest first."""
+        for chat, last in seen:
+            try:
+                history = await web.conversations_history(
+                    channel=chat, oldest=last, inclusive=False, limit=READ_BACK
+                )
+            except SlackApiError as exc:  # the scope is missing, or the bot left the chat
+                log.warning(
+                    "slack messages missed could not be read back",
+                    extra={"chat": chat, "error": exc.response.get("error")},
+                )
+                continue
+            kind = "im" if chat.startswith("D") else "channel"
+            for item in reversed(history.get("messages") or []):
+                if isinstance(item, dict):
+                    event = {**item, "channel": chat, "channel_type": kind}
+                    self._events.put_nowait((None, {"type": "event_callback", "event": event}))
 
     async def _call(self, call: Awaitable[Any], what: str) -> Any:
         try:
@@ -167,16 +203,15 @@ class SlackChannel(Channel):
         found, ignored = [], []
         for envelope, payload in waiting:
             message = inbound_of(payload, self.me)
-            if message is None:
-                ignored.append(envelope)
-                continue
-            name = await self._name(message.sender)
-            found.append(_named(message, name))
-            self._unacked.append(envelope)
+            if message is not None:
+                found.append(_named(message, await self._name(message.sender)))
+                self._seen.saw(message.chat, str(message.reply["ts"]))
+            if envelope is not None:
+                (ignored if message is None else self._unacked).append(envelope)
         await self._ack(ignored)
-        return Batch(found)
+        return Batch(found, self._seen.position() if found else None)
 
-    async def _next(self) -> tuple[str, dict[str, Any]]:
+    async def _next(self) -> tuple[str | None, dict[str, Any]]:
         """The next envelope; ChannelError once the connection is lost for two checks."""
         lost = 0
         while True:
@@ -275,6 +310,10 @@ class SlackChannel(Channel):
             return await bounded(response, limit, attachment.kind, "slack")
 
     async def close(self) -> None:
+        for task in list(self._reading_back):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         socket, self._socket = self._socket, None
         http, self._http = self._http, None
         self._web = None
@@ -282,6 +321,11 @@ class SlackChannel(Channel):
             await socket.close()
         if http is not None:
             await http.close()
+
+
+def cursor_of(position: str | None) -> Seen:
+    """The stored cursor: each recent conversation's last message recorded (its ts)."""
+    return Seen(position, CONVERSATION, TS, lambda ts: tuple(int(p) for p in ts.split(".")))
 
 
 def inbound_of(payload: dict[str, Any], me: str) -> Inbound | None:

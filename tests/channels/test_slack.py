@@ -237,3 +237,21 @@ async def test_a_wrong_app_token_is_refused_in_one_line_naming_it(slack, app_tok
     finally:
         await channel.close()
     assert str(refused.value) == line
+
+
+async def test_what_slack_gave_up_delivering_while_the_daemon_was_stopped_is_read_back(
+    roster, schema_name, slack, start_roster
+):
+    first = await started(roster, schema_name, slack, start_roster)
+    for service in first.services.values():
+        await service.stop(5)
+    slack.say("/health said while the daemon was stopped", delivered=False)
+
+    second = await start_roster(TOKENS)
+    answer = (await said(slack, ALICE.dm, 2))[1]
+
+    assert answer == "[health] health heard: said while the daemon was stopped"
+    query = "SELECT body FROM channel_messages WHERE direction = 'in' ORDER BY id"
+    bodies = [r["body"] for r in await second.db.fetch(query)]
+    # Read back from after the last message recorded: the pairing code is not read again.
+    assert len(bodies) == 2 and bodies[1] == "/health said while the daemon was stopped"

@@ -9,7 +9,9 @@ fidelity):
   "error": ...}`` with HTTP 200, and HTTP 429 with ``Retry-After`` when rate
   limited: ``auth.test``, ``apps.connections.open`` (the app-level token
   only), ``chat.postMessage`` (40 000 characters at most), ``users.info``,
-  ``files.info``, ``conversations.info``, ``assistant.threads.setStatus``;
+  ``files.info``, ``conversations.info``, ``conversations.history``
+  (top-level messages after ``oldest``, newest first),
+  ``assistant.threads.setStatus``;
 - shared files at ``url_private_download``, for the bot token only;
 - Socket Mode at the one-time URL ``apps.connections.open`` returns: ``hello``
   on connect, each event in an ``events_api`` envelope the app must
@@ -101,6 +103,7 @@ class FakeSlack(SocketFake):
         self.files: dict[str, dict[str, Any]] = {}
         self._messages: dict[tuple[str, str], str] = {}  # (channel, ts) -> author
         self._limits: dict[str, list[float]] = {}  # method -> [times left, retry_after]
+        self._history: dict[str, list[dict[str, Any]]] = {}  # channel -> its top-level messages
         self._tickets: set[str] = set()
         self._links: list[_Link] = []
         self._waiting: list[tuple[dict[str, Any], int, str]] = []
@@ -136,11 +139,14 @@ class FakeSlack(SocketFake):
         channel: str | None = None,
         thread_ts: str | None = None,
         files: list[dict[str, Any]] | None = None,
+        delivered: bool = True,
     ) -> str:
         """``user`` writes (to the app by default, or in ``channel``); the message's ts.
 
         ``text`` is what the person typed, with Slack's markup for a mention
-        (``<@U0BUTLER>``); it is escaped as Slack escapes it.
+        (``<@U0BUTLER>``); it is escaped as Slack escapes it. ``delivered``
+        false: a message Slack gave up delivering (the app was away longer
+        than its retries), found only in the conversation's history.
 
         In a channel, a mention of the app comes as ``app_mention`` and, as the
         app also reads the channel, as ``message``: the same message twice.
@@ -166,6 +172,10 @@ class FakeSlack(SocketFake):
             event["files"] = files
         with self._lock:
             self._messages[(channel, ts)] = user.id
+            if not thread_ts:
+                self._history.setdefault(channel, []).append(event)
+        if not delivered:
+            return ts
         events = [event]
         if not channel.startswith("D") and f"<@{BOT_USER}>" in text:
             mention = {k: v for k, v in event.items() if k not in ("channel_type", "subtype")}
@@ -360,6 +370,7 @@ class FakeSlack(SocketFake):
             "users.info": self._users_info,
             "files.info": self._files_info,
             "conversations.info": self._conversations_info,
+            "conversations.history": self._conversations_history,
             "assistant.threads.setStatus": self._set_status,
         }
         handler = handlers.get(method)
@@ -393,13 +404,15 @@ class FakeSlack(SocketFake):
         if not any(c == channel for c, _ in self._messages):
             return _fail("channel_not_found")
         ts = self._next_ts()
-        with self._lock:
-            self._messages[(channel, ts)] = BOT_USER
-            self.posted.append({**params, "channel": channel, "ts": ts})
-        self.note()
         message = {"type": "message", "user": BOT_USER, "bot_id": BOT_ID, "text": text, "ts": ts}
         if params.get("thread_ts"):
             message["thread_ts"] = params["thread_ts"]
+        with self._lock:
+            self._messages[(channel, ts)] = BOT_USER
+            self.posted.append({**params, "channel": channel, "ts": ts})
+            if not params.get("thread_ts"):
+                self._history.setdefault(channel, []).append(message)
+        self.note()
         return _ok(channel=channel, ts=ts, message=message)
 
     def _users_info(self, params: dict[str, Any]) -> Response:
@@ -421,6 +434,26 @@ class FakeSlack(SocketFake):
             return _fail("channel_not_found")
         direct = channel.startswith("D")
         return _ok(channel={"id": channel, "is_im": direct, "is_channel": not direct})
+
+    def _conversations_history(self, params: dict[str, Any]) -> Response:
+        """Top-level messages after ``oldest`` (exclusive unless ``inclusive``), newest first."""
+        channel = str(params.get("channel") or "")
+        if channel not in self._history:
+            return _fail("channel_not_found")
+
+        def key(ts: str) -> tuple[int, ...]:
+            return tuple(int(p) for p in ts.split("."))
+
+        oldest = key(str(params.get("oldest") or "0.0"))
+        inclusive = str(params.get("inclusive")).lower() in ("1", "true")
+        limit = min(int(params.get("limit") or 100), 999)
+        found = [
+            m
+            for m in self._history[channel]
+            if key(m["ts"]) > oldest or (inclusive and key(m["ts"]) == oldest)
+        ]
+        found = list(reversed(found))[:limit]
+        return _ok(messages=found, has_more=False, response_metadata={"next_cursor": ""})
 
     def _set_status(self, params: dict[str, Any]) -> Response:
         if not params.get("channel_id") or not params.get("thread_ts"):
