@@ -72,7 +72,7 @@ class DiscordChannel(Channel):
         self._bot: hikari.GatewayBot | None = None
         self._http: aiohttp.ClientSession | None = None
         self._watch: asyncio.Task[None] | None = None
-        self._events: asyncio.Queue[dict[str, Any] | Exception] = asyncio.Queue()
+        self._events: asyncio.Queue[dict[str, Any] | ChannelError] = asyncio.Queue()
         #: The bot's own user id: its mentions and replies to it address it.
         self.me = ""
         #: A guild channel's parent when it is a thread, "" when it is not.
@@ -80,6 +80,8 @@ class DiscordChannel(Channel):
         #: The cursor: each recent chat's last message recorded.
         self._seen = cursor_of(None)
         self._reading_back: set[asyncio.Task[None]] = set()
+        #: The Gateway's end, said after the messages that came before it.
+        self._failed: ChannelError | None = None
 
     @property
     def max_reply_chars(self) -> int:
@@ -99,7 +101,7 @@ class DiscordChannel(Channel):
         intents = hikari.Intents.GUILDS | hikari.Intents.GUILD_MESSAGES | hikari.Intents.DM_MESSAGES
         if self.settings.message_content:
             intents |= hikari.Intents.MESSAGE_CONTENT
-        self._events = asyncio.Queue()
+        self._events, self._failed = asyncio.Queue(), None
         self._seen = cursor_of(position)
         try:
             bot = hikari.GatewayBot(
@@ -153,7 +155,7 @@ class DiscordChannel(Channel):
                     READ_BACK
                 ):
                     self._events.put_nowait(payload_of(message))
-            except hikari.HikariError as exc:  # the chat is gone, or the bot was removed from it
+            except Exception as exc:  # the chat is gone, the bot removed, Discord away
                 log.warning(
                     "discord messages missed could not be read back",
                     extra={"chat": channel, "error": type(exc).__name__},
@@ -170,23 +172,26 @@ class DiscordChannel(Channel):
             self._events.put_nowait(_error(exc))
 
     async def receive(self) -> Batch:
+        failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
         waiting = [await self._events.get()]
         while not self._events.empty():
             waiting.append(self._events.get_nowait())
         found = []
         for data in waiting:
             if isinstance(data, Exception):
-                raise data
+                if not found:
+                    raise data
+                self._failed = data  # what came before it is recorded first
+                break
             message = inbound_of(data, self.me)
             if message is not None and message.group:
                 message = await self._in_thread(message)
             if message is not None:
                 found.append(message)
-                self._saw(message)
+                self._seen.saw(str(message.reply["channel_id"]), str(message.reply["message_id"]))
         return Batch(found, self._seen.position() if found else None)
-
-    def _saw(self, message: Inbound) -> None:
-        self._seen.saw(str(message.reply["channel_id"]), str(message.reply["message_id"]))
 
     async def _in_thread(self, message: Inbound) -> Inbound:
         """A guild message placed in its channel and thread (a thread is a channel on Discord)."""

@@ -156,10 +156,11 @@ class SlackChannel(Channel):
                 history = await web.conversations_history(
                     channel=chat, oldest=last, inclusive=False, limit=READ_BACK
                 )
-            except SlackApiError as exc:  # the scope is missing, or the bot left the chat
+            except Exception as exc:  # a missing scope, a chat left, Slack away: the next start
+                error = exc.response.get("error") if isinstance(exc, SlackApiError) else None
                 log.warning(
                     "slack messages missed could not be read back",
-                    extra={"chat": chat, "error": exc.response.get("error")},
+                    extra={"chat": chat, "error": error or type(exc).__name__},
                 )
                 continue
             kind = "im" if chat.startswith("D") else "channel"
