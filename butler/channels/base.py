@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from butler.channels.message import AttachmentRef, Batch, Inbound
 from butler.config.channels import ChannelSettings
 from butler.errors import ButlerError
+
+#: Resolves a credential's value by name; :class:`Misconfigured` when it is not set.
+Need = Callable[[str], Awaitable[str]]
 
 
 class ChannelError(ButlerError):

@@ -17,7 +17,8 @@ from typing import Any
 
 from nio import AsyncClient, AsyncClientConfig, SyncError, WhoamiError
 
-from butler.channels.base import Channel, ChannelError, Misconfigured, TooLarge
+from butler.channels.base import Channel, ChannelError, Misconfigured
+from butler.channels.download import bounded
 from butler.channels.message import AttachmentRef, Batch, Inbound
 from butler.config.channels import MatrixSettings
 
@@ -180,16 +181,7 @@ class MatrixChannel(Channel):
             raise ChannelError("matrix: not connected")
         headers = {"Authorization": f"Bearer {self.client.access_token}"}
         async with session.get(url, headers=headers, timeout=60) as response:
-            if response.status != 200:
-                raise ChannelError(
-                    f"matrix: the attachment could not be fetched ({response.status})"
-                )
-            data = bytearray()
-            async for chunk in response.content.iter_chunked(64 * 1024):
-                data += chunk
-                if len(data) > limit:
-                    raise TooLarge(attachment.kind)
-        return bytes(data)
+            return await bounded(response, limit, attachment.kind, "matrix")
 
     async def close(self) -> None:
         client, self._client = self._client, None

@@ -1,7 +1,7 @@
 """``[butler.channels.*]``: the chat apps a person reaches a butler from.
 
-Each table (``telegram``, ``matrix``, ``email``) binds one channel to this
-butler. Secrets are never written here: a key such as ``token_credential``
+Each table (``telegram``, ``matrix``, ``email``, ``slack``, ``discord``) binds
+one channel to this butler. Secrets are never written here: a key such as ``token_credential``
 names an entry of the butler's credentials store (``butler credentials set
 NAME``), and a value that looks like the secret itself is refused.
 """
@@ -12,7 +12,7 @@ import ipaddress
 import re
 from typing import ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from butler.config.section import ENV_NAME_PATTERN, Section
 
@@ -31,7 +31,7 @@ DEFAULT_ATTACHMENT_TYPES = (
     "audio/mp4",
 )
 MIME_PATTERN = re.compile(r"^[a-z]+/[a-z0-9.+-]{1,80}$")
-CHANNEL_KINDS = ("telegram", "matrix", "email")
+CHANNEL_KINDS = ("telegram", "matrix", "email", "slack", "discord")
 
 
 def credential_name(value: str) -> str:
@@ -191,12 +191,71 @@ class EmailSettings(ChannelSettings):
         return self
 
 
+class SlackSettings(ChannelSettings):
+    """``[butler.channels.slack]``: a Slack app over Socket Mode (no public address needed).
+
+    Two tokens: the bot token (``xoxb-``) for the Web API, the app-level token
+    (``xapp-``, scope ``connections:write``) for opening the Socket Mode connection.
+    """
+
+    credential_key: ClassVar[str] = "bot_token_credential"
+    bot_token_credential: str = "SLACK_BOT_TOKEN"
+    app_token_credential: str = "SLACK_APP_TOKEN"
+    #: The Web API (a test's, or an Enterprise Grid gateway).
+    api_url: str = "https://slack.com/api"
+    #: Where Slack serves shared files; the bot token is sent to no other address.
+    files_url: str = "https://files.slack.com"
+    #: Characters per message; Slack truncates past 40 000 and advises 4000.
+    max_reply_chars: int = Field(default=4000, ge=500, le=40_000)
+
+    @field_validator("bot_token_credential", "app_token_credential")
+    @classmethod
+    def _tokens(cls, value: str) -> str:
+        return credential_name(value)
+
+    @field_validator("api_url", "files_url")
+    @classmethod
+    def _urls(cls, value: str, info: ValidationInfo) -> str:
+        return _http_url(value, str(info.field_name))
+
+
+class DiscordSettings(BotChannelSettings):
+    """``[butler.channels.discord]``: a Discord bot over the Gateway (no public address needed)."""
+
+    token_credential: str = "DISCORD_BOT_TOKEN"
+    #: The REST API, with its version (a test's, or a proxy's).
+    api_url: str = "https://discord.com/api/v10"
+    #: Hosts attachments are fetched from; a link to anywhere else is not followed.
+    attachment_hosts: list[str] = Field(
+        default_factory=lambda: ["cdn.discordapp.com", "media.discordapp.net"], max_length=10
+    )
+    #: Ask for the privileged Message Content intent (switched on in the Developer
+    #: Portal): the words of guild messages that do not mention the bot. Off, the bot
+    #: still reads direct messages and messages that mention it or reply to it.
+    message_content: bool = False
+
+    @field_validator("api_url")
+    @classmethod
+    def _api_url(cls, value: str) -> str:
+        return _http_url(value, "api_url")
+
+    @field_validator("attachment_hosts")
+    @classmethod
+    def _hosts(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not re.fullmatch(r"[A-Za-z0-9.-]{1,253}", value):
+                raise ValueError(f"expected host names like 'cdn.discordapp.com', found {value!r}")
+        return [value.lower() for value in values]
+
+
 class ChannelsConfig(Section):
     """``[butler.channels]``: one optional table per kind of channel."""
 
     telegram: TelegramSettings | None = None
     matrix: MatrixSettings | None = None
     email: EmailSettings | None = None
+    slack: SlackSettings | None = None
+    discord: DiscordSettings | None = None
 
     def enabled(self) -> dict[str, ChannelSettings]:
         """The channels switched on, by kind."""
