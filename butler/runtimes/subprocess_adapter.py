@@ -32,8 +32,9 @@ from butler.runtimes.process import ProcessOutcome, RuntimeProcess
 class StreamParser(Protocol):
     """Folds a runtime's stdout, one line at a time, into a result."""
 
-    def feed(self, line: str) -> str | None:
-        """Take one line; return a progress message worth reporting, if any."""
+    def feed(self, line: str) -> list[str]:
+        """Take one line; return the progress messages worth reporting, in order (the
+        runtime's own text as :class:`~butler.runtimes.base.Said`)."""
 
     def result(self) -> RuntimeResult:
         """What was parsed so far; ``error`` set when the runtime reported a failure."""
@@ -96,8 +97,10 @@ class SubprocessAdapter(RuntimeAdapter):
         pending: set[asyncio.Task[None]] = set()
 
         def on_line(line: str) -> None:
-            message = parser.feed(line)
-            if message and progress is not None:
+            for message in parser.feed(line):
+                if progress is None:
+                    continue
+                # Tasks start in the order they are made: the messages arrive in order.
                 task = asyncio.get_running_loop().create_task(progress(message))
                 pending.add(task)
                 task.add_done_callback(pending.discard)

@@ -8,6 +8,7 @@ from fastmcp.exceptions import ToolError
 
 from butler.context import ButlerContext
 from butler.errors import ButlerError
+from butler.runtimes.base import Said
 from butler.security.caller import current_caller, request_origin
 from butler.spawner.result import SpawnerResult
 from butler.spawner.spawner import TriggerRequest
@@ -47,6 +48,8 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
 
         async def progress(message: str) -> None:
             nonlocal step
+            if isinstance(message, Said):  # the answer comes whole in the result
+                return
             step += 1
             if ctx is not None:
                 await ctx.report_progress(step, None, message)
