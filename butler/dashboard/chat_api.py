@@ -25,7 +25,7 @@ import hmac
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote
@@ -47,6 +47,8 @@ from butler.dashboard.forms import Refused as Forged
 from butler.dashboard.forms import check_origin, form_token
 from butler.dashboard.render import SECURITY_HEADERS
 from butler.dashboard.view import View
+
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 #: The header the page's script sends the form token in.
 TOKEN_HEADER = "x-butler-form-token"
@@ -102,13 +104,36 @@ class ChatApi:
         self.max_body = max_body
 
     def routes(self) -> list[Route]:
+        """The message POST, and the reads: each refused to another site's page (any
+        loopback origin passes the guard in front; only the dashboard's own passes here)."""
+        reads = (
+            ("/chat/api/turns/{turn}/events", self.events),
+            ("/chat/api/conversations", self.conversations),
+            ("/chat/api/conversations/{id}", self.thread),
+            ("/chat/api/files/{id}", self.file),
+        )
         return [
             Route("/chat/api/messages", self.post, methods=["POST"]),
-            Route("/chat/api/turns/{turn}/events", self.events, methods=["GET"]),
-            Route("/chat/api/conversations", self.conversations, methods=["GET"]),
-            Route("/chat/api/conversations/{id}", self.thread, methods=["GET"]),
-            Route("/chat/api/files/{id}", self.file, methods=["GET"]),
+            *(Route(path, self._own(read), methods=["GET"]) for path, read in reads),
         ]
+
+    def _own(self, read: Endpoint) -> Endpoint:
+        async def endpoint(request: Request) -> Response:
+            foreign = self._foreign(request)
+            return refusal(foreign, 403) if foreign else await read(request)
+
+        return endpoint
+
+    def _foreign(self, request: Request) -> str | None:
+        """Why this request came from another site's page (a browser names the page's
+        origin on any request that is not the page's own), or None."""
+        if "origin" not in request.headers:
+            return None
+        try:
+            check_origin(request, self.view.butler.config.butler.allowed_origins)
+        except Forged as exc:
+            return str(exc)
+        return None
 
     def _forged(self, request: Request) -> str | None:
         """Why this request did not come from the chat page, or None when it did."""

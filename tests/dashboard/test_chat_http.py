@@ -75,6 +75,9 @@ def test_what_did_not_come_from_the_chat_page_or_breaks_its_bounds_is_refused(ch
     # The Host/Origin guard in front of every route refuses it first; the chat checks again.
     status, answer = post(chat_butler, {"text": "/help"}, Origin="https://evil.example")
     assert status == 403 and "Origin" in answer["error"]
+    # Another server on this machine passes that guard (any loopback origin): not the chat.
+    status, answer = post(chat_butler, {"text": "/help"}, Origin="http://localhost:3000")
+    assert status == 403 and "is not this dashboard" in answer["error"]
     status, answer = post(chat_butler, {"text": "/help"}, **{"X-Butler-Form-Token": "guess"})
     assert status == 403 and "form token" in answer["error"]
     status, answer = post(chat_butler, {"text": "/help"})
@@ -113,13 +116,11 @@ def test_what_did_not_come_from_the_chat_page_or_breaks_its_bounds_is_refused(ch
     assert status == 401
     status, _, page = call(chat_butler.url, "GET", "/chat/")
     assert status == 200 and b'data-butler="health"' in page
-    status, headers, _ = call(
-        chat_butler.url,
-        "GET",
-        "/chat/api/conversations",
-        headers={"Origin": "https://evil.example"},
-    )
-    assert status == 403
+    for origin in ("https://evil.example", "http://localhost:3000"):
+        status, _, _ = call(
+            chat_butler.url, "GET", "/chat/api/conversations", headers={"Origin": origin}
+        )
+        assert status == 403
     status, headers, _ = call(chat_butler.url, "GET", "/chat/")
     policy = headers["content-security-policy"]
     assert "script-src 'self';" in policy and "unsafe-inline" not in policy
