@@ -15,6 +15,7 @@ import pytest
 
 from butler.channels.web import STOPPED, NotFound, WebChat
 from butler.channels.web_message import WebMessage
+from butler.runtimes.base import RuntimeResult
 from butler.spawner.request import TriggerRequest
 from butler.store.conversations import ConversationStore, MessageRecord
 from tests.fakes.runtime import FakeAdapter
@@ -143,3 +144,26 @@ async def test_only_the_web_chats_own_conversations_can_be_continued(make_spawne
     with pytest.raises(NotFound):
         await chat.thread(telegram, 10)
     assert await chat.conversations(10) == []
+
+
+async def test_a_file_a_session_sends_back_is_offered_in_its_answer(make_spawner):
+    chat: WebChat | None = None
+    sent = message("Make me the week's plan as a file")
+
+    async def makes_a_file(invocation):
+        turn = chat.turn(sent.id)
+        await eventually(lambda: turn.session_id)
+        file_id = chat.send_file(turn.session_id, "plan.txt", "text/plain", b"Mon: iron\n")
+        too_large = chat.send_file(turn.session_id, "big.pdf", "application/pdf", b"x" * (11 << 20))
+        assert file_id and too_large is None
+        return RuntimeResult(output="Here is the plan.")
+
+    chat = web_chat(make_spawner(FakeAdapter(script=makes_a_file)))
+    posted = await answered(chat, sent)
+    assert posted.turn.steps[-1].data["answer"] == "Here is the plan."
+    offered = [s.data for s in posted.turn.steps if s.kind == "file"]
+    assert [(f["name"], f["media_type"], f["size"]) for f in offered] == [
+        ("plan.txt", "text/plain", 10)
+    ]
+    assert chat.outbox.get(offered[0]["id"]).data == b"Mon: iron\n"
+    assert chat.send_file(posted.turn.session_id, "late.txt", "text/plain", b"x") is None
