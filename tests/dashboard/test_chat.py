@@ -114,6 +114,9 @@ def test_on_a_phone_the_answer_streams_in_and_the_conversation_goes_on_with_a_fi
     metadata = [json.loads(s["metadata"]) for s in sessions]
     assert {m["conversation_id"] for m in metadata} == {conversation}
     assert {(m["channel"], m["sender"]) for m in metadata} == {("web", "owner")}
+    page.goto(f"{chat_butler.url}/conversations")  # the dashboard's page of every channel's
+    row = page.locator(f'tr[data-conversation="{conversation}"]').inner_text()
+    assert "web" in row and "owner" in row and "health" in row
     page.close()
 
 
