@@ -50,7 +50,7 @@ from butler.channels.web_message import (
     request_for,
 )
 from butler.config.channels import ChannelSettings
-from butler.errors import ButlerError, Rejected, SessionNotFound
+from butler.errors import ButlerError, SessionNotFound
 from butler.spawner.result import SHUTDOWN, SpawnerResult
 from butler.spawner.spawner import Spawner
 from butler.store.conversations import ConversationStore, MessageRecord
@@ -61,6 +61,8 @@ log = logging.getLogger(__name__)
 STOPPED = "cancelled: stopped with /stop in the web chat"
 #: Finished turns kept for a follower that comes late; after that, the record answers.
 KEEP_FINISHED = 100
+#: Messages of one conversation in hand at once (answering and waiting), at most.
+MAX_WAITING = 20
 
 
 class NotFound(ButlerError):
@@ -69,6 +71,10 @@ class NotFound(ButlerError):
 
 class Duplicate(ButlerError):
     """A message sent again whose answer is no longer in hand (the conversation has it)."""
+
+
+class Busy(ButlerError):
+    """A conversation with as many messages in hand as it may have."""
 
 
 @dataclass(frozen=True)
@@ -208,6 +214,11 @@ class WebChat:
         else:
             conversation = await self._conversation(message.conversation_id)
             conversation_id, thread = conversation["id"], conversation["thread"]
+            if len(self._running.get(conversation_id, [])) >= MAX_WAITING:
+                raise Busy(
+                    f"{MAX_WAITING} messages of this conversation are waiting for their "
+                    "answers already; wait for them, or /stop"
+                )
         row_id = await self.store.record(
             MessageRecord(
                 channel=CHANNEL,
@@ -292,7 +303,7 @@ class WebChat:
                 session_id, task = await self.spawner.start(
                     request_for(inbound, thread, message.files), turn
                 )
-        except Rejected as exc:
+        except ButlerError as exc:  # refused (queue full, shutting down): one line
             return SpawnerResult(success=False, error=str(exc))
         turn.session = task
         turn.started(session_id)

@@ -40,7 +40,7 @@ from butler.channels.attachments import Refused
 from butler.channels.text import one_line
 from butler.channels.turn import Step
 from butler.channels.uploads import Upload, session_files
-from butler.channels.web import Duplicate, NotFound, WebChat
+from butler.channels.web import Busy, Duplicate, NotFound, WebChat
 from butler.channels.web_message import WebMessage
 from butler.config.channels import DEFAULT_ATTACHMENT_TYPES
 from butler.dashboard.forms import Refused as Forged
@@ -164,6 +164,8 @@ class ChatApi:
             return refusal(str(exc), 404)
         except Duplicate as exc:
             return refusal(str(exc), 409)
+        except Busy as exc:
+            return refusal(str(exc), 429)
         body: dict[str, Any] = {"conversation": str(posted.conversation_id or "") or None}
         if posted.reply is not None:
             body["reply"] = posted.reply

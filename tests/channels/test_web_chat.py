@@ -13,6 +13,7 @@ import uuid
 
 import pytest
 
+from butler.channels import web
 from butler.channels.web import STOPPED, NotFound, WebChat
 from butler.channels.web_message import WebMessage
 from butler.runtimes.base import RuntimeResult
@@ -167,3 +168,17 @@ async def test_a_file_a_session_sends_back_is_offered_in_its_answer(make_spawner
     ]
     assert chat.outbox.get(offered[0]["id"]).data == b"Mon: iron\n"
     assert chat.send_file(posted.turn.session_id, "late.txt", "text/plain", b"x") is None
+
+
+async def test_a_conversation_holds_a_bounded_number_of_messages_waiting(make_spawner, monkeypatch):
+    monkeypatch.setattr(web, "MAX_WAITING", 2)
+    adapter = FakeAdapter()
+    adapter.release.clear()
+    chat = web_chat(make_spawner(adapter))
+    first = await chat.post(message("one"))
+    second = await chat.post(message("two", first.conversation_id))
+    with pytest.raises(web.Busy, match="2 messages of this conversation are waiting"):
+        await chat.post(message("three", first.conversation_id))
+    adapter.release.set()
+    await asyncio.gather(first.turn.task, second.turn.task)
+    assert len(adapter.invocations) == 2
