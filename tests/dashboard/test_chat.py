@@ -67,6 +67,12 @@ def test_on_a_phone_the_answer_streams_in_and_the_conversation_goes_on_with_a_fi
     page.screenshot(path=str(ARTIFACTS / "chat-phone-writing.png"))
     running = chat_butler.sql("SELECT status FROM sessions")
     assert [r["status"] for r in running] == ["running"]
+    # A page opened again (a phone's browser reloads a tab it had put away) takes the
+    # answer up again as it stands.
+    page.reload()
+    writing = answers(page).first
+    writing.locator(".bubble", has_text="Let me look into that.").wait_for(timeout=LIVE_MS)
+    assert "writing" in (writing.get_attribute("class") or "")
 
     chat_butler.release(hold)
     page.locator('#messages li.theirs[data-state="done"]').wait_for(timeout=LIVE_MS)
