@@ -143,7 +143,7 @@ def test_commands_stop_and_new_conversations_on_a_desktop(chat_butler, chat_brow
     status.locator(".bubble", has_text="answering this conversation").wait_for(timeout=LIVE_MS)
     assert "1 running, 0 queued (at most 2 at once)" in status.inner_text()
 
-    send(page, "/stop")
+    page.click("#stop")  # the button while an answer is written: it sends /stop
     page.locator("#messages li.note .bubble", has_text="Stopped").wait_for(timeout=LIVE_MS)
     stopped = page.locator("#messages li.theirs.failed")
     stopped.wait_for(timeout=LIVE_MS)

@@ -53,6 +53,7 @@
   function show(name, line) {
     state.dataset.state = name;
     state.textContent = line;
+    $("stop").hidden = streams.size === 0; // something to stop while an answer is written
   }
 
   function near() {
@@ -295,17 +296,18 @@
     listFiles();
   });
 
-  async function submit() {
-    const words = text.value;
-    if (!words.trim() && !files.length) return;
+  // Send ``words`` (and the files chosen, when they come from the box below).
+  async function submit(words, fromBox) {
+    const attached = fromBox ? files : [];
+    if (!words.trim() && !attached.length) return;
     if (words.length > limits.chars) return say("at most " + limits.chars + " characters a message");
     const id = crypto.randomUUID();
     const body = new FormData();
     body.append("id", id);
     body.append("conversation", conversation || "");
     body.append("text", words);
-    for (const file of files) body.append("files", file, file.name);
-    const item = mine(words, files.map((file) => file.name + " · " + size(file.size)), id);
+    for (const file of attached) body.append("files", file, file.name);
+    const item = mine(words, attached.map((file) => file.name + " · " + size(file.size)), id);
     item.classList.add("sending");
     down();
     send.disabled = true;
@@ -329,10 +331,12 @@
       return say(answer.error || "not sent: the butler answered " + response.status);
     }
     say("");
-    text.value = "";
-    files = [];
-    listFiles();
-    grow();
+    if (fromBox) {
+      text.value = "";
+      files = [];
+      listFiles();
+      grow();
+    }
     item.classList.remove("sending");
     stamp(item, null, "you");
     if (answer.reply !== undefined) {
@@ -365,14 +369,15 @@
 
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    submit();
+    submit(text.value, true);
   });
+  $("stop").addEventListener("click", () => submit("/stop", false));
   text.addEventListener("input", grow);
   text.addEventListener("keydown", (event) => {
     const phone = window.matchMedia("(pointer: coarse)").matches;
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing && !phone) {
       event.preventDefault();
-      submit();
+      submit(text.value, true);
     }
   });
 
