@@ -5,7 +5,7 @@ process runner sessions use, and times from the call until its line
 arrives. Jailed runs include everything the session path adds: the
 session's egress proxy started on its Unix socket, the launch script and
 its argument file written, bubblewrap building the namespaces and mounts,
-the bridge (a Python process) listening on the jail's loopback, and the
+the bridge listening on the jail's loopback, and the
 proxy closed again. Bare and jailed runs alternate; what the jail adds is
 each jailed run less the bare run just before it (median of those
 differences), and the difference of the two medians beside it.
@@ -46,10 +46,8 @@ from rows import paired_differences  # noqa: E402
 from butler.runtimes.launcher import write_launcher  # noqa: E402
 from butler.runtimes.process import RuntimeProcess  # noqa: E402
 from butler.sandbox import JailPolicy, probe  # noqa: E402
-from butler.sandbox import jail as jail_module  # noqa: E402
 from butler.sandbox.egress import Target  # noqa: E402
 from butler.sandbox.jail import Jail, start_jail  # noqa: E402
-from butler.sandbox.native import compiled_bridge  # noqa: E402
 from butler.sandbox.pool import JailPool, Shape, WarmJail  # noqa: E402
 
 RUNTIME = ["/bin/echo", "ready"]
@@ -96,7 +94,6 @@ async def measure(runs: int) -> None:
         f"{'':>20}  difference of the medians: "
         f"{statistics.median(boxed) - statistics.median(plain):5.1f} ms"
     )
-    await bridges(runs)
     await sdk_launches(runs)
     await warm_launches(runs)
     for adopt in (False, True):
@@ -107,33 +104,6 @@ async def measure(runs: int) -> None:
                 f"{spent.children * 1000:4.0f} ms, machine-wide less this process "
                 f"{spent.machine_less_client * 1000:4.0f} ms"
             )
-
-
-async def bridges(runs: int) -> None:
-    """Jailed runs with the C bridge and with the Python bridge, alternating, with their CPU."""
-    native = compiled_bridge()
-    if native is None:
-        print("the C bridge did not build here (no cc?): bridges not compared")
-        return
-    times: dict[str, list[float]] = {"C bridge": [], "Python bridge": []}
-    cpu = dict.fromkeys(times, 0.0)
-    with tempfile.TemporaryDirectory() as tmp:
-        for i in range(runs + 3):
-            for label in times:
-                jail_module.compiled_bridge = (lambda: native) if label == "C bridge" else _none
-                before = children_cpu_ms()
-                elapsed = await timed_jail(Path(tmp))
-                if i >= 3:  # the first rounds warm the page cache
-                    times[label].append(elapsed)
-                    cpu[label] += children_cpu_ms() - before
-    jail_module.compiled_bridge = compiled_bridge
-    for label, values in times.items():
-        report(label, values)
-        print(f"{'':>20}  CPU of its processes: {cpu[label] / runs:5.1f} ms per run")
-
-
-def _none() -> None:
-    return None
 
 
 async def sdk_launch(folder: Path, exact: bool) -> float:
@@ -185,9 +155,6 @@ async def sdk_launches(runs: int) -> None:
 
 async def warm_launches(runs: int) -> None:
     """The SDK's launch of ``/bin/echo`` in a jail of its own and in a warm one, alternating."""
-    if compiled_bridge() is None:
-        print("the C bridge did not build here (no cc?): warm jails not measured")
-        return
     times: dict[str, list[float]] = {"own jail": [], "warm jail": []}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
+from butler.sandbox.bridge_binary import BridgeMissing, bridge_binary
 from butler.sandbox.container import container_hint
 from butler.sandbox.egress import ALLOW_SETTING, Egress, Target
 from butler.sandbox.folders import new_jail_folder
@@ -32,15 +33,12 @@ from butler.sandbox.hosts import (
     url_targets,
     with_loopback_aliases,
 )
-from butler.sandbox.native import compiled_bridge
 from butler.sandbox.policy import (
     BRIDGE_PATH,
     EGRESS_DIR,
     EGRESS_SOCKET,
     JAIL_HOME,
-    NATIVE_BRIDGE_PATH,
     JailPolicy,
-    bridge_interpreter,
     bwrap_argv,
     program_paths,
 )
@@ -76,7 +74,10 @@ def probe(bwrap: str = "bwrap") -> str | None:
     exe = shutil.which(bwrap)
     if exe is None:
         return f"bubblewrap ({bwrap}) is not installed; install it: {INSTALL_HINT}"
-    argv = [*bwrap_argv(JailPolicy(), exe), "--", "/bin/true"]
+    try:
+        argv = [*bwrap_argv(JailPolicy(), exe), "--", "/bin/true"]
+    except BridgeMissing as exc:
+        return str(exc)
     try:
         done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -194,24 +195,25 @@ class Jail:
         the command with the bridge told to wait for its session (``warm=``) in place of
         the runtime's arguments.
         """
-        native = compiled_bridge()
-        python, python_roots = (None, ()) if native else bridge_interpreter()
         search = self.policy.visible_path(os.environ.get("PATH", ""))
         exe, roots = program_paths(program, search)
-        policy = self.policy.with_read_only(*roots, *python_roots)
+        policy = self.policy.with_read_only(*roots)
         policy = replace(policy, interactive=interactive)
         forwards = ",".join(str(p) for p in self.forwards)
-        # The bridge is the jail's init: it reaps what the runtime leaves (see bridge.py).
+        # The bridge is the jail's init: it reaps what the runtime leaves (bridge_init.c).
         options = ["--as-pid-1", *bwrap_argv(policy, self.bwrap)[1:]]
-        if native is not None:
-            options += ["--ro-bind", str(native), str(NATIVE_BRIDGE_PATH)]
-            bridge = [str(NATIVE_BRIDGE_PATH)]
-        else:
-            bridge = [str(python), "-I", "-S", str(BRIDGE_PATH)]
         bounds = f"limits={policy.max_processes},{policy.max_memory_mb}"
         extra = [bounds, *(["linger"] if linger else [])]
         socket = str(EGRESS_DIR / EGRESS_SOCKET)
-        return options, [*bridge, socket, str(self.proxy_port), forwards, *extra, "--", exe]
+        return options, [
+            str(BRIDGE_PATH),
+            socket,
+            str(self.proxy_port),
+            forwards,
+            *extra,
+            "--",
+            exe,
+        ]
 
     def launcher(
         self,
@@ -301,7 +303,7 @@ async def start_jail(
     ``folder``: the proxy can be started again there after a daemon restart,
     and the jail, which sees the folder rather than the socket, reaches it again.
     """
-    await asyncio.to_thread(compiled_bridge)  # built once, off the event loop
+    bridge_binary()  # a stale or missing bridge is refused before anything starts
     if folder is None:
         folder = new_jail_folder()
     # Only egress/ is seen from the jail; the launch scripts and their args stay outside.
