@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import IO
 
 from butler.processes import owner_gone, owner_mark
+from butler.sandbox import cgroups
 from butler.sandbox.bridge_binary import bridge_binary
 from butler.sandbox.egress import ALLOW_SETTING, Target
 from butler.sandbox.folders import new_jail_folder
@@ -315,13 +316,14 @@ async def make_warm(shape: Shape) -> Warm:
 
 async def _start_bridge(jail: Jail, program: str, folder: Path, work: Path, home: Path) -> Warm:
     """bubblewrap started on ``jail``'s options, its bridge waiting on a private socket."""
-    options, command = jail.bridged(program)
+    held = _cgroup_files(jail.cgroup)
+    options, command = jail.bridged(program, cgroup_fds=tuple(held))
     attach = folder / "attach.sock"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(attach))
     listener.listen(1)
     wait_end, lifeline = os.pipe()
-    own = [listener.fileno(), wait_end]
+    own = [listener.fileno(), wait_end, *held]
     # Until a session takes it, what bubblewrap or the bridge says goes to a private file.
     errors = os.open(folder / ERRORS, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
@@ -357,6 +359,17 @@ async def _start_bridge(jail: Jail, program: str, folder: Path, work: Path, home
         for fd in [*own[1:], errors]:
             os.close(fd)
     return Warm(jail, process, os.fdopen(lifeline, "wb"), attach, program, home, work)
+
+
+def _cgroup_files(cgroup: Path | None) -> list[int]:
+    """The bridge's way into the jail's cgroup and the event files it waits on, opened."""
+    if cgroup is None:
+        return []
+    names = [name for name, _, _ in cgroups.EVENTS]
+    return [
+        os.open(cgroup / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC),
+        *(os.open(cgroup / name, os.O_RDONLY | os.O_CLOEXEC) for name in names),
+    ]
 
 
 def _memfd(name: str, data: bytes) -> int:
