@@ -92,18 +92,24 @@ def find(proc: Path = Path("/proc/self")) -> Where:
     if not os.access(folder / "cgroup.subtree_control", os.W_OK):
         return Where(None, f"{folder} is not this user's to write (no delegation)")
     try:
-        _take(folder)
+        _take(folder, root=folder == mount)
     except OSError as exc:
-        return Where(None, f"cannot take {folder} for sessions: {exc.strerror}")
+        return Where(
+            None,
+            f"cannot take {folder} for sessions ({exc.strerror}): run the daemon in a cgroup "
+            "of its own (systemd-run --user --scope -p Delegate=yes butler up)",
+        )
     return Where(folder, f"a cgroup v2 per session, under {folder}")
 
 
-def _take(folder: Path) -> None:
-    """Enable the controllers for ``folder``'s children, moving this process to a leaf first."""
+def _take(folder: Path, root: bool) -> None:
+    """Enable the controllers for ``folder``'s children, moving this process to a leaf first
+    (but in the root cgroup, which may hold processes beside children with controllers).
+    Another process left in ``folder`` makes the kernel refuse (EBUSY)."""
     enabled = _read(folder / "cgroup.subtree_control").split()
     if all(c in enabled for c in NEEDED):
         return
-    if folder != folder.parent and _read(folder / "cgroup.procs").strip():
+    if not root and _read(folder / "cgroup.procs").strip():
         leaf = folder / DAEMON_LEAF
         leaf.mkdir(exist_ok=True)
         (leaf / "cgroup.procs").write_text(str(os.getpid()))
