@@ -99,7 +99,19 @@ def find(proc: Path = Path("/proc/self")) -> Where:
             f"cannot take {folder} for sessions ({exc.strerror}): run the daemon in a cgroup "
             "of its own (systemd-run --user --scope -p Delegate=yes butler up)",
         )
+    sweep(folder)
     return Where(folder, f"a cgroup v2 per session, under {folder}")
+
+
+def sweep(parent: Path) -> list[Path]:
+    """Remove sessions' cgroups left empty under ``parent`` (a daemon killed, a builder that
+    outlived its daemon and ended since); one still holding a process stays."""
+    removed = []
+    for folder in parent.glob(f"{SESSION_PREFIX}*"):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+            removed.append(folder)
+    return removed
 
 
 def _take(folder: Path, root: bool) -> None:

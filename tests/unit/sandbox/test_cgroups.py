@@ -65,3 +65,13 @@ def test_a_session_cgroup_is_held_at_its_bounds_and_killed_whole(tmp_path: Path)
     assert (folder / "memory.max").read_text() == str(256 << 20)
     assert (folder / "memory.swap.max").read_text() == "0"
     assert (folder / "memory.oom.group").read_text() == "1"
+
+
+def test_sessions_cgroups_left_empty_are_swept_and_one_in_use_stays(tmp_path: Path):
+    proc, folder = machine(tmp_path)
+    left, held = (folder / f"{cgroups.SESSION_PREFIX}{n}" for n in ("left", "held"))
+    left.mkdir()
+    held.mkdir()
+    (held / "cgroup.procs").write_text("4242\n")  # a builder's runtime that outlived its daemon
+    assert cgroups.find(proc).parent == folder
+    assert not left.exists() and held.exists()
