@@ -17,6 +17,10 @@ own launch script doing it (now). Then that launch in a jail of its own
 against one in a warm jail of a pool (made before the clock starts, as the
 pool makes them between sessions), alternating.
 
+Last, what holding a session's bounds costs its bridge while the session runs: the
+/proc watcher against nothing watching, which is what the bridge spends where the
+session's cgroup holds them (docs/security.md, "Per-session bounds").
+
     .venv/bin/python benchmarks/jail_start.py [--runs 30]
 
 The machine's load matters a great deal (process starts are most of it):
@@ -30,6 +34,7 @@ import asyncio
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -48,6 +53,7 @@ from butler.runtimes.process import RuntimeProcess  # noqa: E402
 from butler.sandbox import JailPolicy, probe  # noqa: E402
 from butler.sandbox.egress import Target  # noqa: E402
 from butler.sandbox.jail import Jail, start_jail  # noqa: E402
+from butler.sandbox.policy import BRIDGE_PATH, bwrap_argv  # noqa: E402
 from butler.sandbox.pool import JailPool, Shape, WarmJail  # noqa: E402
 
 RUNTIME = ["/bin/echo", "ready"]
@@ -96,6 +102,8 @@ async def measure(runs: int) -> None:
     )
     await sdk_launches(runs)
     await warm_launches(runs)
+    for label, spent in bounds_cost().items():
+        print(f"bounds over a {HELD_S:.0f} s session of 3 processes, {label}: {spent:5.1f} ms CPU")
     for adopt in (False, True):
         for name, spent in (await accounting(adopt=adopt)).items():
             print(
@@ -238,6 +246,26 @@ async def timed_jail(folder: Path) -> float:
         return (seen[0] - started) * 1000
     finally:
         await jail.close()
+
+
+#: How long the session of :func:`bounds_cost` runs.
+HELD_S = 5.0
+
+
+def bounds_cost(rounds: int = 3) -> dict[str, float]:
+    """CPU of a jail's processes over a session of three sleeping processes, median of
+    ``rounds``: its bounds held by the bridge's /proc watcher, and by nothing watching
+    (what the bridge spends where a cgroup holds them: its thread sleeps in poll)."""
+    spent: dict[str, list[float]] = {"the /proc watcher": [], "nothing watching": []}
+    for _ in range(rounds):
+        for label, extra in zip(spent, (["limits=512,2048"], []), strict=True):
+            before = children_cpu_ms()
+            argv = ["bwrap", *bwrap_argv(JailPolicy())[1:], "--as-pid-1", "--"]
+            argv += [str(BRIDGE_PATH), "/nowhere.sock", "3128", "", *extra, "--", "/bin/sh", "-c"]
+            argv += [f"sleep {HELD_S} & sleep {HELD_S} & sleep {HELD_S}; wait"]
+            subprocess.run(argv, check=True)
+            spent[label].append(children_cpu_ms() - before)
+    return {label: statistics.median(values) for label, values in spent.items()}
 
 
 def report(label: str, values: list[float]) -> None:
