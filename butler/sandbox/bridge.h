@@ -73,6 +73,15 @@ long long tmpfs_bytes(void);
 /* bridge_bounds.c */
 void *watch(void *unused);
 void limit_self(void);
+void breach(const char *what) __attribute__((noreturn));
+
+/* bridge_cgroup.c */
+extern int cgroup_procs;
+int add_watch(const char *spec);
+int bounds_held(void);
+void check_held(void);
+void *watch_held(void *unused);
+void join_cgroup(void);
 
 /* bridge_init.c */
 void end_the_rest(void);

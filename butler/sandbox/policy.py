@@ -30,18 +30,16 @@ import os
 import re
 import shutil
 import stat
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from butler.errors import UserError
+from butler.sandbox.bridge_binary import bridge_binary
 from butler.security import untrusted
 
-#: Where the bridge script and the egress socket appear inside the jail.
+#: Where the bridge (sandbox/bridge_binary.py) and the egress socket appear inside the jail.
 JAIL_RUN = Path("/run/butler")
-BRIDGE_PATH = JAIL_RUN / "bridge.py"
-#: Where the compiled bridge (sandbox/native.py) appears inside the jail, when there is one.
-NATIVE_BRIDGE_PATH = JAIL_RUN / "bridge"
+BRIDGE_PATH = JAIL_RUN / "bridge"
 EGRESS_DIR = JAIL_RUN / "egress"
 EGRESS_SOCKET = "egress.sock"
 #: Where the session's home appears in the jail, whatever its path outside. A runtime
@@ -65,8 +63,6 @@ OBJECTS_READ_ONLY = ("info",)
 #: What stays read-only in a builder's own worktree folder (``.git/worktrees/<name>``):
 #: the pointers that say which git folder its worktree uses.
 WORKTREE_POINTERS = ("commondir", "gitdir")
-#: Pythons of the system, which the jail shows anyway: the bridge runs on one when it can.
-SYSTEM_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
 #: The PATH of a jail that sees none of the folders of the daemon's own.
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -130,20 +126,6 @@ def install_root(executable: str) -> Path:
         return top
     # An interpreter outside the system (a pyenv or nvm one) needs its whole prefix.
     return real.parent.parent if real.parent.name == "bin" else real.parent
-
-
-def bridge_interpreter() -> tuple[str, tuple[Path, ...]]:
-    """A Python to run the bridge with (stdlib only), and the folders to bind for it.
-
-    The system's own when there is one, which binds nothing; else the daemon's,
-    whose installation folder (say a pyenv one under ``/root``) the jail then
-    shows read-only.
-    """
-    for candidate in SYSTEM_PYTHONS:
-        if os.access(candidate, os.X_OK) and _under_system(Path(os.path.realpath(candidate))):
-            return candidate, ()
-    exe = os.path.realpath(sys.executable)
-    return exe, (Path(os.path.realpath(sys.base_prefix)),)
 
 
 def program_paths(program: str, search: str) -> tuple[str, tuple[Path, ...]]:
@@ -228,8 +210,7 @@ def bwrap_argv(policy: JailPolicy, bwrap: str = "bwrap") -> list[str]:
         args += git_binds(writable)
     for path in policy.read_only_over:
         args += ["--ro-bind-try", str(path), str(path)]
-    bridge = Path(__file__).with_name("bridge.py")
-    args += ["--ro-bind", str(bridge), str(BRIDGE_PATH)]
+    args += ["--ro-bind", str(bridge_binary()), str(BRIDGE_PATH)]
     if policy.egress_dir is not None:
         args += ["--ro-bind", str(policy.egress_dir), str(EGRESS_DIR)]
     if policy.home is not None:
