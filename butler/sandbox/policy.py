@@ -12,10 +12,12 @@ A repository's git folder is where a jailed runtime could leave code for
 someone outside to run: a hook, ``core.fsmonitor`` in its config, a
 ``commondir`` naming another git folder, a reflog linked to a file the
 owner's git then appends to. So a writable ``.git`` is never writable whole
-(:func:`git_binds`): a builder on ``builder/<id>`` gets its objects, the
-folder of builder branches, its own branch's reflog and its own worktree's
-folder, and the rest (config, hooks, info/, HEAD and its log, other branches,
-packed-refs, its worktree's pointers) stays read-only; a ``.git`` inside a
+(:func:`git_binds`): a builder on ``builder/<id>`` gets the folders its objects
+go into (never ``objects/`` itself, where a folder swapped for a link would send
+the owner's objects elsewhere), the folder of builder branches, its own
+branch's reflog and its own worktree's folder, and the rest (config, hooks,
+info/, HEAD and its log, other branches, packed-refs, its worktree's pointers)
+stays read-only; a ``.git`` inside a
 writable folder (a butler folder that is a repository) is read-only; a
 linked ``.git`` is not bound at all.
 
@@ -60,8 +62,12 @@ BUILDER_REFS = "refs/heads/builder"
 BUILDER_LOGS = "logs/refs/heads/builder"
 #: A builder branch's name below ``builder/``: one plain component, no ``..``.
 SAFE_BRANCH = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*")
-#: What stays read-only in ``objects/``: ``info/alternates`` would name other object stores.
-OBJECTS_READ_ONLY = ("info",)
+#: The folders of ``objects/`` a builder's commits write, each bound writable on its own
+#: (one per first byte of an object's name, and the packs): ``objects/`` itself stays
+#: read-only, so none of them can be swapped for a link to a folder elsewhere, which the
+#: owner's git would then write its objects into. (``info/alternates`` would name other
+#: object stores: read-only too.)
+OBJECT_FOLDERS = (*(f"{byte:02x}" for byte in range(256)), "pack")
 #: What stays read-only in a builder's own worktree folder (``.git/worktrees/<name>``):
 #: the pointers that say which git folder its worktree uses.
 WORKTREE_POINTERS = ("commondir", "gitdir")
@@ -294,9 +300,11 @@ def _real_dir(path: Path) -> bool:
 def git_binds(writable: list[Path]) -> list[str]:
     """What a jail sees of the git folders among (and inside) ``writable`` folders.
 
-    A writable ``.git`` (a builder's repository): read-only, but for ``objects/``
-    (less ``objects/info/``) and, for each writable worktree ``.builders/<id>`` of
-    that repository, what its commits on ``builder/<id>`` write: the folder of
+    A writable ``.git`` (a builder's repository): read-only, but for the folders of
+    ``objects/`` (:data:`OBJECT_FOLDERS`, the daemon makes them first: each is a
+    mount point the jail can neither remove nor replace) and, for each writable
+    worktree ``.builders/<id>`` of that repository, what its commits on
+    ``builder/<id>`` write: the folder of
     builder branches, that branch's reflog (the file: a link cannot replace a
     mount point) and ``worktrees/<id>/`` (whose :data:`WORKTREE_POINTERS`, the
     worktree's ``.git`` file and its ``logs/HEAD`` file are bound on their own).
@@ -306,8 +314,7 @@ def git_binds(writable: list[Path]) -> list[str]:
     git_dirs = [p for p in writable if p.name == ".git" and _real_dir(p)]
     for git_dir in git_dirs:
         args += ["--ro-bind", str(git_dir), str(git_dir)]
-        args += _writable_dir(git_dir / "objects")
-        args += _read_only_dir(*(git_dir / "objects" / name for name in OBJECTS_READ_ONLY))
+        args += _writable_dir(*(git_dir / "objects" / name for name in OBJECT_FOLDERS))
     for folder in writable:
         if folder.name == ".git":
             continue
@@ -331,10 +338,6 @@ def git_binds(writable: list[Path]) -> list[str]:
 
 def _writable_dir(*paths: Path) -> list[str]:
     return [a for p in paths if _real_dir(p) for a in ("--bind", str(p), str(p))]
-
-
-def _read_only_dir(*paths: Path) -> list[str]:
-    return [a for p in paths if _real_dir(p) for a in ("--ro-bind", str(p), str(p))]
 
 
 def _writable_file(*paths: Path) -> list[str]:
