@@ -2,7 +2,7 @@
 checked for what a builder may have redirected.
 
 A builder's jail may write its repository's objects, the folder of builder
-branches and its own worktree's folder (``sandbox/policy.git_binds``). Git
+branches and its own worktree's folder (``sandbox/git_view.git_binds``). Git
 follows links there, and so does the owner's own git, outside any jail: an
 ``objects/ab`` folder swapped for a link to a folder elsewhere has the
 owner's next commit write its objects there (and every later builder, whose
@@ -22,7 +22,7 @@ import os
 import stat
 from pathlib import Path, PurePosixPath
 
-from butler.sandbox.policy import OBJECT_FOLDERS
+from butler.sandbox.git_view import OBJECT_FOLDERS
 from butler.security import untrusted, untrusted_walk
 
 #: The parts of ``.git`` a builder's jail writes (or wrote, before the jail was narrowed).

@@ -316,12 +316,13 @@ class InteractiveSessions:
             return None
 
     async def _release(self, session_id: str, folder: Path | None = None) -> dict[str, Any]:
-        """Stop the egress of a session's jail; what it refused, for the row. A jail no
-        daemon held (its session ended unadopted) only has its folder removed."""
+        """Stop the egress of a session's jail; what it refused and the repositories its
+        runtime left, for the row. A jail no daemon held (its session ended unadopted)
+        only has its folder removed."""
         jail = self._jails.pop(session_id, None)
         if jail is None:
             if folder is not None:
                 await asyncio.to_thread(survivors.forget, folder)
             return {}
         await jail.close()
-        return {"sandbox": jail.summary()} if jail.egress.blocked else {}
+        return {"sandbox": jail.summary()} if jail.noteworthy else {}
