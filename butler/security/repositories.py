@@ -32,6 +32,7 @@ import contextlib
 import errno
 import fnmatch
 import os
+import secrets
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -98,9 +99,6 @@ def disarm(root: Path, keep: Sequence[str] = ()) -> Look:
                 del kinds[name]
             if _is_git_folder(kinds):
                 _rename(look, root, where / "HEAD")
-                # Its objects are many and hold nothing git obeys: the look's bound is
-                # kept for the folders the owner may run git in.
-                kinds.pop("objects", None)
             if ".git" in kinds and kinds[".git"] != "dir":
                 _rename(look, root, where / ".git")
     except untrusted_walk.Unfinished as exc:
@@ -127,9 +125,11 @@ def _is_git_folder(kinds: dict[str, str]) -> bool:
 
 
 def _rename(look: Look, root: Path, relative: PurePosixPath) -> None:
-    """Rename ``root/relative`` beside itself to a free ``<name>.disarmed[-N]``."""
-    for attempt in range(1, 100):
-        now = f"{relative.name}{SUFFIX}" + (f"-{attempt}" if attempt > 1 else "")
+    """Rename ``root/relative`` beside itself to a free ``<name>.disarmed[-N]``; past a
+    few names taken (a runtime may take them all first), a name no one can guess."""
+    names = [f"{relative.name}{SUFFIX}", f"{relative.name}{SUFFIX}-2"]
+    names += [f"{relative.name}{SUFFIX}-{secrets.token_hex(4)}" for _ in range(8)]
+    for now in names:
         try:
             _rename_writable(root, relative, now)
         except FileExistsError:
@@ -139,7 +139,7 @@ def _rename(look: Look, root: Path, relative: PurePosixPath) -> None:
             return
         look.disarmed.append(Disarmed(root / relative, now))
         return
-    look.failed.append(f"{root / relative} (every name {relative.name}{SUFFIX}-N is taken)")
+    look.failed.append(f"{root / relative} (no free name beside it)")
 
 
 def _rename_writable(root: Path, relative: PurePosixPath, now: str) -> None:

@@ -81,6 +81,26 @@ def test_a_read_only_folder_a_name_taken_and_a_bound_are_each_handled(tmp_path: 
     assert bounded.noteworthy and "not looked at whole" in bounded.lines()[-1]
 
 
+def test_the_folder_itself_laid_out_as_a_bare_repository_is_disarmed(tmp_path: Path):
+    """git in the butler folder takes it for a bare repository (the empty ``.git`` a jail
+    holds there is no repository), whose ``config`` the session wrote."""
+    folder = git_folder(tmp_path / "butler")
+    (folder / ".git").mkdir()
+    hidden = git_folder(folder / "x" / ".git" / "objects" / "ab")  # hidden in a git folder
+    assert {str(d.path) for d in disarm(folder, BUTLER_FOLDER_KEEPS).disarmed} == {
+        str(folder / "HEAD"),
+        str(hidden / "HEAD"),
+    }
+
+
+def test_names_taken_in_advance_do_not_keep_a_repository_armed(tmp_path: Path):
+    repo = git_folder(tmp_path / "butler" / "r" / ".git")
+    for name in ["HEAD.disarmed", *(f"HEAD.disarmed-{n}" for n in range(2, 100))]:
+        (repo / name).mkdir()
+    (found,) = disarm(tmp_path / "butler").disarmed
+    assert found.now.startswith("HEAD.disarmed-") and not (repo / "HEAD").exists()
+
+
 def test_a_missing_folder_is_nothing_to_disarm(tmp_path: Path):
     assert not disarm(tmp_path / "gone").noteworthy
 
