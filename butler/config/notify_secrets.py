@@ -11,9 +11,12 @@ field. So the check asks Apprise, service by service, rather than keeping a
 list of URL forms that would miss the next service Apprise learns.
 
 Apprise cannot type what its URLs carry free-form: HTTP headers
-(``+Authorization=...``), query parameters it passes on (``-X-Api-Key=...``)
-and parameters it does not know. Those count as secret when their name says
-so (an authorization, a key, a token, a password, a cookie...). And a topic
+(``+Authorization=...``), query parameters it passes on (``-X-Api-Key=...``),
+fields it adds to a payload (``:apikey=...``) and parameters it does not
+know. Those count as secret when their name says so (an authorization, a
+key, a token, a password, a cookie...). The path of a generic webhook
+(``json://host/<path>``) is no field Apprise types either: a secret there
+belongs in a placeholder, which nothing can check for the owner. And a topic
 with no credential beside it (``ntfy://mytopic``) is itself the secret:
 whoever knows an open topic reads every message sent to it.
 
@@ -43,8 +46,9 @@ SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9-]* +")
 #: A placeholder's stand-in (:func:`_stand_in`): a mark no one writes, and ten digits.
 STAND_IN_MARK = "9081726354"
 STAND_IN = re.compile(STAND_IN_MARK + r"[0-9]{10}")
-#: Where Apprise's parse puts free-form headers and passed-on parameters, and their mark.
-FREE_FORM = (("qsd+", "+", "header"), ("qsd-", "-", "parameter"))
+#: Where Apprise's parse puts free-form headers, passed-on parameters and payload fields,
+#: and their mark.
+FREE_FORM = (("qsd+", "+", "header"), ("qsd-", "-", "parameter"), ("qsd:", ":", "payload field"))
 
 
 class UnknownService(ValueError):

@@ -14,6 +14,7 @@ WRITTEN_OUT = [
     ("json://hooks.example/?+Authorization=Bearer%20sk-live-9f8e7d", "the +Authorization= header"),
     ("json://hooks.example/?-X-Api-Key=sk-live-9f8e7d", "the -X-Api-Key= parameter"),
     ("form://hooks.example/?+X-Token=sk-live-9f8e7d", "the +X-Token= header"),
+    ("json://hooks.example/?:api_key=sk-live-9f8e7d", "the :api_key= payload field"),
     ("discord://4174216298/JHMHI8qBe7bk2ZwO5U711o3dV_js", "the webhook id"),
     ("discord://{DISCORD_ID}/JHMHI8qBe7bk2ZwO5U711o3dV_js", "the webhook token"),
     ("https://discord.com/api/webhooks/4174216298/JHMHI8qBe7bk2ZwO5U", "the webhook id"),
