@@ -340,11 +340,19 @@ def add_line(
 
 
 def make_folders(root: Path, relative: str | PurePosixPath, mode: int = 0o700) -> None:
-    """Make ``root/relative`` and the folders above it (``mode``, 0700 unless given, less
-    the umask), following no link below ``root``."""
+    """Make ``root/relative`` and the folders above it (0700), following no link below
+    ``root``; the last one, when made here, gets ``mode`` exactly (whatever the umask)."""
     *above, name = parts(relative) or ("",)
     with folder(root, PurePosixPath(*above), create=True) as fd:
-        if name:
-            with contextlib.suppress(FileExistsError):  # made meanwhile: checked below
-                os.mkdir(name, mode, dir_fd=fd)
-            os.close(_step(fd, name, False))
+        if not name:
+            return
+        made = False
+        with contextlib.suppress(FileExistsError):  # made meanwhile: checked below
+            os.mkdir(name, 0o700, dir_fd=fd)
+            made = True
+        inner = _step(fd, name, False)
+        try:
+            if made:
+                os.fchmod(inner, mode)
+        finally:
+            os.close(inner)
