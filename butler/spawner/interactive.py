@@ -276,7 +276,13 @@ class InteractiveSessions:
         if session_id not in self._jails:
             jail = await survivors.restore(folder, session_id, self._lifecycle.tokens, session_id)
             if jail is not None:
-                self._jails[session_id] = jail
+                # The restored jail knows its proxy only: its end looks after the butler
+                # folder as a started one's does (the daemon's start looked already).
+                butler_folder = self._config.config_dir
+                policy = replace(
+                    jail.policy, writable=(butler_folder,), held=(butler_folder / ".git",)
+                )
+                self._jails[session_id] = replace(jail, policy=policy)
         await self._lifecycle.running(session_id)
         await self._lifecycle.annotate(session_id, {"adopted_at": now_iso()})
 
