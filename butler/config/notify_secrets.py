@@ -17,8 +17,10 @@ know. Those count as secret when their name says so (an authorization, a
 key, a token, a password, a cookie...). The path of a generic webhook
 (``json://host/<path>``) is no field Apprise types either: a secret there
 belongs in a placeholder, which nothing can check for the owner. And a topic
-with no credential beside it (``ntfy://mytopic``) is itself the secret:
-whoever knows an open topic reads every message sent to it.
+with no credential beside it, on a server others reach (``ntfy://mytopic``,
+an open broker on the internet), is itself the secret: whoever knows an open
+topic reads every message sent to it. (A broker on this machine or the home
+network, ``mqtt://127.0.0.1/alerts``, is the owner's to guard.)
 
 A field is written properly when it is ``{NAME}`` placeholders only (a
 header's value may start with its scheme: ``Bearer {API_TOKEN}``); the value
@@ -28,6 +30,7 @@ comes from the credentials store when a message is sent.
 from __future__ import annotations
 
 import functools
+import ipaddress
 import re
 import zlib
 from collections.abc import Iterator
@@ -41,6 +44,8 @@ PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]{0,127})\}")
 CREDENTIAL_NAME = re.compile(
     r"auth|key|token|secret|pass|cookie|session|signature|credential|bearer", re.IGNORECASE
 )
+#: Names of hosts on this machine or a home network.
+LOCAL_NAMES = (".localhost", ".local", ".lan", ".home.arpa", ".internal")
 #: What may stand before the placeholders of a header's value: its scheme ("Bearer ").
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9-]* +")
 #: A placeholder's stand-in (:func:`_stand_in`): a mark no one writes, and ten digits.
@@ -136,8 +141,23 @@ def _secrets(plugin: Any, fields: dict[str, Any] | None) -> Iterator[tuple[str, 
         plain = name.lower()
         if plain[:1] not in "+-:" and plain not in known and CREDENTIAL_NAME.search(plain):
             yield f"the {name}= parameter", value
-    if "topic" in plugin.template_tokens and not filled:
+    if "topic" in plugin.template_tokens and not filled and _reachable_by_others(fields):
         yield "the topic (no credential guards it, so it is the secret)", fields.get("targets")
+
+
+def _reachable_by_others(fields: dict[str, Any]) -> bool:
+    """Whether the service's server is one others reach: its public one (the URL names
+    a topic only: ``ntfy://mytopic``), or a host that is no loopback, private address
+    or local name (a broker on this machine or at home is the owner's to guard)."""
+    host = str(fields.get("host") or "").strip("[]").lower()
+    targets = fields.get("targets") or []
+    if not host or host in targets:
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return "." in host and not host.endswith(LOCAL_NAMES)
+    return not (address.is_loopback or address.is_private or address.is_link_local)
 
 
 def _private_fields(plugin: Any) -> Iterator[tuple[str, str]]:

@@ -26,6 +26,7 @@ WRITTEN_OUT = [
     ("pover://{PUSHOVER_USER}@{PUSHOVER_TOKEN}?key=EncKey42", "the encryption key (key=)"),
     ("ntfy://my-secret-topic-4711", "the topic"),
     ("ntfys://ntfy.example.com/my-secret-topic-4711", "the topic"),
+    ("mqtts://broker.example.com/home/alerts", "the topic"),
     ("ntfy://ntfy.sh/topic?token=tk_abcdef", "the token"),
     ("tgram://123456789:AAE-abcdefghijklmnop/1234", "the bot token"),
     ("mailtos://me:hunter2@example.com", "the password"),
@@ -57,6 +58,9 @@ def test_a_secret_written_out_is_found_and_named_without_its_value(url: str, wha
         "pover://{PUSHOVER_USER}@{PUSHOVER_TOKEN}",
         "ntfy://{NTFY_TOPIC}",
         "ntfy://me:{NTFY_PASSWORD}@ntfy.example.com/alerts",  # a login guards the topic
+        "mqtt://127.0.0.1:1883/home/alerts",  # a broker on this machine: the owner's
+        "ntfy://192.168.1.20/alerts",  # one at home
+        "mqtt://broker.lan/alerts",
         "tgram://{TELEGRAM_BOT_TOKEN}/{TELEGRAM_CHAT_ID}",
         "mailtos://me:{MAIL_PASSWORD}@example.com",
         "json://127.0.0.1:8080/hook",
