@@ -32,6 +32,7 @@ from butler.dashboard.render import SECURITY_HEADERS
 from butler.http_limits import JsonRpcBodyLimit
 from butler.security.handshake import GuardEveryScope
 from butler.security.http import RequireToken, cookie_name
+from butler.security.login import Tickets, tickets_path
 from butler.security.owner_token import LiveToken
 from butler.tools.builders import register_builder_tools
 from butler.tools.contract import register_contract_tools
@@ -111,6 +112,19 @@ def _allowed_hosts(declared: list[str], public_url: str | None) -> list[str]:
     return [*declared, public] if public else list(declared)
 
 
+def _token_guard(app: ASGIApp, butler: ButlerContext, token: LiveToken) -> RequireToken:
+    """``app`` behind the owner's token, its session tokens and the dashboard's login."""
+    config = butler.config
+    return RequireToken(
+        app,
+        owner_token=token,
+        sessions=butler.spawner.session_tokens,
+        cookie=cookie_name(config.butler.port),
+        login_page=login_page(config.butler.name, f"butler token --config {config.config_dir}"),
+        tickets=Tickets(tickets_path(config)),
+    )
+
+
 def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> ASGIApp:
     """The whole butler behind its Host/Origin and token guards; lifespans combined."""
     mcp = mcp or build_mcp(butler)
@@ -157,13 +171,8 @@ def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> ASGIApp:
     ]
     site = Starlette(routes=routes, lifespan=lifespan)
     mcp_apps = {"/mcp": http_app, "/sse": sse_app, "/messages": sse_app}
-    authenticated = RequireToken(
-        JsonRpcBodyLimit(_ByPrefix(_DashboardAtFirstUse(site, butler, token), mcp_apps)),
-        owner_token=token,
-        sessions=butler.spawner.session_tokens,
-        cookie=cookie_name(section.port),
-        login_page=login_page(section.name, f"butler token --config {butler.config.config_dir}"),
-    )
+    inner = JsonRpcBodyLimit(_ByPrefix(_DashboardAtFirstUse(site, butler, token), mcp_apps))
+    authenticated = _token_guard(inner, butler, token)
     # The same guard as FastMCP's own, in front of the dashboard, the terminal's
     # WebSocket and the token check too.
     return GuardEveryScope(

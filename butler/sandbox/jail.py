@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import os
 import re
 import shlex
@@ -27,6 +28,7 @@ from butler.sandbox.bridge_binary import BridgeMissing, bridge_binary
 from butler.sandbox.container import container_hint
 from butler.sandbox.egress import ALLOW_SETTING, Egress, Target
 from butler.sandbox.folders import new_jail_folder
+from butler.sandbox.git_view import BUTLER_FOLDER_KEEPS
 from butler.sandbox.hosts import (
     allow_entry,
     loopback_ports,
@@ -45,6 +47,9 @@ from butler.sandbox.policy import (
 )
 from butler.sandbox.seccomp import filter_program
 from butler.security.private_files import write_private
+from butler.security.repositories import Look, disarm
+
+log = logging.getLogger("butler.sandbox")
 
 #: Numbers the launch scripts of this process's jails (see :func:`run_name`).
 _RUNS = itertools.count()
@@ -107,6 +112,8 @@ class Jail:
     cgroup: Path | None = None
     #: The programs :meth:`wrap_exact` started in it: what a pool learns to make jails for.
     programs: list[str] = field(default_factory=list, compare=False)
+    #: What the looks at its end found in the folders it guards (:meth:`disarm_left`).
+    left: list[Look] = field(default_factory=list, compare=False)
 
     def env(self, search: str | None = None) -> dict[str, str]:
         """Variables that send the runtime's HTTP(S) through the jail's proxy.
@@ -277,12 +284,33 @@ class Jail:
         body += f'exec {quoted} "$@" 3<"$args"{redirects}\n'
         return write_private(script, "#!/bin/sh\n" + body, how="exclusive", executable=True)
 
+    @property
+    def noteworthy(self) -> bool:
+        """Whether its summary says more than that it ran: refusals, trouble, leftovers."""
+        return bool(self.egress.blocked or self.egress.trouble or self.left)
+
     def summary(self) -> dict[str, object]:
-        """What the session row records under ``metadata.sandbox``."""
-        return {"mode": "bwrap", **self.egress.summary()}
+        """What the session row records under ``metadata.sandbox``: what the proxy refused,
+        and the repositories the runtime left that were disarmed (``disarmed``) or could
+        not be, or not all looked at (``not_disarmed``)."""
+        disarmed = [d.to_dict() for look in self.left for d in look.disarmed]
+        missed = [line for look in self.left for line in look.lines() if "renamed to" not in line]
+        extra = {"disarmed": disarmed} if disarmed else {}
+        extra |= {"not_disarmed": missed} if missed else {}
+        return {"mode": "bwrap", **self.egress.summary(), **extra}
+
+    async def disarm_left(self) -> None:
+        """Disarm every repository the runtime left where the owner's git runs (the
+        folders :meth:`JailPolicy.guarded` names); what was found is kept in :attr:`left`
+        and logged, one line each. Call it once the jail's runtime has ended."""
+        for folder, keep in self.policy.guarded():
+            look = await look_after(folder, keep, f"left by jail {self.egress.label or '?'}")
+            if look is not None and look.noteworthy:
+                self.left.append(look)
 
     async def close(self) -> None:
-        """Stop the proxy: from now on the jail reaches nothing. Removes its folder.
+        """Stop the proxy: from now on the jail reaches nothing. Removes its folder, and
+        disarms the repositories its runtime left (:meth:`disarm_left`).
 
         The removal runs in a thread: removing a folder the jail's mount namespace
         held takes milliseconds while the kernel tears that namespace down, time
@@ -295,6 +323,26 @@ class Jail:
             await asyncio.to_thread(shutil.rmtree, folder, ignore_errors=True)
             if self.cgroup is not None:
                 await asyncio.to_thread(cgroups.remove, self.cgroup)
+            await self.disarm_left()
+
+
+async def look_after(folder: Path, keep: tuple[str, ...], who: str) -> Look | None:
+    """Disarm the repositories left below ``folder`` but ``keep`` (off the event loop),
+    each logged as ``who: ...``; None when the look itself failed (logged)."""
+    try:
+        look = await asyncio.to_thread(disarm, folder, keep)
+    except Exception:  # the look is a guard; whatever called it must still end
+        log.exception("could not look for repositories left in %s", folder)
+        return None
+    for line in look.lines():
+        log.warning("%s: %s", who, line)
+    return look
+
+
+async def look_after_butler_folder(folder: Path) -> Look | None:
+    """At a daemon's start: disarm what jails of an earlier one left in the butler folder
+    (one that died before its jails' ends were looked at, a builder that ended unseen)."""
+    return await look_after(folder, BUTLER_FOLDER_KEEPS, "left before this start")
 
 
 @lru_cache(maxsize=64)

@@ -191,7 +191,12 @@ class WarmJail(Jail):
             await super().close()
             return
         await self.egress.close()  # from now on the jail reaches nothing
-        self.pool.release(self.warm)
+        try:
+            # For the session's row; the pool's close of the jail, once every process
+            # of it has ended, looks again.
+            await self.disarm_left()
+        finally:
+            self.pool.release(self.warm)
 
 
 class JailPool:
