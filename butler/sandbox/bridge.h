@@ -3,7 +3,7 @@
    The bridge is one program in several files, each one concept (bridge_main.c lists
    them and says what the bridge is). This header is included first by each of them: it
    asks for the GNU extensions (accept4, MSG_CMSG_CLOEXEC, environ) before any system
-   header is read. sandbox/native.py compiles every bridge_*.c together and names the
+   header is read. sandbox/bridge_binary.py compiles every bridge_*.c together and names the
    binary by a hash of each of them and this header, so an edit of any one builds a new
    binary. */
 

@@ -1,8 +1,14 @@
-/* The jail's bridge in C: bridge.py's behaviour without an interpreter's start.
+/* The jail's bridge: the first process of every jail, and its init.
 
-   bridge.py says what the bridge does and why; these files do the same and are what a
-   jail runs where a C compiler built it (sandbox/native.py): starting CPython was most
-   of what the Python bridge cost a session. Only libc and POSIX threads.
+   A jail has no network of its own. The bridge listens on the jail's loopback at the
+   ports the runtime was told to use (its butler's MCP address, its model API) and
+   relays each connection over SOCKET, a Unix socket bound outside the jail, to the
+   daemon's egress proxy, which lets through only what the session may reach. It starts
+   the runtime, holds its bounds (max_processes, max_memory_mb), reaps what the runtime
+   leaves, ends the rest when the runtime ends, and exits as the runtime did. It is
+   compiled when butler is installed (sandbox/bridge_binary.py), never during a session:
+   starting an interpreter in every jail was most of what a Python bridge cost. Only
+   libc and POSIX threads.
 
    Usage: bridge SOCKET PROXY_PORT FORWARDS [limits=PROCESSES,MEMORY_MB] [cgroup=FD
                  watch=FD:KEY:BOUND...] [linger] -- ARGV...
