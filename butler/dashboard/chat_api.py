@@ -166,7 +166,8 @@ class ChatApi:
             return refusal(str(exc), 409)
         except Busy as exc:
             return refusal(str(exc), 429)
-        body: dict[str, Any] = {"conversation": str(posted.conversation_id or "") or None}
+        conversation = str(posted.conversation_id) if posted.conversation_id else None
+        body: dict[str, Any] = {"conversation": conversation}
         if posted.reply is not None:
             body["reply"] = posted.reply
         if posted.turn is not None:
