@@ -148,9 +148,11 @@ class WebChat:
     def send_file(self, session_id: str, name: str, media_type: str, data: bytes) -> str | None:
         """Give the person a file the session ``session_id`` made, while it answers.
 
-        The hook of a tool that sends files back: the file is kept for the person to
-        fetch (bounded, in memory) and shown in the answer being written; its id, or
-        None when no turn of this chat runs that session or the file is too large.
+        The hook of a tool that sends files back (``butler.web_chat.send_file`` on the
+        butler's context, for a session whose metadata says channel ``web``): the file is
+        kept for the person to fetch (bounded, in memory) and shown in the answer being
+        written; its id, or None when no turn of this chat runs that session or the file
+        is too large.
         """
         turn = next((t for t in self._turns.values() if t.session_id == session_id), None)
         if turn is None or turn.finished:

@@ -28,7 +28,6 @@ from butler.dashboard.chat_api import ChatApi
 from butler.dashboard.forms import form_token
 from butler.dashboard.render import SECURITY_HEADERS, e
 from butler.dashboard.view import View
-from butler.store.conversations import ConversationStore
 
 #: The app's own files under ``/chat/``, and their media types.
 FILES = {
@@ -105,19 +104,6 @@ class ChatPages:
         return FileResponse(_asset(name), media_type=FILES[name], headers=headers)
 
 
-def web_chat(view: View) -> WebChat:
-    """The web chat of the butler ``view`` shows."""
-    butler = view.butler
-    config = butler.config
-    return WebChat(
-        config.name,
-        config.butler.description or "",
-        butler.spawner,
-        ConversationStore(butler.db),
-        butler.sessions,
-    )
-
-
 async def to_the_chat(request: Request) -> Response:
     """``/chat`` is ``/chat/``: the app's scope, where its service worker answers."""
     return RedirectResponse("/chat/", 308)
@@ -125,7 +111,7 @@ async def to_the_chat(request: Request) -> Response:
 
 def chat_routes(view: View) -> list[BaseRoute]:
     """``/chat/`` and everything under it."""
-    chat = web_chat(view)
+    chat = view.butler.web_chat
     pages = ChatPages(view, chat)
     api = ChatApi(view, chat, max_body_bytes(chat.settings))
     return [
