@@ -106,6 +106,9 @@ class Channel(ABC):
     async def typing(self, to: Inbound) -> None:  # noqa: B027 - most channels have one
         """Show, for a few seconds, that an answer is being written."""
 
+    async def leave(self, chat: str) -> None:  # noqa: B027 - a channel without groups has none
+        """Leave the group or room ``chat`` (one not on the channel's allow-list)."""
+
     @abstractmethod
     async def fetch(self, attachment: AttachmentRef, limit: int) -> bytes:
         """The attachment's bytes; :class:`TooLarge` past ``limit``."""

@@ -46,10 +46,23 @@ class Inbound:
     attachments: tuple[AttachmentRef, ...] = ()
     #: What the channel needs to answer in place (the message replied to, email headers).
     reply: dict[str, Any] = field(default_factory=dict)
+    #: Why the channel could not prove that ``sender`` sent it (an email without a valid
+    #: DKIM signature of its From domain); None when the platform vouches for the id.
+    unproven: str | None = None
+    #: Said in a group or room of several people, not in a private chat with the bot.
+    group: bool = False
+    #: Meant for the bot: in a group, a mention of it, a reply to it, or a command.
+    addressed: bool = True
 
     def payload(self) -> dict[str, Any]:
         """What the table keeps to handle the message again after a restart."""
-        return {"reply": self.reply, "attachments": [asdict(a) for a in self.attachments]}
+        return {
+            "reply": self.reply,
+            "attachments": [asdict(a) for a in self.attachments],
+            "unproven": self.unproven,
+            "group": self.group,
+            "addressed": self.addressed,
+        }
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Inbound:
@@ -65,6 +78,9 @@ class Inbound:
             text=row["body"],
             attachments=tuple(AttachmentRef(**a) for a in payload.get("attachments", [])),
             reply=payload.get("reply") or {},
+            unproven=payload.get("unproven"),
+            group=bool(payload.get("group", False)),
+            addressed=bool(payload.get("addressed", True)),
         )
 
 
