@@ -260,8 +260,19 @@ class ChannelTables(Section):
         return {kind: table for kind, table in found.items() if table and table.enabled}
 
 
+#: What a session started by a chat message may see of the butler's sessions, state and
+#: memory: its own conversation's, everything of its sender's, or the whole butler's.
+SenderScope = Literal["conversation", "sender", "butler"]
+
+
 class ChannelsConfig(ChannelTables):
-    """``[butler.channels]``: the butler's own channels."""
+    """``[butler.channels]``: the butler's own channels, and what their sessions may see.
+
+    ``sender_scope`` is this butler's, whichever channel (its own or the
+    switchboard's) brought the message: the sessions run here.
+    """
+
+    sender_scope: SenderScope = "conversation"
 
 
 def resolver_address(value: str) -> tuple[str, int]:
