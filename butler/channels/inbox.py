@@ -226,7 +226,8 @@ class Inbox:
             "message from an unpaired sender ignored",
             extra={"channel": link.kind, "sender": message.sender},
         )
-        await self.conversations.mark(row_id, "refused")
+        why = "not paired" if not entry.code else "not paired (the code was not good)"
+        await self.conversations.mark(row_id, "refused", reason=why)
         if entry.notice and self.refusals.due(f"{link.kind}:{message.sender}"):
             await link.say(message, entry.notice)
 
@@ -246,14 +247,14 @@ class Inbox:
             await link.say(message, entry.notice)
 
     async def _slow_down(self, link: Link, message: Inbound, row_id: int) -> None:
-        await self.conversations.mark(row_id, "refused")
+        limit = link.channel.settings.max_messages_per_minute
+        await self.conversations.mark(row_id, "refused", reason=f"over {limit} messages a minute")
         paired = await self.senders.is_paired(link.kind, message.sender)
         if paired and self.slow_downs.due(f"{link.kind}:{message.sender}"):
-            limit = link.channel.settings.max_messages_per_minute
             await link.say(message, f"Too many messages: at most {limit} a minute. Wait a moment.")
 
     async def _refuse(self, link: Link, message: Inbound, row_id: int, line: str) -> None:
-        await self.conversations.mark(row_id, "refused")
+        await self.conversations.mark(row_id, "refused", reason=line)
         await link.say(message, line)
 
     async def interrupted(self, link: Link, message: Inbound, row_id: int) -> None:

@@ -209,7 +209,7 @@ class ChannelService:
             log.error("answering a message failed", exc_info=task.exception())
 
     async def _too_busy(self, link: Link, message: Inbound, row_id: int) -> None:
-        await self.conversations.mark(row_id, "refused")
+        await self.conversations.mark(row_id, "refused", reason=f"too busy: {MAX_IN_HAND} in hand")
         await link.say(message, TOO_BUSY)
 
 

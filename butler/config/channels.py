@@ -82,8 +82,8 @@ class ChannelSettings(Section):
         return False
 
     def proof(self) -> str:
-        """What proves a sender of this channel, for ``butler channels list``."""
-        return "the platform's user id"
+        """How this channel's senders are proven, for ``butler channels list``."""
+        return "proven by the platform's user id"
 
     @field_validator("attachment_types")
     @classmethod
@@ -120,7 +120,7 @@ class TelegramSettings(BotChannelSettings):
         return chat.lstrip("-").isdigit() and int(chat) in self.groups
 
     def proof(self) -> str:
-        return "Telegram user id"
+        return "proven by their Telegram user id"
 
     @field_validator("api_url")
     @classmethod
@@ -147,7 +147,7 @@ class MatrixSettings(BotChannelSettings):
         return chat in self.groups
 
     def proof(self) -> str:
-        return "Matrix user id"
+        return "proven by their Matrix user id"
 
     @field_validator("groups")
     @classmethod
@@ -224,9 +224,9 @@ class EmailSettings(ChannelSettings):
 
     def proof(self) -> str:
         if self.accept_unauthenticated:
-            return "UNAUTHENTICATED: the From line alone (accept_unauthenticated = true)"
+            return "UNAUTHENTICATED: whoever the From line names (accept_unauthenticated = true)"
         trusted = f", or {self.verified_by}'s verdict" if self.verified_by else ""
-        return f"a DKIM signature aligned with the From domain{trusted}"
+        return f"proven by a DKIM signature of their From domain{trusted}"
 
     @field_validator("address")
     @classmethod

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from butler.dashboard.conversations import render_refused
 from tests.channels.conftest import write_roster
 from tests.channels.mailserver import DOMAIN, MailServer
 from tests.helpers import eventually
@@ -211,10 +212,11 @@ async def test_mail_in_a_paired_name_without_its_signature_is_refused_and_told_o
     sessions = await running.sessions()
     assert [s["metadata"]["sender"] for s in sessions] == [f"alice@{DOMAIN}"]
     assert "what did the others ask" not in " ".join(s["prompt"] for s in sessions)
-    refused = [
-        r for r in caplog.records if r.getMessage() == "message refused: its sender is not proven"
-    ]
+    said = "message refused: its sender is not proven"
+    refused = [r for r in caplog.records if r.getMessage() == said]
     assert len(refused) == 2 and refused[0].sender == f"alice@{DOMAIN}"
+    shown = render_refused(await running.conversations.refused(10))  # the dashboard's
+    assert "sender not proven: the signature of evil.test is not of home.test" in shown
 
 
 def _hand_over(mail: MailServer, raw: bytes) -> None:
