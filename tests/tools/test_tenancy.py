@@ -13,6 +13,7 @@ from typing import Any
 from fastmcp import Client
 
 from butler.store.sessions import NewSession
+from butler.store.tenants import tenant_of
 
 
 async def chat_session(butler: Any, who: str, conversation: str, prompt: str, **more: Any):
@@ -93,3 +94,25 @@ async def test_the_owner_widens_the_scope_to_the_whole_butler_on_purpose(make_se
     async with Client(url, auth=token_of(butler, made["bob"])) as bob:
         listed = (await bob.call_tool("session_list", {})).structured_content["result"]
     assert len(listed) == 4
+
+
+async def test_a_session_cannot_claim_another_conversation_by_the_metadata_it_writes(served):
+    url, butler = served
+    made = await rows(butler)
+    alice_talk = (await butler.sessions.get(made["alice"]))["metadata"]["conversation_id"]
+    claim = {"channel": "telegram", "sender": "1001", "conversation_id": alice_talk}
+    async with Client(url, auth=token_of(butler, made["bob"])) as bob:
+        started = await bob.call_tool(
+            "session_start", {"prompt": "as Alice", "metadata": claim, "dedupe_key": "d"}
+        )
+        forged = started.structured_content["session_id"]
+        owner_key = await bob.call_tool("state_get", {"key": "owner-notes"})
+    async with Client(url, auth=token_of(butler, made["alice"])) as alice:
+        hers = (await alice.call_tool("session_list", {})).structured_content["result"]
+
+    tenant = await tenant_of(butler.db, forged, "conversation")
+    assert tenant is not None and tenant.root == made["bob"]  # Bob's, whatever it claims
+    assert forged not in {row["id"] for row in hers}
+    assert owner_key.data is None
+    row = await butler.sessions.get(forged)
+    assert row["metadata"]["dedupe_key"].startswith("tenant/conversation-")

@@ -16,7 +16,7 @@ from butler.channels.mail_auth import (
     prove,
     trusted_verdict,
 )
-from butler.channels.mail_format import parse
+from butler.channels.mail_format import inbound_of, parse
 from tests.servers.dkim import DkimKey
 
 
@@ -164,4 +164,18 @@ def test_a_trusted_verdict_with_a_failure_refuses_even_a_valid_signature(home):
 def test_a_dkim_pass_for_another_domain_in_a_trusted_verdict_proves_nothing():
     verdict = "mx.home.test; dkim=pass header.d=evil.test; dmarc=none"
     message = parse(mail(Authentication_Results=verdict))
+    assert trusted_verdict(message, "mx.home.test", "home.test") is None
+
+
+def test_an_address_in_the_display_name_is_not_the_sender(home):
+    raw = home.sign(mail(sender="mallory@home.test").replace(b"Alice <", b'"alice@home.test" <'))
+    assert prove(raw, None, dns(home)).proven  # proven, as the one the From address names:
+    found = inbound_of(raw, 1, "1", "butler@home.test", None)
+    assert found is not None and found.sender == "mallory@home.test"
+
+
+def test_a_verdict_naming_the_trusted_server_only_in_a_comment_is_not_its():
+    message = parse(
+        mail(Authentication_Results="(mx.home.test) evil.test; dmarc=pass header.from=home.test")
+    )
     assert trusted_verdict(message, "mx.home.test", "home.test") is None
