@@ -135,7 +135,8 @@ class MatrixChannel(Channel):
         relates = content.get("m.relates_to") or {}
         thread = relates.get("event_id") if relates.get("rel_type") == "m.thread" else None
         room = self._client.rooms.get(room_id) if self._client else None
-        group = room is not None and room.member_count > 2
+        # A room the client does not know yet counts as a group: heard only when addressed.
+        group = room is None or room.member_count > 2
         text = _text(content)
         addressed = True
         if group:
