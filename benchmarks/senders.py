@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from common import DEFAULT_DSN, drop_schema, elapsed_ms, median
-from fastmcp import Client
 from rows import Row, ratio_at_most, table
+from toolcalls import time_calls
 
 from butler.channels.mail_auth import prove, txt_lookup
 from butler.channels.mail_format import inbound_of
@@ -45,20 +45,6 @@ async def chat_root(butler, sender: str) -> uuid.UUID:
     meta = {"channel": "telegram", "sender": sender, "conversation_id": str(uuid.uuid4())}
     new = NewSession("hello", "route", "command", type="channel", metadata=meta)
     return await butler.sessions.create(new)
-
-
-async def timed(
-    url: str, token: str, tool: str, args: dict[str, object], calls: int
-) -> list[float]:
-    async with Client(url, auth=token, timeout=30) as client:
-        for _ in range(3):
-            await client.call_tool(tool, args)
-        times = []
-        for _ in range(calls):
-            started = time.perf_counter()
-            await client.call_tool(tool, args)
-            times.append(elapsed_ms(started))
-    return times
 
 
 async def tool_rows(dsn: str, calls: int, tmp: Path) -> list[Row]:
@@ -82,8 +68,8 @@ async def tool_rows(dsn: str, calls: int, tmp: Path) -> list[Row]:
                 ours: list[float] = []
                 ref: list[float] = []
                 for _ in range(3):  # alternate, so a burst of load hits both alike
-                    ours += await timed(url, tokens["tenant"], tool, args, calls // 3)
-                    ref += await timed(url, tokens["owner"], tool, args, calls // 3)
+                    ours += await time_calls(url, tool, args, calls // 3, tokens["tenant"])
+                    ref += await time_calls(url, tool, args, calls // 3, tokens["owner"])
                 rows.append(
                     Row(
                         f"{tool} by a chat sender's session",
