@@ -33,16 +33,20 @@ class Overheard(Enum):
     NOT_ADDRESSED = "not addressed to the bot"
 
 
-def overheard(message: Inbound, settings: ChannelSettings) -> Overheard | None:
+def overheard(
+    message: Inbound, settings: ChannelSettings, continues: bool = False
+) -> Overheard | None:
     """Why the butler should not even record ``message``; None when it is for the butler.
 
     A private chat is always for the butler (who may then refuse its sender).
+    ``continues``: the message is its sender's follow-up in the thread of their open
+    conversation, on a channel where that thread is the conversation (Slack).
     """
     if not message.group:
         return None
     if not settings.allows_group(message.chat):
         return Overheard.GROUP_NOT_ALLOWED
-    if not message.addressed:
+    if not message.addressed and not continues:
         return Overheard.NOT_ADDRESSED
     return None
 

@@ -142,6 +142,7 @@ def inbound_of(
         attachments=files_of(message, uid),
         reply={"message_id": own_id, "references": references, "subject": subject},
         unproven=unproven,
+        addressed=True,  # mail to the butler's own address is for it
     )
 
 

@@ -22,7 +22,8 @@ from typing import Any
 
 from nio import AsyncClient, AsyncClientConfig, RoomLeaveError, SyncError, WhoamiError
 
-from butler.channels.base import Channel, ChannelError, Misconfigured, TooLarge
+from butler.channels.base import Channel, ChannelError, Misconfigured
+from butler.channels.download import bounded
 from butler.channels.message import AttachmentRef, Batch, Inbound
 from butler.config.channels import MatrixSettings
 
@@ -185,10 +186,11 @@ class MatrixChannel(Channel):
         event = getattr(found, "event", None)
         return getattr(event, "sender", None) == self.settings.user_id
 
-    async def leave(self, chat: str) -> None:
+    async def leave(self, chat: str) -> bool:
         left = await self.client.room_leave(chat)
         if isinstance(left, RoomLeaveError):
             raise ChannelError(f"matrix: could not leave {chat}: {left.message}")
+        return True
 
     async def send(self, to: Inbound, text: str) -> str:
         content: dict[str, Any] = {"msgtype": "m.notice", "body": text}
@@ -228,16 +230,7 @@ class MatrixChannel(Channel):
             raise ChannelError("matrix: not connected")
         headers = {"Authorization": f"Bearer {self.client.access_token}"}
         async with session.get(url, headers=headers, timeout=60) as response:
-            if response.status != 200:
-                raise ChannelError(
-                    f"matrix: the attachment could not be fetched ({response.status})"
-                )
-            data = bytearray()
-            async for chunk in response.content.iter_chunked(64 * 1024):
-                data += chunk
-                if len(data) > limit:
-                    raise TooLarge(attachment.kind)
-        return bytes(data)
+            return await bounded(response, limit, attachment.kind, "matrix")
 
     async def close(self) -> None:
         client, self._client = self._client, None

@@ -151,21 +151,29 @@ class ChannelService:
     async def _overheard(self, link: Link, message: Inbound) -> bool:
         """Whether ``message`` is a group's talk not meant for the butler (left unrecorded);
         the bot leaves a group not on the allow-list, once."""
-        why = overheard(message, link.channel.settings)
+        settings = link.channel.settings
+        why = overheard(message, settings)
+        if why is Overheard.NOT_ADDRESSED and link.channel.follows_threads and message.thread:
+            continues = await self.inbox.threads.current(message, settings.idle_minutes)
+            why = overheard(message, settings, continues is not None)
         if why is Overheard.GROUP_NOT_ALLOWED and message.chat not in link.left:
             link.left.add(message.chat)
-            log.warning(
-                "left a group not on the channel's allow-list",
-                extra={"channel": link.kind, "chat": message.chat},
-            )
-            try:
-                await link.channel.leave(message.chat)
-            except Exception as exc:  # gone already, or the server refused: said, not fatal
-                error = link.channel.redact(one_line(str(exc) or type(exc).__name__, 200))
-                log.warning(
-                    "could not leave the group", extra={"channel": link.kind, "error": error}
-                )
+            await self._leave(link, message.chat)
         return why is not None
+
+    async def _leave(self, link: Link, chat: str) -> None:
+        """Leave a group not on the allow-list (where the channel can), said in one line."""
+        where = {"channel": link.kind, "chat": chat}
+        try:
+            left = await link.channel.leave(chat)
+        except Exception as exc:  # gone already, or the server refused: said, not fatal
+            error = link.channel.redact(one_line(str(exc) or type(exc).__name__, 200))
+            log.warning("could not leave the group", extra={**where, "error": error})
+            return
+        if left:
+            log.warning("left a group not on the channel's allow-list", extra=where)
+        else:
+            log.warning("a group not on the channel's allow-list is not heard", extra=where)
 
     async def _recover(self, link: Link) -> None:
         for row in await self.conversations.open_messages(link.kind):

@@ -120,11 +120,12 @@ class TelegramChannel(Channel):
             with contextlib.suppress(ChannelError):  # a batch is never lost to a farewell
                 await self.leave(str(change.chat.id))
 
-    async def leave(self, chat: str) -> None:
+    async def leave(self, chat: str) -> bool:
         try:
             await self.bot.leave_chat(int(chat))
         except TelegramError as exc:  # gone already, or never there: nothing to leave
             raise ChannelError(f"telegram: could not leave {chat}: {exc}") from None
+        return True
 
     async def send(self, to: Inbound, text: str) -> str:
         reply_to = to.reply.get("message_id")

@@ -1,4 +1,4 @@
-"""``butler channels``: who may talk to a butler from Telegram, Matrix or email.
+"""``butler channels``: who may talk to a butler from Telegram, Matrix, email, Slack or Discord.
 
 ``--config`` is a butler folder (its own channels, or the switchboard's when
 it is the switchboard's home) or a roster folder (its switchboard). The
@@ -25,7 +25,7 @@ app = sub_app()
 channels_app = sub_app(help="Pair the people who may talk to your butlers from chat apps.")
 app.add_typer(channels_app, name="channels")
 
-KINDS = ("telegram", "matrix", "email")
+KINDS = ("telegram", "matrix", "email", "slack", "discord")
 
 FolderOption = Annotated[
     Path,
@@ -36,7 +36,9 @@ FolderOption = Annotated[
         show_default=False,
     ),
 ]
-Kind = Annotated[str, typer.Argument(help="telegram, matrix or email.", show_default=False)]
+Kind = Annotated[
+    str, typer.Argument(help="telegram, matrix, email, slack or discord.", show_default=False)
+]
 
 PAIR_EPILOG = (
     "[bold]Examples[/bold]\n\n"
@@ -51,7 +53,7 @@ PAIR_EPILOG = (
 def keeper(folder: Path, kind: str, db_url: str | None) -> ButlerConfig:
     """The butler that keeps ``kind``'s pairings; a mistake is one line and exit 2."""
     if kind not in KINDS:
-        fail(f"KIND: expected telegram, matrix or email, found {kind[:40]!r}")
+        fail(f"KIND: expected one of {', '.join(KINDS)}, found {kind[:40]!r}")
     try:
         return _find(folder, kind, db_url)
     except UserError as exc:

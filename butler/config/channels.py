@@ -1,7 +1,7 @@
 """``[butler.channels.*]``: the chat apps a person reaches a butler from.
 
-Each table (``telegram``, ``matrix``, ``email``) binds one channel to this
-butler. Secrets are never written here: a key such as ``token_credential``
+Each table (``telegram``, ``matrix``, ``email``, ``slack``, ``discord``) binds
+one channel to this butler. Secrets are never written here: a key such as ``token_credential``
 names an entry of the butler's credentials store (``butler credentials set
 NAME``), and a value that looks like the secret itself is refused.
 """
@@ -12,7 +12,7 @@ import ipaddress
 import re
 from typing import ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from butler.config.section import ENV_NAME_PATTERN, Section
 
@@ -31,7 +31,7 @@ DEFAULT_ATTACHMENT_TYPES = (
     "audio/mp4",
 )
 MIME_PATTERN = re.compile(r"^[a-z]+/[a-z0-9.+-]{1,80}$")
-CHANNEL_KINDS = ("telegram", "matrix", "email")
+CHANNEL_KINDS = ("telegram", "matrix", "email", "slack", "discord")
 
 
 def credential_name(value: str) -> str:
@@ -247,32 +247,99 @@ class EmailSettings(ChannelSettings):
         return self
 
 
-class ChannelTables(Section):
-    """One optional table per kind of channel (``[switchboard.channels]`` is just these)."""
+class SlackSettings(ChannelSettings):
+    """``[butler.channels.slack]``: a Slack app over Socket Mode (no public address needed).
 
-    telegram: TelegramSettings | None = None
-    matrix: MatrixSettings | None = None
-    email: EmailSettings | None = None
-
-    def enabled(self) -> dict[str, ChannelSettings]:
-        """The channels switched on, by kind."""
-        found = {kind: getattr(self, kind) for kind in CHANNEL_KINDS}
-        return {kind: table for kind, table in found.items() if table and table.enabled}
-
-
-#: What a session started by a chat message may see of the butler's sessions, state and
-#: memory: its own conversation's, everything of its sender's, or the whole butler's.
-SenderScope = Literal["conversation", "sender", "butler"]
-
-
-class ChannelsConfig(ChannelTables):
-    """``[butler.channels]``: the butler's own channels, and what their sessions may see.
-
-    ``sender_scope`` is this butler's, whichever channel (its own or the
-    switchboard's) brought the message: the sessions run here.
+    Two tokens: the bot token (``xoxb-``) for the Web API, the app-level token
+    (``xapp-``, scope ``connections:write``) for opening the Socket Mode connection.
     """
 
-    sender_scope: SenderScope = "conversation"
+    credential_key: ClassVar[str] = "bot_token_credential"
+    bot_token_credential: str = "SLACK_BOT_TOKEN"
+    app_token_credential: str = "SLACK_APP_TOKEN"
+    #: The Web API (a test's, or an Enterprise Grid gateway).
+    api_url: str = "https://slack.com/api"
+    #: Where Slack serves shared files; the bot token is sent to no other address.
+    files_url: str = "https://files.slack.com"
+    #: Characters per message; Slack truncates past 40 000 and advises 4000.
+    max_reply_chars: int = Field(default=4000, ge=500, le=40_000)
+    #: Channels (ids, e.g. "C0123ABCD") where the app answers who mentions it.
+    groups: list[str] = Field(default_factory=list, max_length=500)
+
+    def allows_group(self, chat: str) -> bool:
+        return chat in self.groups
+
+    def proof(self) -> str:
+        return "proven by their Slack user id"
+
+    @field_validator("groups")
+    @classmethod
+    def _groups(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not re.fullmatch(r"[CG][A-Z0-9]{2,40}", value):
+                raise ValueError(f"expected Slack channel ids like 'C0123ABCD', found {value!r}")
+        return values
+
+    @field_validator("bot_token_credential", "app_token_credential")
+    @classmethod
+    def _tokens(cls, value: str) -> str:
+        return credential_name(value)
+
+    @field_validator("api_url", "files_url")
+    @classmethod
+    def _urls(cls, value: str, info: ValidationInfo) -> str:
+        return _http_url(value, str(info.field_name))
+
+
+class DiscordSettings(BotChannelSettings):
+    """``[butler.channels.discord]``: a Discord bot over the Gateway (no public address needed)."""
+
+    token_credential: str = "DISCORD_BOT_TOKEN"
+    #: The REST API, with its version (a test's, or a proxy's).
+    api_url: str = "https://discord.com/api/v10"
+    #: Hosts attachments are fetched from; a link to anywhere else is not followed.
+    attachment_hosts: list[str] = Field(
+        default_factory=lambda: ["cdn.discordapp.com", "media.discordapp.net"], max_length=10
+    )
+    #: Ask for the privileged Message Content intent (switched on in the Developer
+    #: Portal): the words of guild messages that do not mention the bot. Off, the bot
+    #: still reads direct messages and messages that mention it or reply to it.
+    message_content: bool = False
+    #: Server channels (ids, e.g. "123456789012345678"; a thread counts as its channel)
+    #: where the bot answers who mentions it or replies to it.
+    groups: list[str] = Field(default_factory=list, max_length=500)
+
+    def allows_group(self, chat: str) -> bool:
+        return chat in self.groups
+
+    def proof(self) -> str:
+        return "proven by their Discord user id"
+
+    @field_validator("groups", mode="before")
+    @classmethod
+    def _groups(cls, values: object) -> object:
+        # A channel id copied from Discord is a number; TOML takes it as one.
+        if isinstance(values, list):
+            values = [str(v) if isinstance(v, int) else v for v in values]
+            for value in values:
+                if not isinstance(value, str) or not re.fullmatch(r"[0-9]{5,25}", value):
+                    raise ValueError(
+                        f"expected Discord channel ids like 123456789012345678, found {value!r}"
+                    )
+        return values
+
+    @field_validator("api_url")
+    @classmethod
+    def _api_url(cls, value: str) -> str:
+        return _http_url(value, "api_url")
+
+    @field_validator("attachment_hosts")
+    @classmethod
+    def _hosts(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not re.fullmatch(r"[A-Za-z0-9.-]{1,253}", value):
+                raise ValueError(f"expected host names like 'cdn.discordapp.com', found {value!r}")
+        return [value.lower() for value in values]
 
 
 def resolver_address(value: str) -> tuple[str, int]:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pydantic import Field, PrivateAttr, ValidationError, field_validator
 
-from butler.config.channels import ChannelTables
+from butler.config.channel_tables import ChannelTables
 from butler.config.errors import validation_error_line
 from butler.config.model import ButlerConfig
 from butler.config.section import NAME_PATTERN, Section

@@ -89,7 +89,10 @@ async def test_pair_list_and_unpair_from_the_command_line(roster, schema_name, d
     assert missing.returncode == 2 and missing.stderr.startswith("butler: error: ")
     assert "no telegram channel here" in missing.stderr
     wrong = await run("pair", "signal", "-c", health)
-    assert wrong.returncode == 2 and "expected telegram, matrix or email" in wrong.stderr
+    assert (
+        wrong.returncode == 2
+        and "expected one of telegram, matrix, email, slack, discord" in wrong.stderr
+    )
 
     paired = await run("pair", "telegram", "-c", health)
     code = paired.stdout.strip()

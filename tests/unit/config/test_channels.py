@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from butler.config.channels import ChannelsConfig, EmailSettings, MatrixSettings, resolver_address
+from butler.config.channel_tables import ChannelsConfig
+from butler.config.channels import EmailSettings, MatrixSettings, resolver_address
 
 MAIL = {"address": "butler@home.test", "imap_host": "imap.test", "smtp_host": "smtp.test"}
 
