@@ -1,7 +1,8 @@
 """A butler in a group: it answers paired members who address it, and nobody else hears a word.
 
 In the Telegram fake with privacy mode off (the bot sees everything said,
-the worst case) and in a real Synapse room of three, each paired member who
+the worst case), in a real Synapse room of three, and in the Slack and
+Discord fakes, each paired member who
 mentions the bot, replies to it or gives a command is answered in a
 conversation of their own; a bystander, paired or not, who does not address
 it, and a stranger who does, get nothing and start nothing; the chatter is
@@ -16,7 +17,19 @@ from typing import Any
 import pytest
 
 from tests.channels.conftest import replies, switchboard_toml, write_roster
+from tests.channels.test_discord import said as discord_said
+from tests.channels.test_discord import started as discord_started
 from tests.channels.test_matrix import bot_says, has_joined, matrix_switchboard, notices
+from tests.channels.test_slack import said as slack_said
+from tests.channels.test_slack import started as slack_started
+from tests.fakes.discord_api import ALICE as DISCORD_ALICE
+from tests.fakes.discord_api import BOT_ID as DISCORD_BOT
+from tests.fakes.discord_api import GENERAL as DISCORD_GENERAL
+from tests.fakes.discord_api import MALLORY as DISCORD_MALLORY
+from tests.fakes.slack_api import ALICE as SLACK_ALICE
+from tests.fakes.slack_api import BOT_USER as SLACK_BOT
+from tests.fakes.slack_api import GENERAL as SLACK_GENERAL
+from tests.fakes.slack_api import MALLORY as SLACK_MALLORY
 from tests.fakes.telegram_api import ALICE, BOT, FAMILY, MALLORY, Group, Person
 from tests.helpers import eventually
 
@@ -179,4 +192,60 @@ async def test_in_a_matrix_room_only_paired_members_who_address_the_bot_are_answ
         (mallory.user_id, "refused"),
         (bob.user_id, "answered"),
         (alice.user_id, "answered"),
+    ]
+
+
+async def settled_rows(running: Any) -> list[tuple[str, str, str]]:
+    """(chat, sender, status) of every inbound message, once none is being answered."""
+
+    async def settled() -> bool:
+        rows = await running.db.fetch("SELECT status FROM channel_messages WHERE direction='in'")
+        return not {"received", "handling"} & {r["status"] for r in rows}
+
+    await eventually(settled, timeout=60)
+    rows = await running.db.fetch(
+        "SELECT chat, sender, status FROM channel_messages WHERE direction = 'in' ORDER BY id"
+    )
+    return [(r["chat"], r["sender"], r["status"]) for r in rows]
+
+
+async def test_in_a_slack_channel_only_paired_people_who_mention_the_app_are_answered(
+    roster, schema_name, slack, start_roster
+):
+    running = await slack_started(roster, schema_name, slack, start_roster)  # GENERAL listed
+    mention = f"<@{SLACK_BOT}>"
+
+    slack.say("lunch at noon?", channel=SLACK_GENERAL)  # Alice, to people
+    slack.say(f"{mention} what did Alice ask you?", user=SLACK_MALLORY, channel=SLACK_GENERAL)
+    slack.say(f"{mention} /health hello", channel="C0ELSEWHERE")  # a channel not listed
+    slack.say(f"{mention} /health what is due today?", channel=SLACK_GENERAL)
+    [answer] = await slack_said(slack, SLACK_GENERAL, 1)
+    await slack.until(lambda: len(slack.acks) == len(slack.envelopes))  # all read
+    rows = await settled_rows(running)
+
+    assert answer == "[health] health heard: what is due today?"
+    assert slack.texts(SLACK_GENERAL) == [answer] and slack.texts("C0ELSEWHERE") == []
+    assert [r for r in rows if r[0] == SLACK_GENERAL] == [
+        (SLACK_GENERAL, SLACK_MALLORY.id, "refused"),
+        (SLACK_GENERAL, SLACK_ALICE.id, "answered"),
+    ]
+
+
+async def test_in_a_discord_server_only_paired_people_who_address_the_bot_are_answered(
+    roster, schema_name, discord, start_roster
+):
+    running = await discord_started(roster, schema_name, discord, start_roster)
+    mention = f"<@{DISCORD_BOT}>"
+
+    discord.say("lunch at noon?", channel=DISCORD_GENERAL)
+    discord.say(f"{mention} what did Alice ask you?", user=DISCORD_MALLORY, channel=DISCORD_GENERAL)
+    discord.say(f"{mention} /health what is due today?", channel=DISCORD_GENERAL)
+    [answer] = await discord_said(discord, DISCORD_GENERAL, 1)
+    rows = await settled_rows(running)
+
+    assert answer == "[health] health heard: what is due today?"
+    assert discord.texts(DISCORD_GENERAL) == [answer]
+    assert [r for r in rows if r[0] == DISCORD_GENERAL] == [
+        (DISCORD_GENERAL, DISCORD_MALLORY.id, "refused"),
+        (DISCORD_GENERAL, DISCORD_ALICE.id, "answered"),
     ]
