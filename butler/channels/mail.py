@@ -174,7 +174,10 @@ class EmailChannel(Channel):
         """Why ``raw``'s From address is not proven; None when it is (or need not be)."""
         if self.settings.accept_unauthenticated:
             return None
-        proof = await asyncio.to_thread(prove, raw, self.settings.verified_by, self._txt)
+        try:
+            proof = await asyncio.to_thread(prove, raw, self.settings.verified_by, self._txt)
+        except Exception as exc:  # odd bytes never stop the mailbox: unproven, and read on
+            return f"it could not be checked ({type(exc).__name__})"
         return None if proof.proven else proof.reason
 
     async def _sizes(self, uids: list[int]) -> dict[int, int]:

@@ -120,7 +120,10 @@ def parse_results(header: str) -> tuple[str, list[tuple[str, str, dict[str, str]
 
 def dkim_proof(raw: bytes, domain: str, txt: Txt) -> Proof:
     """Whether one of ``raw``'s DKIM signatures verifies and is aligned with ``domain``."""
-    checker = dkim.DKIM(raw, logger=log, timeout=int(DNS_TIMEOUT_S))
+    try:
+        checker = dkim.DKIM(raw, logger=log, timeout=int(DNS_TIMEOUT_S))
+    except dkim.DKIMException as exc:  # a header DKIM cannot read: nothing it could prove
+        return Proof(False, f"its headers cannot be read for DKIM ({str(exc)[:60]})")
     count = sum(1 for name, _ in checker.headers if name.lower() == b"dkim-signature")
     if count == 0:
         return Proof(False, f"it carries no DKIM signature (From {domain})")

@@ -179,3 +179,9 @@ def test_a_verdict_naming_the_trusted_server_only_in_a_comment_is_not_its():
         mail(Authentication_Results="(mx.home.test) evil.test; dmarc=pass header.from=home.test")
     )
     assert trusted_verdict(message, "mx.home.test", "home.test") is None
+
+
+def test_headers_dkim_cannot_read_prove_nothing_and_raise_nothing(home):
+    odd = b"From: Alice <alice@home.test>\r\nNot A Header Line\r\n\r\nhi\r\n"
+    proof = prove(odd, None, dns(home))
+    assert not proof.proven and proof.reason.startswith("its headers cannot be read for DKIM")
