@@ -42,6 +42,7 @@ from butler.tools.limits import ArgumentErrors
 from butler.tools.notify import register_notify_tools
 from butler.tools.schedules import register_schedule_tools
 from butler.tools.sessions import register_session_tools
+from butler.tools.tenancy import TenancyMiddleware
 from butler.webterm.endpoint import Terminals
 from butler.webterm.panel import terminal_routes
 
@@ -51,6 +52,7 @@ def build_mcp(butler: ButlerContext) -> FastMCP:
     description = butler.config.butler.description or f"The {butler.config.name} butler."
     mcp = ButlerMCP(butler.config.name, instructions=description)
     mcp.add_middleware(LedgerMiddleware(butler.spawner.ledger, butler.config.runtime.tools))
+    mcp.add_middleware(TenancyMiddleware(butler))
     mcp.add_middleware(ArgumentErrors())
     register_core_tools(mcp, butler)
     register_session_tools(mcp, butler)

@@ -76,6 +76,10 @@ class Channel(ABC):
     shows_typing: ClassVar[bool] = True
     #: Whether an unknown sender gets the one short refusal (email would send backscatter).
     refuses_strangers: ClassVar[bool] = True
+    #: Whether, in a group, a sender's message in the thread of their open conversation
+    #: is for the bot without naming it (Slack, where each conversation is a thread the
+    #: app answers in); elsewhere only a mention, a reply or a command is.
+    follows_threads: ClassVar[bool] = False
 
     def __init__(self, settings: ChannelSettings) -> None:
         self.settings = settings
@@ -109,6 +113,11 @@ class Channel(ABC):
 
     async def typing(self, to: Inbound) -> None:  # noqa: B027 - most channels have one
         """Show, for a few seconds, that an answer is being written."""
+
+    async def leave(self, chat: str) -> bool:
+        """Leave the group or room ``chat`` (one not on the channel's allow-list); whether
+        the channel can (a Slack or Discord bot stays, and hears nothing there)."""
+        return False
 
     @abstractmethod
     async def fetch(self, attachment: AttachmentRef, limit: int) -> bytes:

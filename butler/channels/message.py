@@ -54,9 +54,13 @@ class Inbound:
     attachments: tuple[AttachmentRef, ...] = ()
     #: What the channel needs to answer in place (the message replied to, email headers).
     reply: dict[str, Any] = field(default_factory=dict)
+    #: Why the channel could not prove that ``sender`` sent it (an email without a valid
+    #: DKIM signature of its From domain); None when the platform vouches for the id.
+    unproven: str | None = None
     #: Said in a group (a channel, a guild, a room of several) rather than to the bot alone.
     group: bool = False
-    #: Said to the bot: a direct message, a mention of it, or a reply to one of its messages.
+    #: Said to the bot: a direct message, a mention of it, a reply to one of its messages,
+    #: or (where the platform marks one) a command.
     addressed: bool = False
 
     def payload(self) -> dict[str, Any]:
@@ -64,6 +68,7 @@ class Inbound:
         return {
             "reply": self.reply,
             "attachments": [asdict(a) for a in self.attachments],
+            "unproven": self.unproven,
             "group": self.group,
             "addressed": self.addressed,
         }
@@ -82,6 +87,7 @@ class Inbound:
             text=row["body"],
             attachments=tuple(AttachmentRef(**a) for a in payload.get("attachments", [])),
             reply=payload.get("reply") or {},
+            unproven=payload.get("unproven"),
             group=bool(payload.get("group", False)),
             addressed=bool(payload.get("addressed", False)),
         )

@@ -79,6 +79,7 @@ class SlackChannel(Channel):
     """A Slack app, over Socket Mode."""
 
     kind = "slack"
+    follows_threads = True
     settings: SlackSettings
 
     def __init__(self, settings: SlackSettings, need: Need) -> None:

@@ -117,17 +117,32 @@ def list_senders(
     kind: Annotated[str | None, typer.Option("--kind", help="Only this channel.")] = None,
     database_url: DatabaseUrlOption = None,
 ) -> None:
-    """Show the paired senders: channel, sender id, name, when paired."""
+    """Show the paired senders (channel, sender id, name, when paired) and how each channel
+    proves who a sender is."""
     cfg = keeper(config, kind, database_url) if kind else _any_keeper(config, database_url)
     found = with_database(cfg, lambda senders: senders.senders(kind))
     if not found:
         typer.echo(f"no paired senders for {cfg.name}; pair one with butler channels pair")
-        return
-    table = Table("channel", "sender", "name", "paired at")
-    for row in found:
-        paired = row["paired_at"].strftime("%Y-%m-%d %H:%M:%S %Z")
-        table.add_row(row["channel"], row["sender"], row["display_name"] or "", paired)
-    console().print(table)
+    else:
+        table = Table("channel", "sender", "name", "paired at")
+        for row in found:
+            paired = row["paired_at"].strftime("%Y-%m-%d %H:%M:%S %Z")
+            table.add_row(row["channel"], row["sender"], row["display_name"] or "", paired)
+        console().print(table)
+    for each in [kind] if kind else KINDS:
+        settings = _settings(cfg, each)
+        if settings is not None:
+            typer.echo(f"{each}: senders {settings.proof()}")
+
+
+def _settings(config: ButlerConfig, kind: str) -> Any:
+    from butler.roster_channels import settings_of
+    from butler.roster_folders import load_each
+
+    def roster(where: Path) -> list[ButlerConfig]:
+        return [c for c in load_each(where) if isinstance(c, ButlerConfig)]
+
+    return settings_of(config, kind, roster)
 
 
 @channels_app.command(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import logging
 import os
 import re
 import shlex
@@ -28,14 +27,10 @@ from butler.sandbox.bridge_binary import BridgeMissing, bridge_binary
 from butler.sandbox.container import container_hint
 from butler.sandbox.egress import ALLOW_SETTING, Egress, Target
 from butler.sandbox.folders import new_jail_folder
-from butler.sandbox.git_view import BUTLER_FOLDER_KEEPS
 from butler.sandbox.hosts import (
-    allow_entry,
     loopback_ports,
-    model_targets,
-    url_targets,
-    with_loopback_aliases,
 )
+from butler.sandbox.leftovers import look_after
 from butler.sandbox.policy import (
     BRIDGE_PATH,
     EGRESS_DIR,
@@ -47,9 +42,7 @@ from butler.sandbox.policy import (
 )
 from butler.sandbox.seccomp import filter_program
 from butler.security.private_files import write_private
-from butler.security.repositories import Look, disarm
-
-log = logging.getLogger("butler.sandbox")
+from butler.security.repositories import Look
 
 #: Numbers the launch scripts of this process's jails (see :func:`run_name`).
 _RUNS = itertools.count()
@@ -326,45 +319,10 @@ class Jail:
             await self.disarm_left()
 
 
-async def look_after(folder: Path, keep: tuple[str, ...], who: str) -> Look | None:
-    """Disarm the repositories left below ``folder`` but ``keep`` (off the event loop),
-    each logged as ``who: ...``; None when the look itself failed (logged)."""
-    try:
-        look = await asyncio.to_thread(disarm, folder, keep)
-    except Exception:  # the look is a guard; whatever called it must still end
-        log.exception("could not look for repositories left in %s", folder)
-        return None
-    for line in look.lines():
-        log.warning("%s: %s", who, line)
-    return look
-
-
-async def look_after_butler_folder(folder: Path) -> Look | None:
-    """At a daemon's start: disarm what jails of an earlier one left in the butler folder
-    (one that died before its jails' ends were looked at, a builder that ended unseen)."""
-    return await look_after(folder, BUTLER_FOLDER_KEEPS, "left before this start")
-
-
 @lru_cache(maxsize=64)
 def _home_pattern(home: str) -> re.Pattern[str]:
     """``home`` as a whole path or the head of one (not the head of a longer name)."""
     return re.compile(re.escape(home) + r"(?![\w.-])")
-
-
-def allowed_targets(
-    runtime_type: str,
-    runtime_env: Mapping[str, str],
-    runtime_args: Iterable[str],
-    mcp_url: str | None,
-    allow_hosts: Iterable[str],
-) -> frozenset[Target]:
-    """Everything a session's jail may reach: its butler, its model API, the owner's list."""
-    targets = model_targets(runtime_type, runtime_env, list(runtime_args))
-    if mcp_url:
-        targets += url_targets(mcp_url)
-    for entry in allow_hosts:
-        targets += allow_entry(entry)
-    return with_loopback_aliases(targets)
 
 
 async def start_jail(

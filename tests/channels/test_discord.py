@@ -63,15 +63,10 @@ from tests.helpers import eventually
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def discord():
-    with FakeDiscord(heartbeat_ms=1000) as server:
-        yield server
-
-
 def discord_switchboard(roster: Path, discord: FakeDiscord) -> None:
     (roster / "switchboard.toml").write_text(
-        f'[switchboard]\nhome = "general"\n\n[switchboard.channels.discord]\n{discord.settings()}',
+        f'[switchboard]\nhome = "general"\n\n[switchboard.channels.discord]\n{discord.settings()}'
+        f'groups = ["{GENERAL}"]\n',
         encoding="utf-8",
     )
 

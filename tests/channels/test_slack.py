@@ -67,15 +67,10 @@ pytestmark = pytest.mark.slow
 TOKENS = {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_APP_TOKEN": APP_TOKEN}
 
 
-@pytest.fixture
-def slack():
-    with FakeSlack() as server:
-        yield server
-
-
 def slack_switchboard(roster: Path, slack: FakeSlack) -> None:
     (roster / "switchboard.toml").write_text(
-        f'[switchboard]\nhome = "general"\n\n[switchboard.channels.slack]\n{slack.settings()}',
+        f'[switchboard]\nhome = "general"\n\n[switchboard.channels.slack]\n{slack.settings()}'
+        f'groups = ["{GENERAL}"]\n',
         encoding="utf-8",
     )
 

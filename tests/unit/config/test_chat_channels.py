@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from butler.config.channels import ChannelsConfig, DiscordSettings, SlackSettings
+from butler.config.channel_tables import ChannelsConfig
+from butler.config.channels import DiscordSettings, SlackSettings
 
 
 def test_slack_and_discord_tables_switch_their_channels_on_with_their_defaults():
