@@ -19,6 +19,7 @@ from butler.channels.web_message import WebMessage
 from butler.runtimes.base import RuntimeResult
 from butler.spawner.request import TriggerRequest
 from butler.store.conversations import ConversationStore, MessageRecord
+from butler.store.tenants import in_scope, tenant_of
 from tests.fakes.runtime import FakeAdapter
 from tests.helpers import eventually
 
@@ -182,3 +183,18 @@ async def test_a_conversation_holds_a_bounded_number_of_messages_waiting(make_sp
     adapter.release.set()
     await asyncio.gather(first.turn.task, second.turn.task)
     assert len(adapter.invocations) == 2
+
+
+async def test_a_web_chat_session_sees_its_own_conversation_as_any_senders_does(make_spawner):
+    spawner = make_spawner()
+    chat = web_chat(spawner)
+    first = await answered(chat, message("What is due today?"))
+    again = await answered(chat, message("And tomorrow?", first.conversation_id))
+    other = await answered(chat, message("/new Plan the week"))
+    db = spawner.sessions.db
+    tenant = await tenant_of(db, again.turn.session_id, "conversation")
+    assert tenant is not None and tenant.match == {"conversation_id": str(first.conversation_id)}
+    assert await in_scope(db, tenant, first.turn.session_id)
+    assert not await in_scope(db, tenant, other.turn.session_id)
+    owner = await tenant_of(db, again.turn.session_id, "sender")
+    assert await in_scope(db, owner, other.turn.session_id)  # widened to all of the owner's
