@@ -12,6 +12,7 @@ from fastmcp.exceptions import ToolError
 
 from butler.context import ButlerContext
 from butler.errors import ButlerError
+from butler.runtimes.base import ProgressSink, Said
 from butler.security.caller import current_caller, request_origin
 from butler.spawner.result import SpawnerResult
 from butler.spawner.spawner import TriggerRequest
@@ -48,14 +49,6 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         the session is queued and the answer names it at once (no wait on itself).
         """
         origin = request_origin(current_caller())
-        step = 0
-
-        async def progress(message: str) -> None:
-            nonlocal step
-            step += 1
-            if ctx is not None:
-                await ctx.report_progress(step, None, message)
-
         request = TriggerRequest(
             prompt=prompt,
             context=context,
@@ -64,7 +57,7 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
             **origin,
         )
         try:
-            return await butler.spawner.trigger(request, progress)
+            return await butler.spawner.trigger(request, reporter(ctx))
         except ButlerError as exc:
             raise ToolError(str(exc)) from None
 
@@ -134,3 +127,18 @@ async def list_sessions(
         "error",
     )
     return [{**{k: r[k] for k in keep}, "position": position(r)} for r in rows]
+
+
+def reporter(ctx: Context | None) -> ProgressSink:
+    """The trigger's progress sink: each status line as an MCP progress notification to a
+    caller that asked for them. The runtime's own text is not one (it is in the result)."""
+    step = 0
+
+    async def progress(message: str) -> None:
+        nonlocal step
+        if isinstance(message, Said) or ctx is None:
+            return
+        step += 1
+        await ctx.report_progress(step, None, message)
+
+    return progress
