@@ -104,6 +104,7 @@ def test_a_wheel_in_a_fresh_venv_runs_the_quick_start(tmp_path, schema_name):
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {f"butler/migrations/{m.path.name}" for m in discover()}
     expected |= {"butler/assets/page.html", "butler/subagent/default_prompt_template.md"}
+    expected |= {"butler/images/python.Containerfile", "butler/images/postgres-entrypoint"}
     assert expected <= names, expected - names
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", venv])
