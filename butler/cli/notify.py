@@ -27,7 +27,7 @@ ChannelOption = Annotated[
     "shared/notify.toml); their secrets come from butler credentials set NAME. "
     "See docs/notify.md.",
 )
-def test(config: ConfigOption, channel: ChannelOption = None) -> None:
+def test(config: ConfigOption = None, channel: ChannelOption = None) -> None:
     """Send a test message on each channel; say per channel: delivered, or the service's error."""
     cfg = load(config)
     if not cfg.butler.notify.channels:

@@ -69,7 +69,7 @@ def call(config: Any, tool: str, arguments: dict[str, Any], timeout: float, **kw
 @app.command(epilog=TRIGGER_EPILOG)
 def trigger(
     prompt: Annotated[str, typer.Argument(help="What to ask; - reads it from stdin.")],
-    config: ConfigOption,
+    config: ConfigOption = None,
     context: Annotated[
         str | None, typer.Option(help="Text put before the prompt.", show_default=False)
     ] = None,
@@ -114,7 +114,7 @@ def trigger(
 
 @app.command(epilog=SESSIONS_EPILOG)
 def sessions(
-    config: ConfigOption,
+    config: ConfigOption = None,
     limit: Annotated[int, typer.Option(help="At most this many, newest first.")] = 20,
     status: Annotated[
         str | None,
@@ -163,7 +163,7 @@ _STYLE = {"succeeded": "green", "failed": "red", "running": "yellow", "pending":
 @app.command(epilog=LOGS_EPILOG)
 def logs(
     session: Annotated[str, typer.Argument(help="The session's id.", show_default=False)],
-    config: ConfigOption,
+    config: ConfigOption = None,
     follow: Annotated[
         bool,
         typer.Option(

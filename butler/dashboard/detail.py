@@ -53,7 +53,7 @@ def render_detail(
         ("run again of", meta.get("run_again_of")),
     ]
     if is_builder(row):
-        attach = f"butler attach {meta.get('builder_id')} --config {config_dir}"
+        attach = f"butler builders attach {meta.get('builder_id')} --config {config_dir}"
         fields += [
             ("builder", meta.get("builder_id")),
             ("branch", meta.get("branch")),

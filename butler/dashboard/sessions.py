@@ -82,7 +82,8 @@ def render_list(rows: list[dict[str, Any]]) -> str:
                 f"{table([*head, 'Tokens', 'Cost'], rows_html)}</div>"
             )
     if not builders:
-        parts.append('<p class="empty">No builders yet: <code>butler spawn --help</code></p>')
+        hint = "<code>butler builders spawn --help</code>"
+        parts.append(f'<p class="empty">No builders yet: {hint}</p>')
     parts.append(f'</section><section id="sessions"><h2>Sessions ({len(others)})</h2>')
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in others:

@@ -54,7 +54,7 @@ def test_a_builder_calls_its_butler_after_a_restart(request, fixture):
     jail = daemon.data_dir / "butlers" / "tester" / "builders" / builder["id"] / "jail.json"
     assert jail.exists() == (fixture == "jailed_builders")
     jail_folder = Path(json.loads(jail.read_text())["folder"]) if jail.exists() else None
-    assert daemon.cli("stop", builder["id"]).returncode == 0
+    assert daemon.cli("builders", "stop", builder["id"]).returncode == 0
     assert daemon.row(builder["session_id"])["status"] == "cancelled"
     if jail_folder is not None:
         assert not jail_folder.exists()
