@@ -18,6 +18,7 @@ from butler.errors import ButlerError
 from butler.security.caller import current_caller, request_origin
 from butler.spawner.spawner import TriggerRequest
 from butler.tools.limits import Metadata, Name, prompt_text, timeout_seconds
+from butler.tools.sessions import found_session
 
 #: Session statuses as the adapter contract names them.
 CONTRACT_STATUS = {
@@ -77,9 +78,8 @@ def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         returns its id at once.
         """
         origin = request_origin(current_caller())
-        request = TriggerRequest(
-            prompt, resume_session_id=session_id, timeout_s=timeout_s, **origin
-        )
+        resumed = str((await found_session(butler, session_id))["id"])
+        request = TriggerRequest(prompt, resume_session_id=resumed, timeout_s=timeout_s, **origin)
         if not wait:
             return {"session_id": await start(request), "started": True}
         try:
@@ -93,9 +93,7 @@ def _register_status(mcp: FastMCP, butler: ButlerContext) -> None:
     @mcp.tool
     async def session_status(session_id: str) -> dict[str, Any]:
         """One of pending, active, completed, failed, with the recorded detail."""
-        row = await butler.sessions.get(session_id)
-        if row is None:
-            raise ToolError(f"session {session_id} not found")
+        row = await found_session(butler, session_id)
         return {
             "session_id": row["id"],
             "status": CONTRACT_STATUS[row["status"]],

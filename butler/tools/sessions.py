@@ -11,6 +11,7 @@ from butler.errors import ButlerError
 from butler.security.caller import current_caller, request_origin
 from butler.spawner.result import SpawnerResult
 from butler.spawner.spawner import TriggerRequest
+from butler.store.session_ids import AmbiguousId
 from butler.store.sessions import parse_position, position
 from butler.tools.limits import (
     ListLimit,
@@ -67,6 +68,7 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
     async def session_get(session_id: str) -> dict[str, Any]:
         """One session's record: prompt, output, tool calls, usage, timing and ``deliveries``.
 
+        ``session_id`` may be the start of the id (at least 4 hex digits), as pages show it.
         While it runs, ``activity`` too: what its runtime has said it is doing so far.
         """
         return await session_record(butler, session_id)
@@ -85,11 +87,20 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         return await list_sessions(butler, limit, status, trigger_source, before)
 
 
+async def found_session(butler: ButlerContext, given: str) -> dict[str, Any]:
+    """The session whose id is ``given`` or starts with it; a ToolError saying why not."""
+    try:
+        row = await butler.sessions.find(given)
+    except AmbiguousId as exc:
+        raise ToolError(str(exc)) from None
+    if row is None:
+        raise ToolError(f"session {given} not found")
+    return row
+
+
 async def session_record(butler: ButlerContext, session_id: str) -> dict[str, Any]:
     """``session_get``: the row, its deliveries, and while it runs its activity so far."""
-    row = await butler.sessions.get(session_id)
-    if row is None:
-        raise ToolError(f"session {session_id} not found")
+    row = await found_session(butler, session_id)
     deliveries = await butler.notifier.store.for_session(row["id"])
     activity = butler.spawner.activity.of(str(row["id"]))
     return {**row, "deliveries": deliveries, **({"activity": activity} if activity else {})}
