@@ -154,3 +154,13 @@ def test_the_builder_commands_old_spellings_still_work_and_say_their_new_one(ros
     for panel in ("Daemon", "Sessions", "Builders", "Channels", "Setup"):
         assert f"─ {panel} " in top.stdout
     assert "│ spawn " not in top.stdout  # the old spellings are listed nowhere
+
+
+def test_commands_reach_the_daemon_where_it_serves_not_where_butler_toml_says(roster, schemas):
+    folder = write_butler(roster, "keeper", port=free_port(), schema=schemas[0])
+    with DaemonProcess(folder, port=free_port(), database_url=TEST_DSN) as daemon:  # --port
+        listed = butler("sessions", "-c", str(folder))
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.startswith("no sessions yet")
+        token = butler("token", "-c", str(folder))
+        assert f"dashboard: {daemon.url}/?token=" in token.stderr

@@ -172,8 +172,20 @@ def load(config_dir: Path | None, **overrides: Any) -> ButlerConfig:
 
 
 def address(config_dir: Path | None) -> Glance:
-    """What a command needs to reach the butler's running daemon (name, URL, folder)."""
-    return glance_at(config_dir)
+    """What a command needs to reach the butler's running daemon (name, URL, folder).
+
+    Where its daemon noted it serves, when one runs: started with ``--port``, it is
+    not where butler.toml says.
+    """
+    from dataclasses import replace
+
+    from butler.daemons import daemon_of
+
+    found = glance_at(config_dir)
+    daemon = daemon_of(found)
+    if daemon is not None and (daemon.host, daemon.port) != (found.host, found.port):
+        return replace(found, host=daemon.host, port=daemon.port)
+    return found
 
 
 def glance_at(config_dir: Path | None, *needs: str) -> Glance:
