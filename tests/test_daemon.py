@@ -237,6 +237,32 @@ def test_a_killed_daemon_does_not_keep_the_embedded_postgresql_running_for_good(
 
 
 @pytest.mark.slow
+def test_two_clones_in_two_homes_each_start_their_own_butler_of_the_same_name(tmp_path):
+    """Two checkouts side by side, each in a home of its own (root's too): each quick start
+    gets a database in its own data folder, not one machine-wide server where the second
+    clone's ``health`` would find the first's schema and be refused."""
+    daemons = []
+    try:
+        for clone in ("a", "b"):
+            home = tmp_path / f"home-{clone}"
+            home.mkdir(mode=0o700)
+            folder = write_butler(
+                tmp_path / f"clone-{clone}" / "roster", "health", port=free_port()
+            )
+            daemon = daemon_for(folder, None, env={"HOME": str(home)})
+            for name in ("DATABASE_URL", "BUTLER_DATA_DIR", "XDG_DATA_HOME"):
+                daemon.env.pop(name, None)
+            daemons.append(daemon.start(timeout=120))
+        for daemon, clone in zip(daemons, "ab", strict=True):
+            assert get_json(f"{daemon.url}/api/status")[1]["database"] is True
+            pgdata = tmp_path / f"home-{clone}" / ".local" / "share" / "butler" / "pgdata"
+            assert postgres_serving(pgdata), f"clone {clone}'s database is not in its home"
+    finally:
+        for daemon in daemons:
+            daemon.stop()
+
+
+@pytest.mark.slow
 def test_a_first_start_on_a_terminal_shows_a_spinner_while_initdb_runs(roster, data_dir):
     folder = write_butler(roster, "tester", port=free_port())
     daemon = embedded_daemon(folder, data_dir)
