@@ -68,9 +68,8 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
     async def session_get(session_id: str) -> dict[str, Any]:
         """One session's record: prompt, output, tool calls, usage, timing and ``deliveries``.
 
-        ``session_id`` may be the start of the id (at least 4 hex digits), as pages show it.
-        While it runs, ``activity`` too: what its runtime has said it is doing so far.
-        """
+        ``session_id`` may be the start of the id (4 hex digits or more); while it runs,
+        ``activity`` too: what its runtime has said it is doing so far."""
         return await session_record(butler, session_id)
 
     @mcp.tool
