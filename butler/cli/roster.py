@@ -102,12 +102,12 @@ def up(
     allow_root: AllowRootOption = False,
 ) -> None:
     """Run every butler of the roster in this one process."""
-    from butler.logs import setup_logging
-
     refuse_root(allow_root)
     check_log_level(log_level)
     check_log_format(log_format)
     refuse_a_second_start(plain_butlers(roster, only), "up", roster)
+    from butler.logs import setup_logging  # imports rich: only once nothing refused the start
+
     configs: list[ButlerConfig] = load_roster(roster, only, database_url)
     setup_logging(log_level, log_format)  # type: ignore[arg-type]
     serve(configs, "up", roster)

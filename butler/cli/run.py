@@ -58,7 +58,6 @@ def run_butler(
 ) -> None:
     """Run one butler daemon: MCP at /mcp (streamable HTTP) and /sse, health at /health."""
     from butler.glance import glance
-    from butler.logs import setup_logging
 
     refuse_root(allow_root)
     check_log_level(log_level)
@@ -66,6 +65,8 @@ def run_butler(
     plain = glance(butler_folder(config))
     if plain is not None:  # else the load below names what is unclear
         refuse_a_second_start([replace(plain, port=port or plain.port)], "run")
+    from butler.logs import setup_logging  # imports rich: only once nothing refused the start
+
     cfg = load(config, port=port, db_url=database_url)
     setup_logging(log_level, log_format)  # type: ignore[arg-type]
     serve([cfg], "run")
