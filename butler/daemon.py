@@ -12,6 +12,7 @@ from butler.config import ButlerConfig
 from butler.context import ButlerContext
 from butler.notify import Notifier
 from butler.runtimes.registry import get_adapter
+from butler.sandbox import look_after_butler_folder
 from butler.scheduler import Scheduler
 from butler.spawner import preflight
 from butler.spawner.recovery import recover
@@ -43,6 +44,8 @@ async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
     credentials = CredentialStore(db)
     spawner = Spawner(config, adapter, sessions, credentials, memory=memory)
     await recover(spawner)
+    if spawner.sandbox == "bwrap":  # what jails of an earlier daemon left, disarmed
+        await look_after_butler_folder(config.config_dir)
     await preflight.check(config, adapter, credentials)
     builders = BuilderManager(config, spawner, sessions)
     await builders.adopt_survivors()

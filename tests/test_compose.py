@@ -237,6 +237,7 @@ def test_the_dockerfile_installs_the_clis_from_the_pinned_lock_file():
     # Each base is a build argument: a machine without a registry builds from its own.
     assert [rest.split()[0] for word, rest in steps if word == "FROM"] == [
         "${NODE_IMAGE}",
+        "${PYTHON_BUILD_IMAGE}",
         "${PYTHON_IMAGE}",
     ]
     assert ("COPY", "clis/package.json clis/package-lock.json ./") in steps
@@ -259,10 +260,10 @@ def test_the_base_images_are_the_dockerfile_s_unless_env_names_those_butler_imag
     from butler.images import VARIABLES
 
     args = compose_file()["x-butler"]["build"]["args"]
-    assert {name: by_default(value) for name, value in args.items()} == {
-        "NODE_IMAGE": base_images()[0],
-        "PYTHON_IMAGE": base_images()[-1],
-    }
+    # Every base image argument of the Dockerfile, with the Dockerfile's own default.
+    arguments = [rest.partition("=") for word, rest in dockerfile_instructions() if word == "ARG"]
+    defaults = {name: value for name, _, value in arguments if name.endswith("_IMAGE")}
+    assert {name: by_default(value) for name, value in args.items()} == defaults
     # Each variable `butler images` sets in .env is one the compose file reads.
     text = COMPOSE.read_text(encoding="utf-8")
     for variable in VARIABLES.values():
@@ -276,7 +277,12 @@ def test_the_dockerfile_asks_for_what_builders_and_the_jail_need_and_one_claude(
     # The Python dependencies come from the lock file, every file's hash checked.
     assert ("COPY", "requirements.lock ./") in final_stage()
     assert any("--require-hashes" in r and "-r requirements.lock" in r for r in runs)
-    assert any(r.startswith("pip install --no-deps .") for r in runs)
+    # The project itself is the wheel its own stage built, the jail's bridge compiled in
+    # there: the image has no compiler.
+    assert ("COPY", "--from=wheel /wheels /tmp/wheels") in final_stage()
+    assert any(r.startswith("pip install --no-deps /tmp/wheels/butler-") for r in runs)
+    wheel = [rest for word, rest in dockerfile_instructions() if word == "RUN" and "wheel" in rest]
+    assert any(r.startswith("pip wheel --no-deps") for r in wheel)
     # `claude` in the image is the SDK's bundled one, and npm pins no second copy.
     assert any("_bundled" in r and "/usr/local/bin/claude" in r for r in runs)
     pins = json.loads((REPO / "clis" / "package.json").read_text())["dependencies"]

@@ -7,6 +7,7 @@ from urllib.parse import urlencode
 
 from butler.builders.modes import MODES
 from butler.builders.records import is_builder, summary
+from butler.dashboard.detail import left_anything
 from butler.dashboard.render import (
     cell,
     cost,
@@ -49,12 +50,15 @@ BUILDER_COLUMNS = (
     "Tokens",
     "Cost",
 )
+#: The tag of a session that left a repository the daemon disarmed.
+LEFT_TAG = ' <span class="tag warn" title="see its page">left a repository</span>'
 
 
 def builder_row(row: dict[str, Any]) -> str:
     meta = row.get("metadata") or {}
     tag = ' <span class="tag">pruned</span>' if meta.get("pruned_at") else ""
     tag += ' <span class="tag">headless</span>' if meta.get("headless") else ""
+    tag += LEFT_TAG if left_anything(row) else ""
     link = f'<a href="/sessions/{e(row["id"])}">{e(meta.get("builder_id"))}</a>{tag}'
     branch = f"<code>{e(meta.get('branch'))}</code>"
     return (
@@ -71,6 +75,7 @@ def builder_row(row: dict[str, Any]) -> str:
 
 def session_row(row: dict[str, Any]) -> str:
     link = f'<a href="/sessions/{e(row["id"])}"><code>{e(short(row["id"]))}</code></a>'
+    link += LEFT_TAG if left_anything(row) else ""
     return (
         f'<tr data-session="{e(row["id"])}">'
         f"{cell('Session', link, 'id')}{status_cell(row)}"

@@ -1,15 +1,15 @@
 """``butler images``: the compose deployment's base images, made on this machine.
 
 Where no image registry answers, ``docker compose up --build`` cannot pull
-``python``, ``node`` and ``postgres``. These stand in for them: Debian 12
-made by ``debootstrap`` and imported, with this machine's CA certificates
-trusted (a registry proxy that presents them works inside the builds too);
-Python and PostgreSQL from Debian's packages on it, and Node copied from this
-machine (the same major version as the Dockerfile's), each from a recipe in
-this folder. Each image's tag is a digest of what made it, so each is made
+``python`` (slim, and the full one that builds butler's wheel), ``node`` and
+``postgres``. These stand in for them: Debian 12 made by ``debootstrap`` and
+imported, with this machine's CA certificates trusted (a registry proxy that
+presents them works inside the builds too); Python (with a C compiler for the
+wheel's builder) and PostgreSQL from Debian's packages on it, and Node copied
+from this machine (the same major version as the Dockerfile's), each from a
+recipe in this folder. Each image's tag is a digest of what made it, so each is made
 once and a changed recipe makes a new one. The deployment picks them up from
-``.env`` (``PYTHON_IMAGE``, ``NODE_IMAGE``, ``POSTGRES_IMAGE``), which
-``docker-compose.yml`` reads.
+``.env`` (:data:`VARIABLES`), which ``docker-compose.yml`` reads.
 """
 
 from __future__ import annotations
@@ -41,7 +41,12 @@ TRUST = {
     "NODE_EXTRA_CA_CERTS": BUNDLE,
 }
 #: Each image, and the ``.env`` variable docker-compose.yml reads it from.
-VARIABLES = {"python": "PYTHON_IMAGE", "node": "NODE_IMAGE", "postgres": "POSTGRES_IMAGE"}
+VARIABLES = {
+    "python": "PYTHON_IMAGE",
+    "builder": "PYTHON_BUILD_IMAGE",
+    "node": "NODE_IMAGE",
+    "postgres": "POSTGRES_IMAGE",
+}
 #: What making one image may take (an apt-get of PostgreSQL on a slow mirror).
 BUILD_TIMEOUT_S = 900
 
@@ -201,7 +206,8 @@ def make_images(run: Engine, dockerfile: Path, say: Callable[[str], None]) -> di
         contexts = {name: Path(folder) / name for name in VARIABLES}
         for context in contexts.values():
             context.mkdir()
-        identities = {"python": b"", "node": _node_context(contexts["node"], want), "postgres": b""}
+        identities = {name: b"" for name in VARIABLES}
+        identities["node"] = _node_context(contexts["node"], want)
         with ThreadPoolExecutor(len(contexts)) as pool:
             tags = {
                 name: pool.submit(_build, run, name, base, context, identities[name], say)

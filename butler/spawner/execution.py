@@ -77,7 +77,7 @@ class Execution:
     async def run(
         self, run: SessionRun, tokens: TokenIssuer, progress: ProgressSink | None = None
     ) -> RuntimeResult:
-        memory = await memory_context(self.config, self.memory)
+        memory = await memory_context(self.config, self.memory, run.session_id)
         workspace = Workspace(self.workspace_prefix).create()
         try:
             placed = await asyncio.to_thread(workspace.place, run.files)

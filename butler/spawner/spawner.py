@@ -102,7 +102,7 @@ class Spawner:
         self._jobs = SessionJobs(sessions.db)
         self._placement = Placement(config, WorkerRows(sessions.db))
         self._interactive = InteractiveSessions(
-            config, adapter, credentials, self._lifecycle, self._sandbox
+            config, adapter, credentials, self._lifecycle, self._sandbox, self._chains
         )
         self._here = LocalRuns(
             config, adapter, credentials, sessions, memory, self._lifecycle, self._sandbox

@@ -19,6 +19,7 @@ from butler.security.caller import current_caller, request_origin
 from butler.spawner.spawner import TriggerRequest
 from butler.tools.limits import Metadata, Name, prompt_text, timeout_seconds
 from butler.tools.sessions import found_session
+from butler.tools.tenancy import current_tenant
 
 #: Session statuses as the adapter contract names them.
 CONTRACT_STATUS = {
@@ -60,7 +61,7 @@ def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         meta = dict(metadata or {})
         async with starting:
             if dedupe_key:
-                meta["dedupe_key"] = dedupe_key
+                dedupe_key = meta["dedupe_key"] = own_key(dedupe_key)
                 existing = await butler.sessions.find_active(dedupe_key)
                 if existing:
                     return {"session_id": existing, "started": False}
@@ -87,6 +88,12 @@ def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         except ButlerError as exc:
             raise ToolError(str(exc)) from None
         return result.to_dict()
+
+
+def own_key(dedupe_key: str) -> str:
+    """The caller's ``dedupe_key``: a chat's session dedupes among its own scope only."""
+    tenant = current_tenant()
+    return dedupe_key if tenant is None else f"{tenant.state_prefix}{dedupe_key}"
 
 
 def _register_status(mcp: FastMCP, butler: ButlerContext) -> None:

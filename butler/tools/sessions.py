@@ -1,4 +1,8 @@
-"""Session tools: ``trigger`` a session and read recorded ones."""
+"""Session tools: ``trigger`` a session and read recorded ones.
+
+A session a chat's sender started sees the sessions of its own conversation
+only (:mod:`.tenancy`); what it triggers belongs to that conversation too.
+"""
 
 # No postponed annotations: FastMCP reads the argument types (and their bounds) at runtime.
 from typing import Any
@@ -22,6 +26,7 @@ from butler.tools.limits import (
     prompt_text,
     timeout_seconds,
 )
+from butler.tools.tenancy import current_tenant, visible
 
 
 def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
@@ -87,11 +92,22 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
 
 
 async def found_session(butler: ButlerContext, given: str) -> dict[str, Any]:
-    """The session whose id is ``given`` or starts with it; a ToolError saying why not."""
-    try:
-        row = await butler.sessions.find(given)
-    except AmbiguousId as exc:
-        raise ToolError(str(exc)) from None
+    """The session whose id is ``given`` (for the owner, or that starts with it); a
+    ToolError saying why not.
+
+    Another person's session is "not found" to a chat's session, as one that does not
+    exist: neither its words nor its existence reach it. So a chat's session names a
+    session whole: the start of an id would tell it how many others share that start.
+    """
+    if current_tenant() is None:
+        try:
+            row = await butler.sessions.find(given)
+        except AmbiguousId as exc:
+            raise ToolError(str(exc)) from None
+    else:
+        row = await butler.sessions.get(given)
+        if row is not None and not await visible(butler, str(row["id"])):
+            row = None
     if row is None:
         raise ToolError(f"session {given} not found")
     return row
@@ -122,6 +138,7 @@ async def list_sessions(
         status=status,
         trigger_source=trigger_source,
         before=after,
+        tenant=current_tenant(),
     )
     keep = (
         "id",

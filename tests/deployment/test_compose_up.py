@@ -49,6 +49,7 @@ class Deployment:
             # As `butler images` sets them in a person's .env.
             POSTGRES_IMAGE=tags["postgres"],
             NODE_IMAGE=tags["node"],
+            PYTHON_BUILD_IMAGE=tags["builder"],
             PYTHON_IMAGE=tags["python"],
             BUTLER_TEST_IMAGE=IMAGE,
             POSTGRES_PASSWORD=PASSWORD,
@@ -206,11 +207,10 @@ def test_compose_runs_a_jailed_butler_that_keeps_its_sessions_and_leaves_nothing
         assert (body["butler"], body["status"]) == ("echo", "ok")
 
         # The runtime ran as the image's unprivileged user, in the jail's pid namespace,
-        # whose init is the jail's bridge: the Python one, since the image has no C
-        # compiler to build the other (docs/deployment.md).
+        # whose init is the jail's bridge, compiled into the image's wheel by its own stage.
         report = trigger("first, before the restart")
         assert report["uid"] == "10001"
-        assert report["pid1"] == "python3"
+        assert report["pid1"] == "bridge"
         assert report["prompt"] == "first, before the restart"
         rows = deployment.sql(f"SELECT status, runtime, trigger_source FROM {SCHEMA}.sessions")
         assert rows == ["succeeded|command|external"]
