@@ -16,6 +16,7 @@ from butler.runtimes.base import ProgressSink, Said
 from butler.security.caller import current_caller, request_origin
 from butler.spawner.result import SpawnerResult
 from butler.spawner.spawner import TriggerRequest
+from butler.store.session_ids import AmbiguousId
 from butler.store.sessions import parse_position, position
 from butler.tools.limits import (
     ListLimit,
@@ -65,8 +66,8 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
     async def session_get(session_id: str) -> dict[str, Any]:
         """One session's record: prompt, output, tool calls, usage, timing and ``deliveries``.
 
-        While it runs, ``activity`` too: what its runtime has said it is doing so far.
-        """
+        ``session_id`` may be the start of the id (4 hex digits or more); while it runs,
+        ``activity`` too: what its runtime has said it is doing so far."""
         return await session_record(butler, session_id)
 
     @mcp.tool
@@ -83,15 +84,31 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         return await list_sessions(butler, limit, status, trigger_source, before)
 
 
-async def session_record(butler: ButlerContext, session_id: str) -> dict[str, Any]:
-    """``session_get``: the row, its deliveries, and while it runs its activity so far.
+async def found_session(butler: ButlerContext, given: str) -> dict[str, Any]:
+    """The session whose id is ``given`` (for the owner, or that starts with it); a
+    ToolError saying why not.
 
     Another person's session is "not found" to a chat's session, as one that does not
-    exist: neither its words nor its existence reach it.
+    exist: neither its words nor its existence reach it. So a chat's session names a
+    session whole: the start of an id would tell it how many others share that start.
     """
-    row = await butler.sessions.get(session_id) if await visible(butler, session_id) else None
+    if current_tenant() is None:
+        try:
+            row = await butler.sessions.find(given)
+        except AmbiguousId as exc:
+            raise ToolError(str(exc)) from None
+    else:
+        row = await butler.sessions.get(given)
+        if row is not None and not await visible(butler, str(row["id"])):
+            row = None
     if row is None:
-        raise ToolError(f"session {session_id} not found")
+        raise ToolError(f"session {given} not found")
+    return row
+
+
+async def session_record(butler: ButlerContext, session_id: str) -> dict[str, Any]:
+    """``session_get``: the row, its deliveries, and while it runs its activity so far."""
+    row = await found_session(butler, session_id)
     deliveries = await butler.notifier.store.for_session(row["id"])
     activity = butler.spawner.activity.of(str(row["id"]))
     return {**row, "deliveries": deliveries, **({"activity": activity} if activity else {})}
