@@ -28,9 +28,9 @@ from butler.errors import DatabaseError
 from butler.paths import butler_dir
 from butler.runtimes.base import RuntimeAdapter, ToolCall
 from butler.security.session_tokens import SessionTokens
-from butler.spawner.completions import TRANSIENT, CompletionWriter
+from butler.spawner.completions import CompletionWriter
 from butler.spawner.ledger import ToolCallLedger, merge_tool_calls
-from butler.spawner.patience import through_outage
+from butler.store.outages import UNREACHABLE, through_outage
 from butler.store.sessions import NewSession, SessionOutcome, SessionStore
 from butler.telemetry import SessionMetrics
 
@@ -121,7 +121,7 @@ class SessionLifecycle:
             await through_outage(
                 lambda: self.sessions.mark_running(uuid.UUID(session_id)), patience, waiting
             )
-        except TRANSIENT as exc:
+        except UNREACHABLE as exc:
             raise DatabaseError(
                 f"the database stayed unreachable for {patience:g} s while this "
                 f"session waited to start ({type(exc).__name__}: {exc}); it did "

@@ -17,11 +17,9 @@ from collections.abc import Coroutine
 from typing import Any
 
 from butler.processes import start_ticks
-from butler.spawner.completions import TRANSIENT
-from butler.spawner.patience import through_outage
 from butler.spawner.remote import PICKUP_GRACE_S
 from butler.spawner.worker_runs import WorkerRuns
-from butler.store.outages import UNREACHABLE
+from butler.store.outages import UNREACHABLE, through_outage
 from butler.store.session_jobs import SessionJob, SessionJobs
 from butler.workers import ledger
 
@@ -123,7 +121,7 @@ async def hand_back(
     try:
         await through_outage(lambda: jobs.put_result(session_id, worker, result), bound_s, away)
         return True
-    except TRANSIENT:
+    except UNREACHABLE:
         log.error(
             "the database stayed away: the session's result is kept on this worker's disk "
             "and handed back when it starts again",

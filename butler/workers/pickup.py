@@ -15,7 +15,7 @@ import os
 import uuid
 from datetime import timedelta
 
-from butler.spawner.patience import through_outage
+from butler.store.outages import through_outage
 from butler.store.session_jobs import SessionJob, SessionJobs
 
 log = logging.getLogger(__name__)
