@@ -11,9 +11,7 @@ retried after a lost reply is known for this pickup's own by its token.
 from __future__ import annotations
 
 import logging
-import os
 import uuid
-from datetime import timedelta
 
 from butler.store.outages import through_outage
 from butler.store.session_jobs import SessionJob, SessionJobs
@@ -21,13 +19,14 @@ from butler.store.session_jobs import SessionJob, SessionJobs
 log = logging.getLogger(__name__)
 
 #: A picked session whose worker sent no heartbeat for this long is another worker's
-#: (BUTLER_WORKER_HEARTBEAT_S changes it; the tests shorten it).
-HEARTBEAT_TIMEOUT = timedelta(seconds=float(os.environ.get("BUTLER_WORKER_HEARTBEAT_S") or 60))
+#: (``butler worker --heartbeat-timeout``).
+HEARTBEAT_TIMEOUT_S = 60.0
 
 
-def stopped(worker: str) -> dict[str, object]:
-    """The result of a session whose worker stopped while it ran."""
-    seconds = HEARTBEAT_TIMEOUT.total_seconds()
+def stopped(worker: str, heartbeat_timeout_s: float) -> dict[str, object]:
+    """The result of a session whose worker stopped while it ran (no heartbeat for
+    ``heartbeat_timeout_s``)."""
+    seconds = heartbeat_timeout_s
     return {
         "status": "failed",
         "error": f"the worker {worker} stopped while this session ran (no heartbeat for "
@@ -36,12 +35,19 @@ def stopped(worker: str) -> dict[str, object]:
     }
 
 
-async def admitted(jobs: SessionJobs, worker: str, job: SessionJob, bound_s: float) -> bool:
+async def admitted(
+    jobs: SessionJobs,
+    worker: str,
+    job: SessionJob,
+    bound_s: float,
+    heartbeat_timeout_s: float = HEARTBEAT_TIMEOUT_S,
+) -> bool:
     """Whether ``worker`` runs the session ``job`` is for: claimed here and still open.
 
     A session another worker held when it stopped is recorded as stopped, never run a
-    second time (its runtime may have acted already); one whose row is closed is not
-    run (nobody waits for it). An outage is waited out for up to ``bound_s``.
+    second time (its runtime may have acted already; it came round again after
+    ``heartbeat_timeout_s`` without a heartbeat); one whose row is closed is not run
+    (nobody waits for it). An outage is waited out for up to ``bound_s``.
     """
     sid, pickup = job.session_id, uuid.uuid4().hex
 
@@ -51,7 +57,7 @@ async def admitted(jobs: SessionJobs, worker: str, job: SessionJob, bound_s: flo
     before = await through_outage(lambda: jobs.claim(sid, worker, pickup), bound_s, away)
     if before is not None:
         if await through_outage(lambda: jobs.open(sid), bound_s, away):
-            result = stopped(before)
+            result = stopped(before, heartbeat_timeout_s)
             await through_outage(lambda: jobs.put_result(sid, worker, result), bound_s, away)
         return False
     if not await through_outage(lambda: jobs.open(sid), bound_s, away):

@@ -46,7 +46,7 @@ from butler.store.session_jobs import ENTRYPOINT, SessionJob, SessionJobs
 from butler.store.sessions import SessionStore
 from butler.workers.listen import RelisteningDriver
 from butler.workers.picked import run_picked
-from butler.workers.pickup import HEARTBEAT_TIMEOUT, admitted
+from butler.workers.pickup import HEARTBEAT_TIMEOUT_S, admitted
 from butler.workers.registry import Registry
 from butler.workers.sweep import sweep_after_killed
 
@@ -54,12 +54,24 @@ log = logging.getLogger(__name__)
 
 #: Pooled connections of each butler's queue, for its queries (its LISTEN has its own).
 QUEUE_CONNECTIONS = 2
-#: How often PgQueuer looks at the queue when no NOTIFY woke it (its own default; the
-#: tests lengthen it, to show that work is taken by NOTIFY, also after an outage).
-POLL = timedelta(seconds=float(os.environ.get("BUTLER_WORKER_POLL_S") or 30))
+#: How often PgQueuer looks at the queue when no NOTIFY woke it (its own default).
+POLL_S = 30.0
 #: Sessions a worker runs at once for each butler when ``--capacity`` does not say: at
 #: least 2, since PgQueuer wants twice its batch (we take one job at a time, to spread).
 DEFAULT_CAPACITY = max(2, os.cpu_count() or 2)
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """How a worker takes work, from its command line (``butler worker --help``)."""
+
+    #: Sessions run at once for each butler.
+    capacity: int = DEFAULT_CAPACITY
+    #: A picked session whose worker sent no heartbeat for this long is taken as
+    #: stopped (recorded, never run again); the worker beats twice as often.
+    heartbeat_timeout_s: float = HEARTBEAT_TIMEOUT_S
+    #: How often the queue is looked at when no NOTIFY woke the worker.
+    poll_s: float = POLL_S
 
 
 def worker_name() -> str:
@@ -97,13 +109,17 @@ class Worker:
     """Runs the sessions of ``configs`` that their daemons hand to workers."""
 
     def __init__(
-        self, configs: list[ButlerConfig], database_url: str, capacity: int = DEFAULT_CAPACITY
+        self,
+        configs: list[ButlerConfig],
+        database_url: str,
+        settings: WorkerSettings = WorkerSettings(),
     ) -> None:
         self.configs = configs
         self.database_url = database_url
+        self.settings = settings
         self.name = worker_name()
         self.served: list[Served] = []
-        self.registry = Registry(self.name, capacity, HEARTBEAT_TIMEOUT.total_seconds() / 2)
+        self.registry = Registry(self.name, settings.capacity, settings.heartbeat_timeout_s / 2)
 
     async def start(self) -> list[str]:
         """Connect to each butler that can be served; return one line per one that cannot."""
@@ -163,7 +179,8 @@ class Worker:
             sid = picked.session_id
             log.info("session picked", extra={"butler": config.name, "session_id": sid})
             bound = (picked.timeout_s or config.runtime.timeout_s) + PICKUP_GRACE_S
-            if not await admitted(jobs, self.name, picked, bound):
+            silence = self.settings.heartbeat_timeout_s
+            if not await admitted(jobs, self.name, picked, bound, silence):
                 return
             await run_picked(runs, jobs, self.name, picked, int(job.id))
 
@@ -182,8 +199,8 @@ class Worker:
         runs = [
             asyncio.create_task(
                 served.manager.run(
-                    dequeue_timeout=POLL,
-                    heartbeat_timeout=HEARTBEAT_TIMEOUT,
+                    dequeue_timeout=timedelta(seconds=self.settings.poll_s),
+                    heartbeat_timeout=timedelta(seconds=self.settings.heartbeat_timeout_s),
                     batch_size=1,
                     max_concurrent_tasks=capacity,
                 )
@@ -210,7 +227,7 @@ class Worker:
 
 
 async def serve(
-    configs: list[ButlerConfig], database_url: str, capacity: int = DEFAULT_CAPACITY
+    configs: list[ButlerConfig], database_url: str, settings: WorkerSettings = WorkerSettings()
 ) -> None:
     """The worker's life: refuse what it cannot serve in one line each, then take work."""
     if not database_url:
@@ -218,7 +235,7 @@ async def serve(
             "butler worker: no database: give --database-url (or DATABASE_URL) naming the "
             "PostgreSQL the butlers' daemons use"
         )
-    worker = Worker(configs, database_url, capacity)
+    worker = Worker(configs, database_url, settings)
     refused = await worker.start()
     for line in refused:
         log.error(line)

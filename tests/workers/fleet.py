@@ -84,10 +84,12 @@ def start_worker(
     only: str = "fleet",
     capacity: int | None = 2,
     env: dict[str, str] | None = None,
+    args: tuple[str, ...] = (),
 ) -> subprocess.Popen[str]:
-    """``butler worker`` on ``place`` for the butler ``only``; its output goes to
-    ``data``/worker.log (a file, not a pipe nobody reads while it runs: a full pipe
-    would stop the worker mid-session). ``capacity`` None leaves the worker's default."""
+    """``butler worker`` on ``place`` for the butler ``only``, with ``args`` added; its
+    output goes to ``data``/worker.log (a file, not a pipe nobody reads while it runs: a
+    full pipe would stop the worker mid-session). ``capacity`` None leaves the worker's
+    default."""
     data.mkdir(parents=True, exist_ok=True)
     argv = place.argv(
         sys.executable, "-m", "butler.cli", "worker", "--roster", str(roster), "--only", only
@@ -95,6 +97,7 @@ def start_worker(
     argv += ["--database-url", dsn, "--log-format", "json"]
     if capacity is not None:
         argv += ["--capacity", str(capacity)]
+    argv += args
     everything = {**os.environ, **(env or {}), "BUTLER_DATA_DIR": str(data)}
     with (data / "worker.log").open("w") as log:
         return subprocess.Popen(
