@@ -20,10 +20,11 @@ from typing import Any
 
 from butler.config import ButlerConfig
 from butler.errors import ButlerError
-from butler.runtimes.base import RuntimeFailure, RuntimeResult, ToolCall, Usage
+from butler.runtimes.base import RuntimeFailure, RuntimeResult
 from butler.security.session_tokens import SessionTokens
 from butler.spawner.placement import Placement
 from butler.spawner.request import TriggerRequest
+from butler.spawner.result import Ending
 from butler.store.outages import UNREACHABLE
 from butler.store.session_jobs import SessionJob, SessionJobs
 
@@ -145,13 +146,13 @@ async def _late_result(jobs: SessionJobs, session_id: str) -> tuple[str, dict[st
 
 
 def result_of(worker: str, handed: dict[str, Any]) -> RuntimeResult:
-    """The runtime's result as the worker handed it back; raises :class:`RuntimeFailure`
-    (with what it produced) when it failed there."""
-    result = _result_of(handed.get("result") or {})
-    if handed.get("status") != "succeeded":
-        error = handed.get("error") or "the runtime failed on its worker"
-        raise RuntimeFailure(f"{error} (on worker {worker})", result)
-    return result
+    """The runtime's result as the worker handed it back (an :class:`Ending` as JSON);
+    raises :class:`RuntimeFailure` (with what it produced) when it failed there."""
+    end = Ending.from_json(handed)
+    if end.status != "succeeded":
+        error = end.error or "the runtime failed on its worker"
+        raise RuntimeFailure(f"{error} (on worker {worker})", end.result)
+    return end.result
 
 
 async def _run_here(
@@ -171,27 +172,3 @@ async def withdraw(jobs: SessionJobs, job_id: int) -> bool:
     except Exception as exc:  # the database away: the job stays, but its token is revoked
         log.warning("job %s not withdrawn: %s: %s", job_id, type(exc).__name__, exc)
         return False
-
-
-def _result_of(data: dict[str, Any]) -> RuntimeResult:
-    calls = [
-        ToolCall(
-            name=str(call.get("name", "")),
-            arguments=call.get("arguments") or {},
-            call_id=call.get("id"),
-            error=call.get("error"),
-            source=call.get("source", "runtime"),
-        )
-        for call in data.get("tool_calls") or []
-    ]
-    usage = data.get("usage") or {}
-    return RuntimeResult(
-        output=str(data.get("output") or ""),
-        tool_calls=calls,
-        usage=Usage(**{k: int(usage.get(k) or 0) for k in dataclasses.asdict(Usage())}),
-        cost_usd=data.get("cost_usd"),
-        runtime_session_id=data.get("runtime_session_id"),
-        error=data.get("error"),
-        num_turns=data.get("num_turns"),
-        model=data.get("model"),
-    )

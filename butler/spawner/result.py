@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -67,7 +67,8 @@ class Ending:
 
     One mapping for every session the daemon records, whether its runtime ran here
     or on a worker, and whether this daemon started it or took it over from one
-    killed before (handed_over.py): the same failure reads the same on its row.
+    killed before (handed_over.py): the same failure reads the same on its row. A
+    worker hands its run's ending back as JSON (:meth:`to_json`, :meth:`from_json`).
     """
 
     status: str = "failed"
@@ -94,6 +95,21 @@ class Ending:
         except Exception as exc:
             log.exception("session %s crashed", session_id)
             self.error = f"internal error: {type(exc).__name__}: {exc}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The ending as JSON: what a worker hands back to the daemon."""
+        return {"status": self.status, "error": self.error, "result": self.result.to_json()}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Ending:
+        """The ending :meth:`to_json` gave, from a worker (not trusted): a status other
+        than ``succeeded`` is a failure, a field of the wrong type is left out."""
+        result, error = data.get("result"), data.get("error")
+        return cls(
+            status="succeeded" if data.get("status") == "succeeded" else "failed",
+            error=error if isinstance(error, str) else None,
+            result=RuntimeResult.from_json(result if isinstance(result, dict) else {}),
+        )
 
     def outcome(self, started: float) -> SessionOutcome:
         """The row's outcome, the run having started at ``started`` (monotonic)."""

@@ -16,17 +16,16 @@ to record.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from butler.config import ButlerConfig
 from butler.errors import ButlerError
-from butler.runtimes.base import RuntimeFailure, RuntimeResult
+from butler.runtimes.base import RuntimeFailure
 from butler.runtimes.process import PROCESS_STARTED
 from butler.spawner.execution import Execution, SessionRun
 from butler.spawner.homes import discard_home
+from butler.spawner.result import Ending
 from butler.spawner.workspace import SessionFile
 from butler.store.session_jobs import SessionJob
 
@@ -51,13 +50,6 @@ def process_hook(hook: Callable[[int], None]) -> Iterator[None]:
         PROCESS_STARTED.reset(token)
 
 
-def handed(status: str, error: str | None, result: RuntimeResult) -> dict[str, Any]:
-    """What goes back to the daemon: the outcome and the runtime's result, as JSON."""
-    data = dataclasses.asdict(result)
-    data["tool_calls"] = [call.to_json() for call in result.tool_calls]
-    return {"status": status, "error": error, "result": data}
-
-
 @dataclass
 class WorkerRuns:
     """Runs one butler's picked sessions on this machine, each in a workspace of its own
@@ -69,23 +61,24 @@ class WorkerRuns:
     def config(self) -> ButlerConfig:
         return self.execution.config
 
-    async def run(self, job: SessionJob, started: Callable[[int], None]) -> dict[str, Any]:
-        """Run ``job``'s runtime here; what to hand back. ``started`` is told its process."""
-        status, error, result = "failed", None, RuntimeResult()
+    async def run(self, job: SessionJob, started: Callable[[int], None]) -> Ending:
+        """Run ``job``'s runtime here; how it ended, to hand back. ``started`` is told its
+        process. The daemon explains a failure (preflight.explain) when it records it."""
+        end = Ending()
         try:
             with process_hook(started):
-                result = await self.execution.run(self._session_run(job), GivenToken(job.token))
-            status = "succeeded"
+                end.result = await self.execution.run(self._session_run(job), GivenToken(job.token))
+            end.status = "succeeded"
         except RuntimeFailure as exc:
-            error, result = str(exc), exc.partial
+            end.error, end.result = str(exc), exc.partial
         except ButlerError as exc:  # a cause named for the user (a full temp folder): as is
-            error = str(exc)
+            end.error = str(exc)
         except Exception as exc:  # the daemon records it; the worker goes on with the next
-            error = f"internal error on the worker: {type(exc).__name__}: {exc}"
+            end.error = f"internal error on the worker: {type(exc).__name__}: {exc}"
         finally:
             if not self.execution.adapter.supports_resume:  # nothing will read its home again
                 discard_home(self.config, job.session_id)
-        return handed(status, error, result)
+        return end
 
     def _session_run(self, job: SessionJob) -> SessionRun:
         return SessionRun(

@@ -18,6 +18,7 @@ from typing import Any
 
 from butler.processes import start_ticks
 from butler.spawner.remote import PICKUP_GRACE_S
+from butler.spawner.result import Ending
 from butler.spawner.worker_runs import WorkerRuns
 from butler.store.outages import UNREACHABLE, through_outage
 from butler.store.session_jobs import SessionJob, SessionJobs
@@ -49,14 +50,15 @@ async def run_picked(
         nonlocal entry
         entry = ledger.started(entry, pid, start_ticks(pid))
 
-    result = await _unless_closed(runs.run(job, started), jobs, job.session_id)
-    if result is None:
+    end = await _unless_closed(runs.run(job, started), jobs, job.session_id)
+    if end is None:
         log.warning(
             "the session was closed while it ran here: its runtime is ended",
             extra={"session_id": job.session_id},
         )
         ledger.forget(entry)
         return
+    result = end.to_json()
     entry = ledger.ended(entry, result)
     bound = (job.timeout_s or runs.config.runtime.timeout_s) + PICKUP_GRACE_S
     if await hand_back(jobs, worker, job.session_id, result, bound):
@@ -65,8 +67,8 @@ async def run_picked(
 
 
 async def _unless_closed(
-    run: Coroutine[Any, Any, dict[str, Any]], jobs: SessionJobs, session_id: str
-) -> dict[str, Any] | None:
+    run: Coroutine[Any, Any, Ending], jobs: SessionJobs, session_id: str
+) -> Ending | None:
     """What ``run`` returns; None when the session's row closed first (``run`` is then
     cancelled, which ends its runtime)."""
     running = asyncio.ensure_future(run)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import uuid
 
+from butler.spawner.result import Ending
 from butler.store.outages import through_outage
 from butler.store.session_jobs import SessionJob, SessionJobs
 
@@ -23,16 +24,14 @@ log = logging.getLogger(__name__)
 HEARTBEAT_TIMEOUT_S = 60.0
 
 
-def stopped(worker: str, heartbeat_timeout_s: float) -> dict[str, object]:
-    """The result of a session whose worker stopped while it ran (no heartbeat for
+def stopped(worker: str, heartbeat_timeout_s: float) -> Ending:
+    """How a session ended whose worker stopped while it ran (no heartbeat for
     ``heartbeat_timeout_s``)."""
-    seconds = heartbeat_timeout_s
-    return {
-        "status": "failed",
-        "error": f"the worker {worker} stopped while this session ran (no heartbeat for "
-        f"{seconds:g} s); it is not run again, since its runtime may have acted already",
-        "result": {},
-    }
+    return Ending(
+        error=f"the worker {worker} stopped while this session ran (no heartbeat for "
+        f"{heartbeat_timeout_s:g} s); it is not run again, since its runtime may have "
+        "acted already"
+    )
 
 
 async def admitted(
@@ -57,7 +56,7 @@ async def admitted(
     before = await through_outage(lambda: jobs.claim(sid, worker, pickup), bound_s, away)
     if before is not None:
         if await through_outage(lambda: jobs.open(sid), bound_s, away):
-            result = stopped(before, heartbeat_timeout_s)
+            result = stopped(before, heartbeat_timeout_s).to_json()
             await through_outage(lambda: jobs.put_result(sid, worker, result), bound_s, away)
         return False
     if not await through_outage(lambda: jobs.open(sid), bound_s, away):

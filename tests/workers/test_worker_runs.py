@@ -20,7 +20,8 @@ async def test_a_cause_named_for_the_user_reaches_the_daemon_as_it_was_said(
     config = load_config(butler_dir)
     runs = WorkerRuns(Execution(config, FakeAdapter(config.runtime), None, None, None, "none"))  # type: ignore[arg-type]
     job = SessionJob(session_id="00000000-0000-0000-0000-000000000001", prompt="p", token="t")
-    handed = await runs.run(job, lambda pid: None)
-    assert handed["status"] == "failed"
-    assert handed["error"].startswith("cannot create the session's workspace in "), handed
-    assert "set TMPDIR to a folder with room" in handed["error"]
+    end = await runs.run(job, lambda pid: None)
+    assert end.status == "failed"
+    assert end.error is not None
+    assert end.error.startswith("cannot create the session's workspace in "), end
+    assert "set TMPDIR to a folder with room" in end.error
