@@ -158,7 +158,7 @@ SESSION_PATH: dict[str, frozenset[str]] = {
          "reap_orphans", "lifecycle", "_lifecycle"}
     ),
     "builds a runtime argv or environment": frozenset(
-        {"build_invocation", "InvocationRequest", "build_runtime_env", "interactive_command",
+        {"build_invocation", "build_runtime_env", "interactive_command",
          "write_launcher", "TERMINAL_VARS"}
     ),
     "writes a runtime config file": frozenset({"mcp_config_files", "write_files", "empty_files"}),

@@ -36,11 +36,11 @@ from butler.runtimes.base import RuntimeAdapter, RuntimeResult
 from butler.spawner.admission import Admission
 from butler.spawner.lifecycle import SessionLifecycle
 from butler.spawner.recall import remember
-from butler.spawner.remote import PICKUP_GRACE_S, wait_for_worker, withdraw
+from butler.spawner.remote import PICKUP_GRACE_S, Job, wait_for_worker, withdraw
 from butler.spawner.result import Ending, SpawnerResult, spawner_result
 from butler.spawner.usage import recorded_share
 from butler.store.memory import Memory
-from butler.store.session_jobs import SessionJob, SessionJobs
+from butler.store.session_jobs import SessionJobs
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class Handed:
     session_id: str
     row: dict[str, Any]
     job_id: int | None = None
-    job: SessionJob | None = None
+    job: Job | None = None
 
 
 class HandedOver:
@@ -110,7 +110,7 @@ class HandedOver:
         rows = await self.lifecycle.sessions.unfinished()
         if not rows:
             return []
-        queued, back = await self.jobs.in_queue(), await self.jobs.handed_back()
+        queued, back = _by_session(await self.jobs.in_queue()), await self.jobs.handed_back()
         found = []
         for row in rows:
             sid = str(row["id"])
@@ -147,7 +147,8 @@ class HandedOver:
         session's own bound from its start, ``since_start`` seconds ago (the wait for a
         slot included); a result handed back already is read at once."""
         job = handed.job
-        limit = ((job.timeout_s if job else None) or self.config.runtime.timeout_s) + PICKUP_GRACE_S
+        timeout_s = job.session.timeout_s if job else None
+        limit = (timeout_s or self.config.runtime.timeout_s) + PICKUP_GRACE_S
         elapsed = since_start if job is not None else None
         try:
             return await wait_for_worker(
@@ -169,3 +170,15 @@ class HandedOver:
         else:
             parent = row["parent_session_id"]
         return await self.lifecycle.sessions.get(str(parent)) if parent else None
+
+
+def _by_session(in_queue: dict[int, bytes]) -> dict[str, tuple[int, Job]]:
+    """The jobs in the queue by their session's id, with their job ids."""
+    found = {}
+    for job_id, payload in in_queue.items():
+        try:
+            job = Job.decode(payload)
+        except ValueError:
+            continue  # not a session's job: every payload the daemon wrote decodes
+        found[job.session.id] = (job_id, job)
+    return found

@@ -3,9 +3,10 @@
 Runtime-agnostic: it knows runtimes only through :class:`RuntimeAdapter`. For
 each trigger it admits or refuses (:mod:`.admission`), records the session
 before the runtime starts and completes it whatever happened
-(:mod:`.lifecycle`), and runs the session's runtime here (:mod:`.local`: its
+(:mod:`.lifecycle`), and runs the session's runtime here (:mod:`.execution`: its
 invocation in a private workspace, jailed, under a time limit) or on a worker
-(:mod:`.remote`). Interactive sessions (a
+(:mod:`.remote`), handing each the :class:`~butler.spawner.session.Session` it
+described once, at admission. Interactive sessions (a
 builder's runtime in tmux) take the same steps through :meth:`Spawner.interactive`
 (:mod:`.interactive`), which the spawner also adopts and finishes.
 """
@@ -14,8 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +27,16 @@ from butler.config import ButlerConfig
 from butler.errors import ButlerError, Rejected
 from butler.paths import butler_dir
 from butler.runtimes.base import ProgressSink, RuntimeAdapter, RuntimeResult
+from butler.runtimes.process import PROCESS_STARTED
 from butler.sandbox import resolve_mode
 from butler.sandbox.folders import sweep_jail_folders
 from butler.sandbox.pool import sweep_warm_homes
 from butler.security.session_tokens import SessionTokens
 from butler.spawner.activity import Activity
 from butler.spawner.admission import Admission, Reservation, validate_trigger_source
-from butler.spawner.chains import Chains, Link
+from butler.spawner.chains import Chains
 from butler.spawner.completions import CompletionWriter
+from butler.spawner.execution import TIMEOUT_GRACE_S, Execution
 from butler.spawner.handed_over import HandedOver
 from butler.spawner.homes import discard_home, prune_homes
 from butler.spawner.interactive import (
@@ -44,10 +47,10 @@ from butler.spawner.interactive import (
 )
 from butler.spawner.ledger import ToolCallLedger
 from butler.spawner.lifecycle import SessionLifecycle
-from butler.spawner.local import TIMEOUT_GRACE_S, LocalRuns
+from butler.spawner.orphans import recorder
 from butler.spawner.placement import Place, Placement
 from butler.spawner.recall import remember
-from butler.spawner.remote import job_for, run_on_worker
+from butler.spawner.remote import run_on_worker
 from butler.spawner.request import TriggerRequest
 from butler.spawner.result import (
     CLIENT_GONE,
@@ -59,6 +62,8 @@ from butler.spawner.result import (
     spawner_result,
 )
 from butler.spawner.resume import resumable
+from butler.spawner.sandboxing import open_pool
+from butler.spawner.session import Session
 from butler.spawner.usage import recorded_share
 from butler.spawner.workspace import sweep_leftovers
 from butler.store.credentials import CredentialStore
@@ -104,11 +109,11 @@ class Spawner:
         self._interactive = InteractiveSessions(
             config, adapter, credentials, self._lifecycle, self._sandbox
         )
-        self._here = LocalRuns(
-            config, adapter, credentials, sessions, memory, self._lifecycle, self._sandbox
-        )
         #: Warm jails this butler's sessions take theirs from; closed by :meth:`drain`.
-        self._pool = self._here.pool
+        self._pool = open_pool(config, self._sandbox)
+        self._runs = Execution(
+            config, adapter, credentials, sessions, memory, self._sandbox, self._pool
+        )
         #: Sessions an earlier daemon handed to workers, waited for again (recovery.py).
         self.handed_over = HandedOver(
             self._lifecycle, self._jobs, adapter, memory, self._admission, self._tasks
@@ -131,7 +136,7 @@ class Spawner:
 
     def sweep(self) -> list[Path]:
         """Remove workspaces and jail folders left by a crashed daemon, and old session homes."""
-        swept = sweep_leftovers(self._here.workspace_prefix) + prune_homes(self.config)
+        swept = sweep_leftovers(self._runs.workspace_prefix) + prune_homes(self.config)
         return swept + sweep_jail_folders() + sweep_warm_homes(butler_dir(self.config) / "homes")
 
     @property
@@ -205,13 +210,12 @@ class Spawner:
             raise Rejected(str(exc)) from None
         reservation = self._admission.reserve()
         try:
-            async with self._chains.admit(request.caller_session_id) as link:
+            async with self._chains.admit(request.caller_session_id) as place:
                 parent = await resumable(self.sessions, self.adapter, request.resume_session_id)
+                session = Session.admitted(request, parent, place)
                 recorded: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-                session = self._recorded_session(
-                    request, parent, link, progress, recorded, reservation
-                )
-                task = asyncio.create_task(session)
+                steps = self._recorded_session(session, parent, progress, recorded, reservation)
+                task = asyncio.create_task(steps)
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
                 task.add_done_callback(lambda _: reservation.release())  # however it ended
@@ -226,9 +230,8 @@ class Spawner:
 
     async def _recorded_session(
         self,
-        request: TriggerRequest,
+        session: Session,
         parent: dict | None,
-        link: Link,
         progress: ProgressSink | None,
         recorded: asyncio.Future[str],
         reservation: Reservation,
@@ -237,26 +240,12 @@ class Spawner:
             "butler.session",
             attributes={
                 "butler.name": self.config.name,
-                "butler.trigger_source": request.trigger_source,
+                "butler.trigger_source": session.source,
                 "butler.runtime": self.adapter.type_name,
             },
         ) as span:
-            metadata, parent_id = dict(request.metadata), parent["id"] if parent else None
-            if request.caller_session_id:  # the session that asked is the parent
-                if parent_id:
-                    metadata["resumed_session_id"] = parent_id
-                parent_id = request.caller_session_id
-            new = self._lifecycle.new(
-                request.full_prompt(),
-                request.trigger_source,
-                request.session_type,
-                metadata,
-                parent_id=parent_id,
-                trace_id=trace_id_of(span),
-                model=request.model,
-            )
-            new = replace(new, root_id=link.root_id, chain_depth=link.depth)
-            span.set_attribute("butler.session_id", str(new.id))
+            new = self._lifecycle.new(session, trace_id_of(span))
+            span.set_attribute("butler.session_id", session.id)
             # A free slot is taken before the row is written, so the row is written as
             # running: one statement (and one dead row version) fewer per session. Not
             # where the placement may still wait for a local slot (workers = "any"):
@@ -271,19 +260,16 @@ class Spawner:
                     self._admission.give_back()
                 raise
             recorded.set_result(sid)
-            outcome = await self._execute(sid, request, parent, progress, reservation, taken)
+            outcome = await self._execute(session, parent, progress, reservation, taken)
             if outcome.error:
                 span.set_status(Status(StatusCode.ERROR, outcome.error))
             if outcome.success:
-                await remember(
-                    self.config, self.memory, new.id, request.full_prompt(), outcome.output
-                )
+                await remember(self.config, self.memory, new.id, session.prompt, outcome.output)
             return spawner_result(sid, outcome)
 
     async def _execute(
         self,
-        sid: str,
-        request: TriggerRequest,
+        session: Session,
         parent: dict | None,
         progress: ProgressSink | None,
         reservation: Reservation,
@@ -291,7 +277,7 @@ class Spawner:
     ) -> SessionOutcome:
         """Wait for a slot (unless ``taken``, and the row written as running), run the
         runtime, and record the outcome whatever happens."""
-        started = time.monotonic()
+        sid, started = session.id, time.monotonic()
         end = Ending()
         try:
             with end.caught(self.config, sid):
@@ -300,17 +286,17 @@ class Spawner:
                 # A session waiting for a place (workers = "any", no live worker) is queued.
                 async with (
                     self._admission.slot(reservation, taken=taken),
-                    self._placement.place(request) as place,
+                    self._placement.place(session) as place,
                 ):
                     if not taken:
-                        await self._lifecycle.running(sid, request.timeout_s)
+                        await self._lifecycle.running(sid, session.timeout_s)
                     elif progress:  # the caller hears the same steps either way
                         await progress("queued")
                     started = time.monotonic()
                     if progress:
                         await progress("running")
                     watched = self.activity.watch(sid, progress)
-                    end.result = await self._run(request, sid, parent, watched, place)
+                    end.result = await self._run(session, watched, place)
                     fields = self.adapter.cumulative_on_resume
                     end.result = await recorded_share(
                         self._lifecycle, fields, sid, end.result, parent
@@ -325,20 +311,20 @@ class Spawner:
         return outcome
 
     async def _run(
-        self,
-        request: TriggerRequest,
-        sid: str,
-        parent: dict | None,
-        progress: ProgressSink | None,
-        place: Place,
+        self, session: Session, progress: ProgressSink | None, place: Place
     ) -> RuntimeResult:
+        """The session's runtime run here, or on a worker (which names itself on the row)."""
         if place == "here":
-            return await self._here.run(request, sid, parent, progress)
-        job = job_for(request, sid, parent)  # the worker names itself on the row
-        here = (self._placement, lambda: self._here.run(request, sid, parent, progress))
-        return await run_on_worker(
-            self.config, self._jobs, self.session_tokens, job, here if place == "either" else None
-        )
+            return await self._run_here(session, progress)
+        here = (self._placement, lambda: self._run_here(session, progress))
+        either = here if place == "either" else None
+        return await run_on_worker(self.config, self._jobs, self.session_tokens, session, either)
+
+    async def _run_here(self, session: Session, progress: ProgressSink | None) -> RuntimeResult:
+        """In this daemon: each runtime process group goes on the row, so that a daemon
+        killed outright leaves nothing the next start cannot find (orphans.py)."""
+        PROCESS_STARTED.set(recorder(functools.partial(self._lifecycle.annotate, session.id)))
+        return await self._runs.run(session, self._lifecycle.tokens, progress)
 
     def interactive(
         self, request: InteractiveRequest

@@ -9,8 +9,8 @@ the jail (whose egress proxy lets through only the butler's MCP address and
 the runtime's model API) and the time limit. What differs is only what belongs
 to the daemon's machine: the token is given, not issued; the runtime's process group
 goes to the caller (the worker's ledger) rather than the row, since only the
-worker's machine can end it; and the result is returned as JSON for the daemon
-to record.
+worker's machine can end it; and how the run ended is returned (an
+:class:`~butler.spawner.result.Ending`) for the daemon to record.
 """
 
 from __future__ import annotations
@@ -23,11 +23,10 @@ from butler.config import ButlerConfig
 from butler.errors import ButlerError
 from butler.runtimes.base import RuntimeFailure
 from butler.runtimes.process import PROCESS_STARTED
-from butler.spawner.execution import Execution, SessionRun
+from butler.spawner.execution import Execution
 from butler.spawner.homes import discard_home
 from butler.spawner.result import Ending
-from butler.spawner.workspace import SessionFile
-from butler.store.session_jobs import SessionJob
+from butler.spawner.session import Session
 
 
 class GivenToken:
@@ -53,7 +52,8 @@ def process_hook(hook: Callable[[int], None]) -> Iterator[None]:
 @dataclass
 class WorkerRuns:
     """Runs one butler's picked sessions on this machine, each in a workspace of its own
-    (``execution`` is made by the worker, its sandbox decided once when it starts)."""
+    (``execution`` is made by the worker, its sandbox decided once when it starts and
+    its runtimes calling the butler across the network, at ``config.callback_url``)."""
 
     execution: Execution
 
@@ -61,13 +61,14 @@ class WorkerRuns:
     def config(self) -> ButlerConfig:
         return self.execution.config
 
-    async def run(self, job: SessionJob, started: Callable[[int], None]) -> Ending:
-        """Run ``job``'s runtime here; how it ended, to hand back. ``started`` is told its
-        process. The daemon explains a failure (preflight.explain) when it records it."""
+    async def run(self, session: Session, token: str, started: Callable[[int], None]) -> Ending:
+        """Run ``session``'s runtime here with the daemon's ``token``; how it ended, to
+        hand back. ``started`` is told its process. The daemon explains a failure
+        (preflight.explain) when it records it."""
         end = Ending()
         try:
             with process_hook(started):
-                end.result = await self.execution.run(self._session_run(job), GivenToken(job.token))
+                end.result = await self.execution.run(session, GivenToken(token))
             end.status = "succeeded"
         except RuntimeFailure as exc:
             end.error, end.result = str(exc), exc.partial
@@ -77,19 +78,5 @@ class WorkerRuns:
             end.error = f"internal error on the worker: {type(exc).__name__}: {exc}"
         finally:
             if not self.execution.adapter.supports_resume:  # nothing will read its home again
-                discard_home(self.config, job.session_id)
+                discard_home(self.config, session.id)
         return end
-
-    def _session_run(self, job: SessionJob) -> SessionRun:
-        return SessionRun(
-            session_id=job.session_id,
-            prompt=job.prompt,
-            files=tuple(SessionFile.from_json(entry) for entry in job.files),
-            parent_id=job.parent_id,
-            resume=job.resume,
-            max_turns=job.max_turns,
-            timeout_s=job.timeout_s,
-            model=job.model,
-            # The runtime calls its butler across the network, not on loopback.
-            base_url=self.config.callback_url,
-        )

@@ -15,7 +15,7 @@ import uuid
 
 from butler.spawner.result import Ending
 from butler.store.outages import through_outage
-from butler.store.session_jobs import SessionJob, SessionJobs
+from butler.store.session_jobs import SessionJobs
 
 log = logging.getLogger(__name__)
 
@@ -37,18 +37,18 @@ def stopped(worker: str, heartbeat_timeout_s: float) -> Ending:
 async def admitted(
     jobs: SessionJobs,
     worker: str,
-    job: SessionJob,
+    session_id: str,
     bound_s: float,
     heartbeat_timeout_s: float = HEARTBEAT_TIMEOUT_S,
 ) -> bool:
-    """Whether ``worker`` runs the session ``job`` is for: claimed here and still open.
+    """Whether ``worker`` runs the session ``session_id``: claimed here and still open.
 
     A session another worker held when it stopped is recorded as stopped, never run a
     second time (its runtime may have acted already; it came round again after
     ``heartbeat_timeout_s`` without a heartbeat); one whose row is closed is not run
     (nobody waits for it). An outage is waited out for up to ``bound_s``.
     """
-    sid, pickup = job.session_id, uuid.uuid4().hex
+    sid, pickup = session_id, uuid.uuid4().hex
 
     def away(exc: BaseException) -> None:
         log.warning("the database is away at a pickup: waiting (%s)", type(exc).__name__)

@@ -30,19 +30,19 @@ from datetime import timedelta
 import asyncpg
 import httpx
 from pgqueuer import Queries, QueueManager
-from pgqueuer.models import Job
+from pgqueuer.models import Job as QueuedJob
 
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, UserError
 from butler.runtimes.registry import get_adapter
 from butler.sandbox import resolve_mode
 from butler.spawner.execution import Execution
-from butler.spawner.remote import PICKUP_GRACE_S
+from butler.spawner.remote import PICKUP_GRACE_S, Job
 from butler.spawner.worker_runs import WorkerRuns
 from butler.store.credentials import CredentialStore
 from butler.store.db import Database, quote_ident
 from butler.store.memory import PostgresMemory
-from butler.store.session_jobs import ENTRYPOINT, SessionJob, SessionJobs
+from butler.store.session_jobs import ENTRYPOINT, SessionJobs
 from butler.store.sessions import SessionStore
 from butler.workers.listen import RelisteningDriver
 from butler.workers.picked import run_picked
@@ -167,22 +167,26 @@ class Worker:
                 SessionStore(db, config.butler.max_output_bytes),
                 PostgresMemory(db, config.butler.memory.max_episodes),
                 sandbox,
+                # The runtime calls its butler across the network, not on loopback.
+                base_url=config.callback_url,
             )
         )
         await sweep_after_killed(config, db, queries, self.name)
 
         @manager.entrypoint(ENTRYPOINT, concurrency_limit=config.runtime.max_concurrent_sessions)
-        async def session(job: Job) -> None:
-            if job.payload is None:
+        async def session(queued: QueuedJob) -> None:
+            try:
+                picked = Job.decode(queued.payload or b"")
+            except ValueError as exc:  # only the daemon writes jobs: nothing to run
+                log.error("job %s dropped: %s", queued.id, exc, extra={"butler": config.name})
                 return
-            picked = SessionJob.decode(job.payload)
-            sid = picked.session_id
+            sid = picked.session.id
             log.info("session picked", extra={"butler": config.name, "session_id": sid})
-            bound = (picked.timeout_s or config.runtime.timeout_s) + PICKUP_GRACE_S
+            bound = (picked.session.timeout_s or config.runtime.timeout_s) + PICKUP_GRACE_S
             silence = self.settings.heartbeat_timeout_s
-            if not await admitted(jobs, self.name, picked, bound, silence):
+            if not await admitted(jobs, self.name, sid, bound, silence):
                 return
-            await run_picked(runs, jobs, self.name, picked, int(job.id))
+            await run_picked(runs, jobs, self.name, picked, int(queued.id))
 
         return Served(config, db, queue, manager)
 
