@@ -17,7 +17,7 @@ from butler.runtimes.base import RuntimeAdapter
 from butler.spawner.spawner import Spawner
 from butler.store.credentials import CredentialStore
 from butler.store.db import Database, quote_ident
-from butler.store.memory import PostgresMemory
+from butler.store.memory import Memory, PostgresMemory
 from butler.store.migrations import migrate
 from butler.store.sessions import SessionStore
 from tests.database import SuiteDatabase
@@ -150,6 +150,7 @@ def make_spawner(db, roster):
         extra: str = "",
         prompt: str = "You are a test butler.\n",
         environ: dict[str, str] | None = None,
+        memory: Memory | None = None,
     ) -> Spawner:
         folder = write_butler(
             roster,
@@ -166,7 +167,7 @@ def make_spawner(db, roster):
             adapter or FakeAdapter(config.runtime),
             SessionStore(db),
             CredentialStore(db, environ or {"ANTHROPIC_API_KEY": "sk-test"}),
-            memory=PostgresMemory(db),
+            memory=memory or PostgresMemory(db),
         )
 
     return build

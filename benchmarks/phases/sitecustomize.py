@@ -69,6 +69,7 @@ def _install() -> None:
     from claude_agent_sdk._internal.transport import subprocess_cli
 
     import butler.runtimes.claude_code as claude
+    import butler.spawner.closing as closing
     import butler.spawner.execution as execution
     import butler.spawner.lifecycle as lifecycle
     import butler.spawner.sandboxing as sandboxing
@@ -91,7 +92,7 @@ def _install() -> None:
         (claude.CliGroup, "kill"),
         (jail.Jail, "close"),
         (workspace.Workspace, "remove"),
-        (spawner, "recorded_share"),
+        (closing, "recorded_share"),
         (lifecycle.SessionLifecycle, "complete"),
     ]:
         _wrap(owner, attr)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from butler.config import ButlerConfig
 from butler.runtimes.base import ProgressSink, RuntimeAdapter, RuntimeFailure, RuntimeResult
 from butler.sandbox.pool import JailPool
+from butler.spawner.homes import discard_home
 from butler.spawner.invocation import TokenIssuer, build_invocation
 from butler.spawner.recall import memory_context
 from butler.spawner.sandboxing import jailed
@@ -98,6 +99,8 @@ class Execution:
                 except TimeoutError:
                     raise RuntimeFailure(f"timeout after {invocation.timeout_s:g} s") from None
         finally:
+            if not self.adapter.supports_resume:  # nothing will read its home again
+                discard_home(self.config, session.id)
             # In a thread: removing a folder a jail's mount namespace held takes milliseconds
             # while the kernel tears that namespace down, which the event loop (every other
             # session and tool call) should not wait for. Done even if this wait is cancelled.

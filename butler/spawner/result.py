@@ -75,6 +75,8 @@ class Ending:
     error: str | None = None
     #: The runtime's result, or what it produced before it failed.
     result: RuntimeResult = field(default_factory=RuntimeResult)
+    #: When the run's time began (monotonic: this process's own, never sent as JSON).
+    started: float = field(default_factory=time.monotonic, compare=False)
 
     @contextlib.contextmanager
     def caught(self, config: ButlerConfig, session_id: str) -> Iterator[Ending]:
@@ -111,31 +113,24 @@ class Ending:
             result=RuntimeResult.from_json(result if isinstance(result, dict) else {}),
         )
 
-    def outcome(self, started: float) -> SessionOutcome:
-        """The row's outcome, the run having started at ``started`` (monotonic)."""
-        return outcome_of(self.status, self.error, self.result, started)
-
-
-def outcome_of(
-    status: str, error: str | None, result: RuntimeResult, started: float
-) -> SessionOutcome:
-    """The row's outcome of a run that ended with ``status`` after starting at ``started``."""
-    usage = result.usage
-    return SessionOutcome(
-        status=status,
-        success=status == "succeeded",
-        output=result.output,
-        error=error,
-        tool_calls=[],  # the lifecycle fills them in, merged with the server's
-        duration_ms=int((time.monotonic() - started) * 1000),
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cache_read_tokens=usage.cache_read_tokens,
-        cache_write_tokens=usage.cache_write_tokens,
-        cost_usd=result.cost_usd,
-        runtime_session_id=result.runtime_session_id,
-        model=result.model,
-    )
+    def outcome(self) -> SessionOutcome:
+        """The row's outcome: the run's time counted from :attr:`started`."""
+        usage = self.result.usage
+        return SessionOutcome(
+            status=self.status,
+            success=self.status == "succeeded",
+            output=self.result.output,
+            error=self.error,
+            tool_calls=[],  # the lifecycle fills them in, merged with the server's
+            duration_ms=int((time.monotonic() - self.started) * 1000),
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            cost_usd=self.result.cost_usd,
+            runtime_session_id=self.result.runtime_session_id,
+            model=self.result.model,
+        )
 
 
 def spawner_result(session_id: str, outcome: SessionOutcome) -> SpawnerResult:

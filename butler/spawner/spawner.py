@@ -35,10 +35,11 @@ from butler.security.session_tokens import SessionTokens
 from butler.spawner.activity import Activity
 from butler.spawner.admission import Admission, Reservation, validate_trigger_source
 from butler.spawner.chains import Chains
+from butler.spawner.closing import Closing
 from butler.spawner.completions import CompletionWriter
 from butler.spawner.execution import TIMEOUT_GRACE_S, Execution
-from butler.spawner.handed_over import HandedOver
-from butler.spawner.homes import discard_home, prune_homes
+from butler.spawner.handed_over import Handed, HandedOver
+from butler.spawner.homes import prune_homes
 from butler.spawner.interactive import (
     InteractiveEnd,
     InteractiveRequest,
@@ -49,7 +50,6 @@ from butler.spawner.ledger import ToolCallLedger
 from butler.spawner.lifecycle import SessionLifecycle
 from butler.spawner.orphans import recorder
 from butler.spawner.placement import Place, Placement
-from butler.spawner.recall import remember
 from butler.spawner.remote import run_on_worker
 from butler.spawner.request import TriggerRequest
 from butler.spawner.result import (
@@ -59,12 +59,10 @@ from butler.spawner.result import (
     SpawnerResult,
     queued,
     rejected,
-    spawner_result,
 )
 from butler.spawner.resume import resumable
 from butler.spawner.sandboxing import open_pool
 from butler.spawner.session import Session
-from butler.spawner.usage import recorded_share
 from butler.spawner.workspace import sweep_leftovers
 from butler.store.credentials import CredentialStore
 from butler.store.memory import Memory
@@ -114,10 +112,10 @@ class Spawner:
         self._runs = Execution(
             config, adapter, credentials, sessions, memory, self._sandbox, self._pool
         )
+        #: How each headless session's end is recorded, whichever path ran it.
+        self._closing = Closing(self._lifecycle, memory, adapter.cumulative_on_resume)
         #: Sessions an earlier daemon handed to workers, waited for again (recovery.py).
-        self.handed_over = HandedOver(
-            self._lifecycle, self._jobs, adapter, memory, self._admission, self._tasks
-        )
+        self.handed_over = HandedOver(self._lifecycle, self._jobs, adapter.cumulative_on_resume)
 
     @property
     def sandbox(self) -> str:
@@ -216,8 +214,7 @@ class Spawner:
                 recorded: asyncio.Future[str] = asyncio.get_running_loop().create_future()
                 steps = self._recorded_session(session, parent, progress, recorded, reservation)
                 task = asyncio.create_task(steps)
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._track(task)
                 task.add_done_callback(lambda _: reservation.release())  # however it ended
                 await asyncio.wait([recorded, task], return_when=asyncio.FIRST_COMPLETED)
         except BaseException:
@@ -260,55 +257,46 @@ class Spawner:
                     self._admission.give_back()
                 raise
             recorded.set_result(sid)
-            outcome = await self._execute(session, parent, progress, reservation, taken)
-            if outcome.error:
-                span.set_status(Status(StatusCode.ERROR, outcome.error))
-            if outcome.success:
-                await remember(self.config, self.memory, new.id, session.prompt, outcome.output)
-            return spawner_result(sid, outcome)
+
+            async def steps(end: Ending) -> dict | None:
+                await self._execute(session, end, progress, reservation, taken)
+                return parent
+
+            result = await self._closing.ended(sid, session.prompt, steps)
+            if result.error:
+                span.set_status(Status(StatusCode.ERROR, result.error))
+            return result
 
     async def _execute(
         self,
         session: Session,
-        parent: dict | None,
+        end: Ending,
         progress: ProgressSink | None,
         reservation: Reservation,
         taken: bool = False,
-    ) -> SessionOutcome:
-        """Wait for a slot (unless ``taken``, and the row written as running), run the
-        runtime, and record the outcome whatever happens."""
-        sid, started = session.id, time.monotonic()
-        end = Ending()
+    ) -> None:
+        """Wait for a slot (unless ``taken``, and the row written as running) and a
+        place, and run the runtime: its result in ``end``."""
+        sid = session.id
         try:
-            with end.caught(self.config, sid):
-                if progress and not taken:  # nothing is awaited before the taken slot is held
+            if progress and not taken:  # nothing is awaited before the taken slot is held
+                await progress("queued")
+            # A session waiting for a place (workers = "any", no live worker) is queued.
+            async with (
+                self._admission.slot(reservation, taken=taken),
+                self._placement.place(session) as place,
+            ):
+                if not taken:
+                    await self._lifecycle.running(sid, session.timeout_s)
+                elif progress:  # the caller hears the same steps either way
                     await progress("queued")
-                # A session waiting for a place (workers = "any", no live worker) is queued.
-                async with (
-                    self._admission.slot(reservation, taken=taken),
-                    self._placement.place(session) as place,
-                ):
-                    if not taken:
-                        await self._lifecycle.running(sid, session.timeout_s)
-                    elif progress:  # the caller hears the same steps either way
-                        await progress("queued")
-                    started = time.monotonic()
-                    if progress:
-                        await progress("running")
-                    watched = self.activity.watch(sid, progress)
-                    end.result = await self._run(session, watched, place)
-                    fields = self.adapter.cumulative_on_resume
-                    end.result = await recorded_share(
-                        self._lifecycle, fields, sid, end.result, parent
-                    )
+                end.started = time.monotonic()
+                if progress:
+                    await progress("running")
+                watched = self.activity.watch(sid, progress)
+                end.result = await self._run(session, watched, place)
         finally:
             self.activity.close(sid)
-            if not self.adapter.supports_resume:  # nothing will read its home again
-                discard_home(self.config, sid)
-            outcome = await self._lifecycle.complete(
-                sid, end.outcome(started), end.result.tool_calls
-            )
-        return outcome
 
     async def _run(
         self, session: Session, progress: ProgressSink | None, place: Place
@@ -325,6 +313,30 @@ class Spawner:
         killed outright leaves nothing the next start cannot find (orphans.py)."""
         PROCESS_STARTED.set(recorder(functools.partial(self._lifecycle.annotate, session.id)))
         return await self._runs.run(session, self._lifecycle.tokens, progress)
+
+    def follow_handed_over(self) -> None:
+        """Wait again for the sessions an earlier daemon handed to workers (taken over by
+        :func:`~butler.spawner.recovery.recover`), each holding a slot while its job is
+        in the queue, and record how each ended. Called once the butler serves."""
+        for handed in self.handed_over.kept():
+            self._track(asyncio.create_task(self._taken_back(handed)))
+
+    async def _taken_back(self, handed: Handed) -> SpawnerResult:
+        row = handed.row
+        started = time.monotonic() - max(0.0, float(row["elapsed_s"]))
+
+        async def steps(end: Ending) -> dict | None:
+            # A result already handed back needs no slot: it is recorded at once.
+            async with self._admission.slot() if handed.job else contextlib.nullcontext():
+                end.result = await self.handed_over.result(handed, time.monotonic() - started)
+            return await self.handed_over.resumed(row)
+
+        return await self._closing.ended(handed.session_id, row["prompt"], steps, started)
+
+    def _track(self, task: asyncio.Task[SpawnerResult]) -> None:
+        """A session's task, which a drain waits for."""
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def interactive(
         self, request: InteractiveRequest

@@ -24,7 +24,6 @@ from butler.errors import ButlerError
 from butler.runtimes.base import RuntimeFailure
 from butler.runtimes.process import PROCESS_STARTED
 from butler.spawner.execution import Execution
-from butler.spawner.homes import discard_home
 from butler.spawner.result import Ending
 from butler.spawner.session import Session
 
@@ -76,7 +75,4 @@ class WorkerRuns:
             end.error = str(exc)
         except Exception as exc:  # the daemon records it; the worker goes on with the next
             end.error = f"internal error on the worker: {type(exc).__name__}: {exc}"
-        finally:
-            if not self.execution.adapter.supports_resume:  # nothing will read its home again
-                discard_home(self.config, session.id)
         return end
