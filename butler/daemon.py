@@ -1,6 +1,9 @@
-"""Assembles one butler: its database (opened and migrated), its stores and spawner.
+"""Assembles one butler over its open database: its stores, spawner and features.
 
-Serving is :func:`butler.roster.up`'s: ``butler run`` is a roster of one.
+Its sessions' runtime side (adapter, stores, jail mode) is assembled by
+:meth:`butler.spawner.execution.Execution.over`, the one way a daemon and a
+worker both build it. Serving is :func:`butler.roster.up`'s: ``butler run`` is
+a roster of one.
 """
 
 from __future__ import annotations
@@ -11,18 +14,15 @@ from butler.builders.manager import BuilderManager
 from butler.config import ButlerConfig
 from butler.context import ButlerContext
 from butler.notify import Notifier
-from butler.runtimes.registry import get_adapter
 from butler.scheduler import Scheduler
 from butler.spawner import preflight
+from butler.spawner.execution import Execution
 from butler.spawner.recovery import recover
 from butler.spawner.spawner import Spawner
-from butler.store.credentials import CredentialStore
 from butler.store.db import Database
 from butler.store.deliveries import DeliveryStore
-from butler.store.memory import PostgresMemory
 from butler.store.opening import OpenDatabase, open_store
 from butler.store.schedules import ScheduleStore
-from butler.store.sessions import SessionStore
 from butler.store.state import StateStore
 
 log = logging.getLogger("butler.daemon")
@@ -37,13 +37,11 @@ async def open_database(
 
 async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
     """The butler's stores and spawner over an open database."""
-    sessions = SessionStore(db, config.butler.max_output_bytes)
-    memory = PostgresMemory(db, config.butler.memory.max_episodes)
-    adapter = get_adapter(config.runtime.type, config.runtime, config.roster_dir)
-    credentials = CredentialStore(db)
-    spawner = Spawner(config, adapter, sessions, credentials, memory=memory)
+    runs = Execution.over(config, db)
+    sessions, credentials = runs.sessions, runs.credentials
+    spawner = Spawner(runs)
     await recover(spawner)
-    await preflight.check(config, adapter, credentials)
+    await preflight.check(config, runs.adapter, credentials)
     builders = BuilderManager(config, spawner, sessions)
     await builders.adopt_survivors()
     notifier = Notifier(config, DeliveryStore(db), credentials)

@@ -22,7 +22,7 @@ from butler.store.migrations import migrate
 from butler.store.sessions import SessionStore
 from tests.database import SuiteDatabase
 from tests.fakes.runtime import FakeAdapter
-from tests.helpers import TEST_TOKEN, free_port, write_butler
+from tests.helpers import TEST_TOKEN, free_port, spawner_over, write_butler
 
 #: The fake model server and MCP probe fixtures serve every test package, and so do the
 #: real servers tests run (a Matrix homeserver, a mail server, an MQTT subscriber, a webhook).
@@ -162,11 +162,12 @@ def make_spawner(db, roster):
             prompt=prompt,
         )
         config = load_config(folder)
-        return Spawner(
+        return spawner_over(
             config,
-            adapter or FakeAdapter(config.runtime),
-            SessionStore(db),
-            CredentialStore(db, environ or {"ANTHROPIC_API_KEY": "sk-test"}),
+            db,
+            adapter=adapter or FakeAdapter(config.runtime),
+            sessions=SessionStore(db),
+            credentials=CredentialStore(db, environ or {"ANTHROPIC_API_KEY": "sk-test"}),
             memory=memory or PostgresMemory(db),
         )
 

@@ -24,15 +24,17 @@ from dataclasses import dataclass
 
 from butler.config import ButlerConfig
 from butler.runtimes.base import ProgressSink, RuntimeAdapter, RuntimeFailure, RuntimeResult
+from butler.runtimes.registry import get_adapter
 from butler.sandbox.pool import JailPool
 from butler.spawner.homes import discard_home
 from butler.spawner.invocation import TokenIssuer, build_invocation
 from butler.spawner.recall import memory_context
-from butler.spawner.sandboxing import jailed
+from butler.spawner.sandboxing import jailed, sandbox_mode
 from butler.spawner.session import Session
 from butler.spawner.workspace import Workspace
 from butler.store.credentials import CredentialStore
-from butler.store.memory import Memory
+from butler.store.db import Database
+from butler.store.memory import Memory, PostgresMemory
 from butler.store.sessions import SessionStore
 
 #: Extra seconds the spawner grants an adapter past its own timeout to clean up.
@@ -56,6 +58,23 @@ class Execution:
     #: Where the runtime calls its butler from this machine: None in the daemon (its own
     #: address), ``config.callback_url`` on a worker (across the network).
     base_url: str | None = None
+
+    @classmethod
+    def over(cls, config: ButlerConfig, db: Database, *, base_url: str | None = None) -> Execution:
+        """How ``config``'s sessions run on this machine, over its open database: its
+        runtime's adapter, its stores and its jail mode, assembled the one way for its
+        daemon (:func:`butler.daemon.assemble`, under the spawner) and for a worker
+        (whose runtimes call the butler at ``base_url``). Credentials are read from the
+        database, then from this process's environment as it is when a session starts."""
+        return cls(
+            config,
+            get_adapter(config.runtime.type, config.runtime, config.roster_dir),
+            CredentialStore(db),
+            SessionStore(db, config.butler.max_output_bytes),
+            PostgresMemory(db, config.butler.memory.max_episodes),
+            sandbox_mode(config),
+            base_url=base_url,
+        )
 
     @property
     def workspace_prefix(self) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import time
 from pathlib import Path
@@ -23,12 +24,10 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry.trace import Status, StatusCode
 
-from butler.config import ButlerConfig
 from butler.errors import ButlerError, Rejected
 from butler.paths import butler_dir
-from butler.runtimes.base import ProgressSink, RuntimeAdapter, RuntimeResult
+from butler.runtimes.base import ProgressSink, RuntimeResult
 from butler.runtimes.process import PROCESS_STARTED
-from butler.sandbox import resolve_mode
 from butler.sandbox.folders import sweep_jail_folders
 from butler.sandbox.pool import sweep_warm_homes
 from butler.security.session_tokens import SessionTokens
@@ -64,10 +63,8 @@ from butler.spawner.resume import resumable
 from butler.spawner.sandboxing import open_pool
 from butler.spawner.session import Session
 from butler.spawner.workspace import sweep_leftovers
-from butler.store.credentials import CredentialStore
-from butler.store.memory import Memory
 from butler.store.session_jobs import SessionJobs
-from butler.store.sessions import SessionOutcome, SessionStore
+from butler.store.sessions import SessionOutcome
 from butler.store.workers import WorkerRows
 from butler.telemetry import trace_id_of, tracer
 
@@ -75,22 +72,14 @@ from butler.telemetry import trace_id_of, tracer
 class Spawner:
     """Runs triggers of one butler through its runtime adapter."""
 
-    def __init__(
-        self,
-        config: ButlerConfig,
-        adapter: RuntimeAdapter,
-        sessions: SessionStore,
-        credentials: CredentialStore,
-        ledger: ToolCallLedger | None = None,
-        memory: Memory | None = None,
-    ) -> None:
-        self.config = config
-        self.adapter = adapter
-        self.sessions = sessions
-        self.credentials = credentials
+    def __init__(self, runs: Execution, ledger: ToolCallLedger | None = None) -> None:
+        """A spawner that runs its butler's sessions as ``runs`` says (assembled by
+        :meth:`Execution.over`), keeping warm jails for them when it may."""
+        config, adapter, sessions = runs.config, runs.adapter, runs.sessions
+        self.config, self.adapter, self.sessions = config, adapter, sessions
+        self.credentials, self.memory = runs.credentials, runs.memory
         self.ledger = ledger or ToolCallLedger()
         self.activity = Activity()
-        self.memory = memory
         rt = config.runtime
         self._admission = Admission(rt.max_concurrent_sessions, rt.max_queued_sessions)
         self._tasks: set[asyncio.Task[SpawnerResult]] = set()
@@ -99,21 +88,17 @@ class Spawner:
             config, sessions, self.ledger, adapter.type_name, lambda: self._admission.waiting
         )
         #: What runtimes run in: "bwrap" (jailed) or "none"; decided once, at start.
-        self._sandbox = resolve_mode(
-            config.butler.sandbox, f"{config.config_dir / 'butler.toml'}: [butler.sandbox]"
-        )
+        self._sandbox = runs.sandbox
         self._jobs = SessionJobs(sessions.db)
         self._placement = Placement(config, WorkerRows(sessions.db))
         self._interactive = InteractiveSessions(
-            config, adapter, credentials, self._lifecycle, self._sandbox
+            config, adapter, self.credentials, self._lifecycle, self._sandbox
         )
         #: Warm jails this butler's sessions take theirs from; closed by :meth:`drain`.
         self._pool = open_pool(config, self._sandbox)
-        self._runs = Execution(
-            config, adapter, credentials, sessions, memory, self._sandbox, self._pool
-        )
+        self._runs = dataclasses.replace(runs, pool=self._pool)
         #: How each headless session's end is recorded, whichever path ran it.
-        self._closing = Closing(self._lifecycle, memory, adapter.cumulative_on_resume)
+        self._closing = Closing(self._lifecycle, self.memory, adapter.cumulative_on_resume)
         #: Sessions an earlier daemon handed to workers, waited for again (recovery.py).
         self.handed_over = HandedOver(self._lifecycle, self._jobs, adapter.cumulative_on_resume)
 

@@ -34,16 +34,11 @@ from pgqueuer.models import Job as QueuedJob
 
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, UserError
-from butler.runtimes.registry import get_adapter
-from butler.sandbox import resolve_mode
 from butler.spawner.execution import Execution
 from butler.spawner.remote import PICKUP_GRACE_S, Job
 from butler.spawner.worker_runs import WorkerRuns
-from butler.store.credentials import CredentialStore
 from butler.store.db import Database, quote_ident
-from butler.store.memory import PostgresMemory
 from butler.store.session_jobs import ENTRYPOINT, SessionJobs
-from butler.store.sessions import SessionStore
 from butler.workers.listen import RelisteningDriver
 from butler.workers.picked import run_picked
 from butler.workers.pickup import HEARTBEAT_TIMEOUT_S, admitted
@@ -155,22 +150,9 @@ class Worker:
 
         queries = Queries(RelisteningDriver(queue, listening))
         manager = QueueManager(queries)
-        sandbox = resolve_mode(
-            config.butler.sandbox, f"{config.config_dir / 'butler.toml'}: [butler.sandbox]"
-        )
         jobs = SessionJobs(db)
-        runs = WorkerRuns(
-            Execution(
-                config,
-                get_adapter(config.runtime.type, config.runtime, config.roster_dir),
-                CredentialStore(db, dict(os.environ)),
-                SessionStore(db, config.butler.max_output_bytes),
-                PostgresMemory(db, config.butler.memory.max_episodes),
-                sandbox,
-                # The runtime calls its butler across the network, not on loopback.
-                base_url=config.callback_url,
-            )
-        )
+        # The runtime calls its butler across the network, not on loopback.
+        runs = WorkerRuns(Execution.over(config, db, base_url=config.callback_url))
         await sweep_after_killed(config, db, queries, self.name)
 
         @manager.entrypoint(ENTRYPOINT, concurrency_limit=config.runtime.max_concurrent_sessions)
