@@ -133,6 +133,8 @@ class Invocation:
     sandbox: Sandbox | None = None
     #: The butler's folder, where owner files live (a builder's ``cwd`` is its worktree).
     config_dir: Path | None = None
+    #: Told the id of each process group the run starts, for the session to record it.
+    on_process: Callable[[int], None] | None = None
 
 
 @dataclass(frozen=True)

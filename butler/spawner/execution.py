@@ -18,8 +18,10 @@ caller's. Where the runtime calls its butler from is the machine's
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from butler.config import ButlerConfig
@@ -81,10 +83,16 @@ class Execution:
         return f"butler_{self.config.name}_"
 
     async def run(
-        self, session: Session, tokens: TokenIssuer, progress: ProgressSink | None = None
+        self,
+        session: Session,
+        tokens: TokenIssuer,
+        progress: ProgressSink | None = None,
+        on_process: Callable[[int], None] | None = None,
     ) -> RuntimeResult:
         """Run ``session``'s runtime here, with its token from ``tokens``; its result, or
-        :class:`RuntimeFailure` with what it produced."""
+        :class:`RuntimeFailure` with what it produced. ``on_process`` is told each
+        process group the runtime starts (the caller records it where a later start on
+        this machine finds it)."""
         memory = await memory_context(self.config, self.memory)
         workspace = Workspace(self.workspace_prefix).create()
         try:
@@ -101,6 +109,7 @@ class Execution:
                 memory=memory,
                 base_url=self.base_url,
             )
+            invocation = dataclasses.replace(invocation, on_process=on_process)
             workspace.write(self.adapter.mcp_config_files(invocation))
             async with jailed(
                 self.config,

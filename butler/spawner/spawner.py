@@ -27,7 +27,6 @@ from opentelemetry.trace import Status, StatusCode
 from butler.errors import ButlerError, Rejected
 from butler.paths import butler_dir
 from butler.runtimes.base import ProgressSink, RuntimeResult
-from butler.runtimes.process import PROCESS_STARTED
 from butler.sandbox.folders import sweep_jail_folders
 from butler.sandbox.pool import sweep_warm_homes
 from butler.security.session_tokens import SessionTokens
@@ -296,8 +295,8 @@ class Spawner:
     async def _run_here(self, session: Session, progress: ProgressSink | None) -> RuntimeResult:
         """In this daemon: each runtime process group goes on the row, so that a daemon
         killed outright leaves nothing the next start cannot find (orphans.py)."""
-        PROCESS_STARTED.set(recorder(functools.partial(self._lifecycle.annotate, session.id)))
-        return await self._runs.run(session, self._lifecycle.tokens, progress)
+        record = recorder(functools.partial(self._lifecycle.annotate, session.id))
+        return await self._runs.run(session, self._lifecycle.tokens, progress, record)
 
     def follow_handed_over(self) -> None:
         """Wait again for the sessions an earlier daemon handed to workers (taken over by

@@ -15,14 +15,12 @@ worker's machine can end it; and how the run ended is returned (an
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from butler.config import ButlerConfig
 from butler.errors import ButlerError
 from butler.runtimes.base import RuntimeFailure
-from butler.runtimes.process import PROCESS_STARTED
 from butler.spawner.execution import Execution
 from butler.spawner.result import Ending
 from butler.spawner.session import Session
@@ -36,16 +34,6 @@ class GivenToken:
 
     def issue(self, session_id: str) -> str:
         return self._token
-
-
-@contextlib.contextmanager
-def process_hook(hook: Callable[[int], None]) -> Iterator[None]:
-    """Tell ``hook`` the pid of each runtime process group started inside the block."""
-    token = PROCESS_STARTED.set(hook)
-    try:
-        yield
-    finally:
-        PROCESS_STARTED.reset(token)
 
 
 @dataclass
@@ -66,8 +54,7 @@ class WorkerRuns:
         (preflight.explain) when it records it."""
         end = Ending()
         try:
-            with process_hook(started):
-                end.result = await self.execution.run(session, GivenToken(token))
+            end.result = await self.execution.run(session, GivenToken(token), on_process=started)
             end.status = "succeeded"
         except RuntimeFailure as exc:
             end.error, end.result = str(exc), exc.partial
