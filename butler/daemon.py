@@ -21,18 +21,10 @@ from butler.spawner.recovery import recover
 from butler.spawner.spawner import Spawner
 from butler.store.db import Database
 from butler.store.deliveries import DeliveryStore
-from butler.store.opening import OpenDatabase, open_store
 from butler.store.schedules import ScheduleStore
 from butler.store.state import StateStore
 
 log = logging.getLogger("butler.daemon")
-
-
-async def open_database(
-    config: ButlerConfig, dsn: str | None = None, *, serving: bool = False
-) -> OpenDatabase:
-    """The butler's database, opened by :func:`butler.store.opening.open_store`."""
-    return await open_store(config.glance(), dsn, serving=serving)
 
 
 async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:

@@ -246,11 +246,12 @@ class InProcessButler:
         import uvicorn
 
         from butler.config import load_config
-        from butler.daemon import assemble, open_database
+        from butler.daemon import assemble
         from butler.server import build_app
+        from butler.store.opening import open_store
 
         self.config = load_config(self.config_dir, db_url=self.database_url)
-        self.opened = await open_database(self.config)
+        self.opened = await open_store(self.config.glance())
         self.butler = await assemble(self.config, self.opened.db)
         server_config = uvicorn.Config(
             build_app(self.butler),
