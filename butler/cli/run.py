@@ -72,6 +72,7 @@ def db_migrate(
     ] = None,
 ) -> None:
     """Apply the pending migrations to the butler's schema and exit."""
+    from butler.store.migrations import applied_count
     from butler.store.opening import open_store
 
     cfg = load(config, db_url=database_url)
@@ -79,7 +80,7 @@ def db_migrate(
     async def go() -> None:
         opened = await open_store(cfg.glance())
         try:
-            total = await opened.db.fetchval("SELECT count(*) FROM butler_migrations")
+            total = await applied_count(opened.db)
         finally:
             await opened.close()
         for migration in opened.applied:
