@@ -25,7 +25,7 @@ async def main(config_dir: str, dsn: str, http_port: int, sse_port: int) -> None
     from butler.store.opening import open_store
 
     config = load_config(Path(config_dir), db_url=dsn)
-    opened = await open_store(config.glance())
+    opened = await open_store(config.essentials())
     try:
         mcp = build_mcp(await assemble(config, opened.db))
         common = {"host": "127.0.0.1", "show_banner": False, "log_level": "warning"}

@@ -28,7 +28,7 @@ INSTALL_FILE = "install.json"
 
 
 class Install(Protocol):
-    """A butler install: its name and its folder (a ButlerConfig, a Glance...)."""
+    """A butler install: its name and its folder (a ButlerConfig, a Essentials...)."""
 
     @property
     def name(self) -> str: ...

@@ -251,7 +251,7 @@ class InProcessButler:
         from butler.store.opening import open_store
 
         self.config = load_config(self.config_dir, db_url=self.database_url)
-        self.opened = await open_store(self.config.glance())
+        self.opened = await open_store(self.config.essentials())
         self.butler = await assemble(self.config, self.opened.db)
         server_config = uvicorn.Config(
             build_app(self.butler),

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from butler.config import ButlerConfig
-    from butler.glance import Glance
+    from butler.essentials import Essentials
 
 T = TypeVar("T")
 
@@ -151,22 +151,22 @@ def load(config_dir: Path, **overrides: Any) -> ButlerConfig:
         fail(str(exc))
 
 
-def address(config_dir: Path) -> Glance:
+def address(config_dir: Path) -> Essentials:
     """What a command needs to reach the butler's running daemon (name, URL, folder)."""
-    return glance_at(config_dir)
+    return essentials_at(config_dir)
 
 
-def glance_at(config_dir: Path, *needs: str) -> Glance:
-    """The folder's settings read plainly (:mod:`butler.glance`): much cheaper than the load.
+def essentials_at(config_dir: Path, *needs: str) -> Essentials:
+    """The folder's settings read plainly (:mod:`butler.essentials`): much cheaper than the load.
 
     When they are unclear, or one of the fields ``needs`` names is, the folder
     is loaded fully, which names the mistake in one line as ``butler run`` would.
     """
-    from butler.glance import glance
+    from butler.essentials import read_essentials
 
-    found = glance(config_dir)
+    found = read_essentials(config_dir)
     if found is None or any(getattr(found, field) is None for field in needs):
-        return load(config_dir).glance()
+        return load(config_dir).essentials()
     return found
 
 

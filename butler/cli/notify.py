@@ -42,7 +42,7 @@ def test(config: ConfigOption, channel: ChannelOption = None) -> None:
         from butler.store.deliveries import DeliveryStore
         from butler.store.opening import open_store
 
-        opened = await open_store(cfg.glance())
+        opened = await open_store(cfg.essentials())
         try:
             notifier = Notifier(cfg, DeliveryStore(opened.db), CredentialStore(opened.db))
             tests = await notifier.test(channel)

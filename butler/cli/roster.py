@@ -100,11 +100,11 @@ def up(
 @app.command("list", epilog=LIST_EPILOG)
 def list_butlers(roster: RosterOption = Path("roster")) -> None:
     """Show the roster's butlers: port, runtime, schedules and whether each is up."""
-    from butler.roster_folders import glance_each
+    from butler.roster_folders import essentials_each
     from butler.roster_status import statuses
 
     try:
-        loaded = glance_each(roster)
+        loaded = essentials_each(roster)
     except UserError as exc:
         fail(str(exc))
     butlers = [c for c in loaded if not isinstance(c, Exception)]

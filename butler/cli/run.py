@@ -78,7 +78,7 @@ def db_migrate(
     cfg = load(config, db_url=database_url)
 
     async def go() -> None:
-        opened = await open_store(cfg.glance())
+        opened = await open_store(cfg.essentials())
         try:
             total = await applied_count(opened.db)
         finally:

@@ -120,7 +120,7 @@ async def served(folder: Path, dsn: str, host: str) -> AsyncIterator[ButlerConte
     """The butler of ``folder`` opened, assembled and served at ``host``, in this loop
     (as ``butler run`` does): for a test that reaches into the daemon's spawner."""
     config = load_config(folder)
-    opened = await open_store(config.glance(), dsn, serving=True)
+    opened = await open_store(config.essentials(), dsn, serving=True)
     try:
         butler = await assemble(config, opened.db)
         app = JsonRpcBodyLimit(build_app(butler))

@@ -266,7 +266,7 @@ async def test_a_start_that_never_serves_leaves_the_sessions_it_took_back_open(
         await eventually(lambda: _one(f"SELECT id FROM {queue}"), timeout=30)
         _kill(first)
         config = load_config(first.config_dir, db_url=TEST_DSN)
-        opened = await open_store(config.glance())
+        opened = await open_store(config.essentials())
         try:
             butler = await assemble(config, opened.db)  # recovers, takes the session back
             await butler.spawner.drain(1)  # and the start ends before serving
