@@ -18,8 +18,8 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from butler.spawner.episodes import remember
 from butler.spawner.lifecycle import SessionLifecycle
-from butler.spawner.recall import remember
 from butler.spawner.result import Ending, SpawnerResult, spawner_result
 from butler.spawner.usage import recorded_share
 from butler.store.memory import Memory

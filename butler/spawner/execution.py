@@ -28,9 +28,9 @@ from butler.config import ButlerConfig
 from butler.runtimes.base import ProgressSink, RuntimeAdapter, RuntimeFailure, RuntimeResult
 from butler.runtimes.registry import get_adapter
 from butler.sandbox.pool import JailPool
+from butler.spawner.episodes import memory_context
 from butler.spawner.homes import discard_home
 from butler.spawner.invocation import TokenIssuer, build_invocation
-from butler.spawner.recall import memory_context
 from butler.spawner.sandboxing import jailed, sandbox_mode
 from butler.spawner.session import Session
 from butler.spawner.workspace import Workspace

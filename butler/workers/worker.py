@@ -39,9 +39,9 @@ from butler.spawner.remote import PICKUP_GRACE_S, Job
 from butler.spawner.worker_runs import WorkerRuns
 from butler.store.db import Database, quote_ident
 from butler.store.session_jobs import ENTRYPOINT, SessionJobs
+from butler.workers.claim import HEARTBEAT_TIMEOUT_S, claim
+from butler.workers.handback import run_claimed
 from butler.workers.listen import RelisteningDriver
-from butler.workers.picked import run_picked
-from butler.workers.pickup import HEARTBEAT_TIMEOUT_S, admitted
 from butler.workers.registry import Registry
 from butler.workers.sweep import sweep_after_killed
 
@@ -158,17 +158,17 @@ class Worker:
         @manager.entrypoint(ENTRYPOINT, concurrency_limit=config.runtime.max_concurrent_sessions)
         async def session(queued: QueuedJob) -> None:
             try:
-                picked = Job.decode(queued.payload or b"")
+                job = Job.decode(queued.payload or b"")
             except ValueError as exc:  # only the daemon writes jobs: nothing to run
                 log.error("job %s dropped: %s", queued.id, exc, extra={"butler": config.name})
                 return
-            sid = picked.session.id
+            sid = job.session.id
             log.info("session picked", extra={"butler": config.name, "session_id": sid})
-            bound = (picked.session.timeout_s or config.runtime.timeout_s) + PICKUP_GRACE_S
+            bound = (job.session.timeout_s or config.runtime.timeout_s) + PICKUP_GRACE_S
             silence = self.settings.heartbeat_timeout_s
-            if not await admitted(jobs, self.name, sid, bound, silence):
+            if not await claim(jobs, self.name, sid, bound, silence):
                 return
-            await run_picked(runs, jobs, self.name, picked, int(queued.id))
+            await run_claimed(runs, jobs, self.name, job, int(queued.id))
 
         return Served(config, db, queue, manager)
 

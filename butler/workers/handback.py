@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 WATCH_S = 2.0
 
 
-async def run_picked(
+async def run_claimed(
     runs: WorkerRuns, jobs: SessionJobs, worker: str, job: Job, job_id: int
 ) -> None:
     """Run ``job``'s session (claimed by ``worker``) and hand its ending to the daemon."""

@@ -1,4 +1,4 @@
-"""A job a worker picked: whether it runs the session, waiting out an outage meanwhile.
+"""The claim on a session a worker picked: whether it runs it, waiting out an outage meanwhile.
 
 Between PgQueuer handing over a job and the runtime's start, the worker claims
 the session on its row and checks the row is still open. An error escaping
@@ -34,7 +34,7 @@ def stopped(worker: str, heartbeat_timeout_s: float) -> Ending:
     )
 
 
-async def admitted(
+async def claim(
     jobs: SessionJobs,
     worker: str,
     session_id: str,
