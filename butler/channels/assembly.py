@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from butler.channels.base import Channel, ChannelState
 from butler.channels.inbox import Inbox
-from butler.channels.link import Link
+from butler.channels.live import LiveChannel
 from butler.channels.service import ChannelService
 from butler.channels.switchboard import Router, Target
 from butler.config import ButlerConfig
@@ -104,7 +104,9 @@ def build_services(
         if not plan:
             continue
         links = [
-            Link(new_channel(kind, s), ChannelState(kind, host.name, via), router, conversations)
+            LiveChannel(
+                new_channel(kind, s), ChannelState(kind, host.name, via), router, conversations
+            )
             for kind, s, router, via in plan
         ]
         secrets = {kind: s.credential for kind, s, _, _ in plan}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from butler.channels.attachments import Refused, check, fetch_all
 from butler.channels.limits import REFUSAL_EVERY_S, SLOW_DOWN_EVERY_S, Notices, RateLimit
-from butler.channels.link import Link
+from butler.channels.live import LiveChannel
 from butler.channels.message import Inbound
 from butler.channels.pairing import code_in, digest
 from butler.channels.prompt import HISTORY_MESSAGES, framing, prompt_of
@@ -59,7 +59,7 @@ class Inbox:
         self.refusals = Notices(REFUSAL_EVERY_S)
         self.slow_downs = Notices(SLOW_DOWN_EVERY_S)
 
-    async def handle(self, link: Link, message: Inbound, row_id: int) -> None:
+    async def handle(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
         """Answer one message; a failure is recorded and said in one line, never raised."""
         try:
             await self._handle(link, message, row_id)
@@ -70,7 +70,7 @@ class Inbox:
             await self.conversations.mark(row_id, "failed")
             await link.say(message, "Something went wrong answering this; see the butler's log.")
 
-    async def _handle(self, link: Link, message: Inbound, row_id: int) -> None:
+    async def _handle(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
         settings = link.channel.settings
         rate = self.rates.setdefault(link.kind, RateLimit(settings.max_messages_per_minute))
         if not rate.allow(message.sender):
@@ -97,7 +97,7 @@ class Inbox:
                 await self._converse(link, exchange)
 
     async def _prepare(
-        self, link: Link, message: Inbound, row_id: int, text: str, fresh: bool
+        self, link: LiveChannel, message: Inbound, row_id: int, text: str, fresh: bool
     ) -> Exchange | None:
         """Route the message and fetch its attachments; None when it was answered already."""
         settings = link.channel.settings
@@ -129,7 +129,7 @@ class Inbox:
         )
         return Exchange(message, row_id, route, target, thread, files)
 
-    async def _converse(self, link: Link, exchange: Exchange) -> None:
+    async def _converse(self, link: LiveChannel, exchange: Exchange) -> None:
         """Run the butler's session and send its answer (or its failure) back."""
         message, thread, butler = exchange.message, exchange.thread, exchange.route.butler
         assert butler is not None
@@ -200,7 +200,7 @@ class Inbox:
             },
         )
 
-    async def _stranger(self, link: Link, message: Inbound, row_id: int) -> None:
+    async def _stranger(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
         """An unpaired sender: paired when the message is a good code, else refused."""
         code = code_in(message.text)
         name = display_name(message.display_name)
@@ -219,18 +219,18 @@ class Inbox:
         if link.channel.refuses_strangers and self.refusals.due(key):
             await link.say(message, NOT_PAIRED)
 
-    async def _slow_down(self, link: Link, message: Inbound, row_id: int) -> None:
+    async def _slow_down(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
         await self.conversations.mark(row_id, "refused")
         paired = await self.senders.is_paired(link.kind, message.sender)
         if paired and self.slow_downs.due(f"{link.kind}:{message.sender}"):
             limit = link.channel.settings.max_messages_per_minute
             await link.say(message, f"Too many messages: at most {limit} a minute. Wait a moment.")
 
-    async def _refuse(self, link: Link, message: Inbound, row_id: int, line: str) -> None:
+    async def _refuse(self, link: LiveChannel, message: Inbound, row_id: int, line: str) -> None:
         await self.conversations.mark(row_id, "refused")
         await link.say(message, line)
 
-    async def interrupted(self, link: Link, message: Inbound, row_id: int) -> None:
+    async def interrupted(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
         """A message whose session a stopped daemon left unfinished: say so, once."""
         await self.conversations.mark(row_id, "failed")
         await link.say(message, "The butler stopped while answering this; please send it again.")
