@@ -1,14 +1,13 @@
 """The spawner: a trigger becomes one recorded, locked-down runtime session.
 
-Runtime-agnostic: it knows runtimes only through :class:`RuntimeAdapter`. For
-each trigger it admits or refuses (:mod:`.admission`), records the session
-before the runtime starts and completes it whatever happened
-(:mod:`.lifecycle`), and runs the session's runtime here (:mod:`.execution`: its
-invocation in a private workspace, jailed, under a time limit) or on a worker
-(:mod:`.remote`), handing each the :class:`~butler.spawner.session.Session` it
-described once, at admission. Interactive sessions (a
-builder's runtime in tmux) take the same steps through :meth:`Spawner.interactive`
-(:mod:`.interactive`), which the spawner also adopts and finishes.
+Runtime-agnostic: it knows runtimes only through :class:`RuntimeAdapter`. It is
+what the rest of butler calls: a trigger is admitted or refused at once, its
+session described once, recorded before its runtime starts, run here or on a
+worker and completed whatever happened (:mod:`.headless`); an interactive
+session (a builder's runtime in tmux) is started, adopted and finished through
+the same lifecycle (:mod:`.interactive`). Both share one :class:`SessionLifecycle`
+(the rows, the tokens, the completion journal) and one admission; a drain ends
+them all.
 """
 
 from __future__ import annotations
@@ -16,27 +15,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
-import time
 from pathlib import Path
 from typing import Any
 
-from opentelemetry import context as otel_context
-from opentelemetry.trace import Status, StatusCode
-
-from butler.errors import ButlerError, Rejected
+from butler.errors import Rejected
 from butler.paths import butler_dir
-from butler.runtimes.base import ProgressSink, RuntimeResult
+from butler.runtimes.base import ProgressSink
 from butler.sandbox.folders import sweep_jail_folders
 from butler.sandbox.pool import sweep_warm_homes
 from butler.security.session_tokens import SessionTokens
 from butler.spawner.activity import Activity
-from butler.spawner.admission import Admission, Reservation, validate_trigger_source
-from butler.spawner.chains import Chains
-from butler.spawner.closing import Closing
+from butler.spawner.admission import Admission
 from butler.spawner.completions import CompletionWriter
 from butler.spawner.execution import TIMEOUT_GRACE_S, Execution
-from butler.spawner.handed_over import Handed, HandedOver
+from butler.spawner.headless import HeadlessSessions
 from butler.spawner.homes import prune_homes
 from butler.spawner.interactive import (
     InteractiveEnd,
@@ -46,26 +38,17 @@ from butler.spawner.interactive import (
 )
 from butler.spawner.ledger import ToolCallLedger
 from butler.spawner.lifecycle import SessionLifecycle
-from butler.spawner.orphans import recorder
-from butler.spawner.placement import Place, Placement
-from butler.spawner.remote import run_on_worker
 from butler.spawner.request import TriggerRequest
 from butler.spawner.result import (
     CLIENT_GONE,
     SHUTDOWN,
-    Ending,
     SpawnerResult,
     queued,
     rejected,
 )
-from butler.spawner.resume import resumable
 from butler.spawner.sandboxing import open_pool
-from butler.spawner.session import Session
 from butler.spawner.workspace import sweep_leftovers
-from butler.store.session_jobs import SessionJobs
 from butler.store.sessions import SessionOutcome
-from butler.store.workers import WorkerRows
-from butler.telemetry import trace_id_of, tracer
 
 
 class Spawner:
@@ -81,25 +64,24 @@ class Spawner:
         self.activity = Activity()
         rt = config.runtime
         self._admission = Admission(rt.max_concurrent_sessions, rt.max_queued_sessions)
-        self._tasks: set[asyncio.Task[SpawnerResult]] = set()
-        self._chains = Chains(config, sessions)
         self._lifecycle = SessionLifecycle(
             config, sessions, self.ledger, adapter.type_name, lambda: self._admission.waiting
         )
         #: What runtimes run in: "bwrap" (jailed) or "none"; decided once, at start.
         self._sandbox = runs.sandbox
-        self._jobs = SessionJobs(sessions.db)
-        self._placement = Placement(config, WorkerRows(sessions.db))
+        #: Warm jails this butler's sessions take theirs from; closed by :meth:`drain`.
+        self._pool = open_pool(config, self._sandbox)
+        self._headless = HeadlessSessions(
+            dataclasses.replace(runs, pool=self._pool),
+            self._lifecycle,
+            self._admission,
+            self.activity,
+        )
         self._interactive = InteractiveSessions(
             config, adapter, self.credentials, self._lifecycle, self._sandbox
         )
-        #: Warm jails this butler's sessions take theirs from; closed by :meth:`drain`.
-        self._pool = open_pool(config, self._sandbox)
-        self._runs = dataclasses.replace(runs, pool=self._pool)
-        #: How each headless session's end is recorded, whichever path ran it.
-        self._closing = Closing(self._lifecycle, self.memory, adapter.cumulative_on_resume)
-        #: Sessions an earlier daemon handed to workers, waited for again (recovery.py).
-        self.handed_over = HandedOver(self._lifecycle, self._jobs, adapter.cumulative_on_resume)
+        #: Sessions an earlier daemon handed to workers, taken over by recovery.py.
+        self.handed_over = self._headless.handed_over
 
     @property
     def sandbox(self) -> str:
@@ -118,7 +100,8 @@ class Spawner:
 
     def sweep(self) -> list[Path]:
         """Remove workspaces and jail folders left by a crashed daemon, and old session homes."""
-        swept = sweep_leftovers(self._runs.workspace_prefix) + prune_homes(self.config)
+        prefix = self._headless.runs.workspace_prefix
+        swept = sweep_leftovers(prefix) + prune_homes(self.config)
         return swept + sweep_jail_folders() + sweep_warm_homes(butler_dir(self.config) / "homes")
 
     @property
@@ -186,141 +169,13 @@ class Spawner:
         Raises :class:`Rejected` when the request is refused, and
         :class:`SessionNotFound` when it resumes a session that cannot be resumed.
         """
-        try:
-            validate_trigger_source(request.trigger_source)
-        except ValueError as exc:
-            raise Rejected(str(exc)) from None
-        reservation = self._admission.reserve()
-        try:
-            async with self._chains.admit(request.caller_session_id) as place:
-                parent = await resumable(self.sessions, self.adapter, request.resume_session_id)
-                session = Session.admitted(request, parent, place)
-                recorded: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-                steps = self._recorded_session(session, parent, progress, recorded, reservation)
-                task = asyncio.create_task(steps)
-                self._track(task)
-                task.add_done_callback(lambda _: reservation.release())  # however it ended
-                await asyncio.wait([recorded, task], return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:
-            reservation.release()  # harmless once the session holds it
-            raise
-        if not recorded.done():
-            task.result()  # the session failed before it was recorded: raise why
-            raise ButlerError("session ended before it was recorded")
-        return recorded.result(), task
-
-    async def _recorded_session(
-        self,
-        session: Session,
-        parent: dict | None,
-        progress: ProgressSink | None,
-        recorded: asyncio.Future[str],
-        reservation: Reservation,
-    ) -> SpawnerResult:
-        with tracer().start_as_current_span(
-            "butler.session",
-            attributes={
-                "butler.name": self.config.name,
-                "butler.trigger_source": session.source,
-                "butler.runtime": self.adapter.type_name,
-            },
-        ) as span:
-            new = self._lifecycle.new(session, trace_id_of(span))
-            span.set_attribute("butler.session_id", session.id)
-            # A free slot is taken before the row is written, so the row is written as
-            # running: one statement (and one dead row version) fewer per session. Not
-            # where the placement may still wait for a local slot (workers = "any"):
-            # that session is pending until it has a place.
-            taken = self._placement.never_waits() and await self._admission.take_if_free(
-                reservation
-            )
-            try:
-                sid = await self._lifecycle.create(new, otel_context.get_current(), running=taken)
-            except BaseException:
-                if taken:
-                    self._admission.give_back()
-                raise
-            recorded.set_result(sid)
-
-            async def steps(end: Ending) -> dict | None:
-                await self._execute(session, end, progress, reservation, taken)
-                return parent
-
-            result = await self._closing.ended(sid, session.prompt, steps)
-            if result.error:
-                span.set_status(Status(StatusCode.ERROR, result.error))
-            return result
-
-    async def _execute(
-        self,
-        session: Session,
-        end: Ending,
-        progress: ProgressSink | None,
-        reservation: Reservation,
-        taken: bool = False,
-    ) -> None:
-        """Wait for a slot (unless ``taken``, and the row written as running) and a
-        place, and run the runtime: its result in ``end``."""
-        sid = session.id
-        try:
-            if progress and not taken:  # nothing is awaited before the taken slot is held
-                await progress("queued")
-            # A session waiting for a place (workers = "any", no live worker) is queued.
-            async with (
-                self._admission.slot(reservation, taken=taken),
-                self._placement.place(session) as place,
-            ):
-                if not taken:
-                    await self._lifecycle.running(sid, session.timeout_s)
-                elif progress:  # the caller hears the same steps either way
-                    await progress("queued")
-                end.started = time.monotonic()
-                if progress:
-                    await progress("running")
-                watched = self.activity.watch(sid, progress)
-                end.result = await self._run(session, watched, place)
-        finally:
-            self.activity.close(sid)
-
-    async def _run(
-        self, session: Session, progress: ProgressSink | None, place: Place
-    ) -> RuntimeResult:
-        """The session's runtime run here, or on a worker (which names itself on the row)."""
-        if place == "here":
-            return await self._run_here(session, progress)
-        here = (self._placement, lambda: self._run_here(session, progress))
-        either = here if place == "either" else None
-        return await run_on_worker(self.config, self._jobs, self.session_tokens, session, either)
-
-    async def _run_here(self, session: Session, progress: ProgressSink | None) -> RuntimeResult:
-        """In this daemon: each runtime process group goes on the row, so that a daemon
-        killed outright leaves nothing the next start cannot find (orphans.py)."""
-        record = recorder(functools.partial(self._lifecycle.annotate, session.id))
-        return await self._runs.run(session, self._lifecycle.tokens, progress, record)
+        return await self._headless.start(request, progress)
 
     def follow_handed_over(self) -> None:
         """Wait again for the sessions an earlier daemon handed to workers (taken over by
         :func:`~butler.spawner.recovery.recover`), each holding a slot while its job is
         in the queue, and record how each ended. Called once the butler serves."""
-        for handed in self.handed_over.kept():
-            self._track(asyncio.create_task(self._taken_back(handed)))
-
-    async def _taken_back(self, handed: Handed) -> SpawnerResult:
-        row = handed.row
-        started = time.monotonic() - max(0.0, float(row["elapsed_s"]))
-
-        async def steps(end: Ending) -> dict | None:
-            # A result already handed back needs no slot: it is recorded at once.
-            async with self._admission.slot() if handed.job else contextlib.nullcontext():
-                end.result = await self.handed_over.result(handed, time.monotonic() - started)
-            return await self.handed_over.resumed(row)
-
-        return await self._closing.ended(handed.session_id, row["prompt"], steps, started)
-
-    def _track(self, task: asyncio.Task[SpawnerResult]) -> None:
-        """A session's task, which a drain waits for."""
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._headless.follow_handed_over()
 
     def interactive(
         self, request: InteractiveRequest
@@ -350,8 +205,8 @@ class Spawner:
         return how many were cancelled."""
         self.stop_accepting()
         still: set[asyncio.Task[SpawnerResult]] = set()
-        if self._tasks:
-            _, still = await asyncio.wait(set(self._tasks), timeout=timeout)
+        if self._headless.tasks:
+            _, still = await asyncio.wait(set(self._headless.tasks), timeout=timeout)
         for task in still:
             task.cancel(SHUTDOWN)
         if still:
@@ -359,7 +214,7 @@ class Spawner:
                 await asyncio.wait(still, timeout=TIMEOUT_GRACE_S)
         # completions the database has not taken yet stay journalled for the next start
         await self._lifecycle.completions.flush(TIMEOUT_GRACE_S)
-        await self._jobs.close()
+        await self._headless.close()
         if self._pool is not None:
             await self._pool.close()
         return len(still)
