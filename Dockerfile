@@ -7,6 +7,7 @@
 # images it made itself (tests/deployment does). See docs/deployment.md.
 
 ARG NODE_IMAGE=node:20.20.2-bookworm
+ARG PYTHON_BUILD_IMAGE=python:3.11.13-bookworm
 ARG PYTHON_IMAGE=python:3.11.13-slim-bookworm
 
 # --- The agent CLIs, installed from the lock file ------------------------------
@@ -24,6 +25,16 @@ for (const [name, want] of Object.entries(pins)) { \
   const got = JSON.parse(fs.readFileSync('node_modules/' + name + '/package.json')).version; \
   if (got !== want) { console.error(name + ' is ' + got + ', expected ' + want); process.exit(1); } \
 }"
+
+# --- The butler wheel, its jail's bridge compiled in ------------------------------
+# pip builds the package as it would on any machine: setup.py compiles the bridge
+# (butler/sandbox/bridge_*.c) into it. The full Python image has the C compiler; the
+# runtime image below has none and needs none.
+FROM ${PYTHON_BUILD_IMAGE} AS wheel
+WORKDIR /src
+COPY pyproject.toml setup.py README.md ./
+COPY butler ./butler
+RUN pip wheel --no-deps --no-cache-dir --wheel-dir /wheels .
 
 # --- The butler image ------------------------------------------------------------
 FROM ${PYTHON_IMAGE}
@@ -53,9 +64,8 @@ ENV PATH="/opt/butler/bin:${PATH}"
 # Every dependency at its locked version, each file checked against its hash.
 COPY requirements.lock ./
 RUN pip install --require-hashes --no-deps -r requirements.lock
-COPY pyproject.toml README.md ./
-COPY butler ./butler
-RUN pip install --no-deps . && pip check
+COPY --from=wheel /wheels /tmp/wheels
+RUN pip install --no-deps /tmp/wheels/butler-*.whl && rm -rf /tmp/wheels && pip check
 # One Claude Code everywhere: `claude` (for logging in) is the one sessions run,
 # bundled in claude-agent-sdk.
 RUN ln -s "$(python -c 'import claude_agent_sdk, pathlib; print(pathlib.Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude")')" /usr/local/bin/claude

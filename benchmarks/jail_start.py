@@ -5,7 +5,7 @@ process runner sessions use, and times from the call until its line
 arrives. Jailed runs include everything the session path adds: the
 session's egress proxy started on its Unix socket, the launch script and
 its argument file written, bubblewrap building the namespaces and mounts,
-the bridge (a Python process) listening on the jail's loopback, and the
+the bridge listening on the jail's loopback, and the
 proxy closed again. Bare and jailed runs alternate; what the jail adds is
 each jailed run less the bare run just before it (median of those
 differences), and the difference of the two medians beside it.
@@ -16,6 +16,10 @@ filters the environment and then starts the jail (before), and the jail's
 own launch script doing it (now). Then that launch in a jail of its own
 against one in a warm jail of a pool (made before the clock starts, as the
 pool makes them between sessions), alternating.
+
+Last, what holding a session's bounds costs its bridge while the session runs: the
+/proc watcher against nothing watching, which is what the bridge spends where the
+session's cgroup holds them (docs/security.md, "Per-session bounds").
 
     .venv/bin/python benchmarks/jail_start.py [--runs 30]
 
@@ -30,6 +34,7 @@ import asyncio
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,10 +51,9 @@ from rows import paired_differences  # noqa: E402
 from butler.runtimes.launcher import write_launcher  # noqa: E402
 from butler.runtimes.process import RuntimeProcess  # noqa: E402
 from butler.sandbox import JailPolicy, probe  # noqa: E402
-from butler.sandbox import jail as jail_module  # noqa: E402
 from butler.sandbox.egress import Target  # noqa: E402
 from butler.sandbox.jail import Jail, start_jail  # noqa: E402
-from butler.sandbox.native import compiled_bridge  # noqa: E402
+from butler.sandbox.policy import BRIDGE_PATH, bwrap_argv  # noqa: E402
 from butler.sandbox.pool import JailPool, Shape, WarmJail  # noqa: E402
 
 RUNTIME = ["/bin/echo", "ready"]
@@ -96,9 +100,10 @@ async def measure(runs: int) -> None:
         f"{'':>20}  difference of the medians: "
         f"{statistics.median(boxed) - statistics.median(plain):5.1f} ms"
     )
-    await bridges(runs)
     await sdk_launches(runs)
     await warm_launches(runs)
+    for label, spent in bounds_cost().items():
+        print(f"bounds over a {HELD_S:.0f} s session of 3 processes, {label}: {spent:5.1f} ms CPU")
     for adopt in (False, True):
         for name, spent in (await accounting(adopt=adopt)).items():
             print(
@@ -107,33 +112,6 @@ async def measure(runs: int) -> None:
                 f"{spent.children * 1000:4.0f} ms, machine-wide less this process "
                 f"{spent.machine_less_client * 1000:4.0f} ms"
             )
-
-
-async def bridges(runs: int) -> None:
-    """Jailed runs with the C bridge and with the Python bridge, alternating, with their CPU."""
-    native = compiled_bridge()
-    if native is None:
-        print("the C bridge did not build here (no cc?): bridges not compared")
-        return
-    times: dict[str, list[float]] = {"C bridge": [], "Python bridge": []}
-    cpu = dict.fromkeys(times, 0.0)
-    with tempfile.TemporaryDirectory() as tmp:
-        for i in range(runs + 3):
-            for label in times:
-                jail_module.compiled_bridge = (lambda: native) if label == "C bridge" else _none
-                before = children_cpu_ms()
-                elapsed = await timed_jail(Path(tmp))
-                if i >= 3:  # the first rounds warm the page cache
-                    times[label].append(elapsed)
-                    cpu[label] += children_cpu_ms() - before
-    jail_module.compiled_bridge = compiled_bridge
-    for label, values in times.items():
-        report(label, values)
-        print(f"{'':>20}  CPU of its processes: {cpu[label] / runs:5.1f} ms per run")
-
-
-def _none() -> None:
-    return None
 
 
 async def sdk_launch(folder: Path, exact: bool) -> float:
@@ -185,9 +163,6 @@ async def sdk_launches(runs: int) -> None:
 
 async def warm_launches(runs: int) -> None:
     """The SDK's launch of ``/bin/echo`` in a jail of its own and in a warm one, alternating."""
-    if compiled_bridge() is None:
-        print("the C bridge did not build here (no cc?): warm jails not measured")
-        return
     times: dict[str, list[float]] = {"own jail": [], "warm jail": []}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -271,6 +246,26 @@ async def timed_jail(folder: Path) -> float:
         return (seen[0] - started) * 1000
     finally:
         await jail.close()
+
+
+#: How long the session of :func:`bounds_cost` runs.
+HELD_S = 5.0
+
+
+def bounds_cost(rounds: int = 3) -> dict[str, float]:
+    """CPU of a jail's processes over a session of three sleeping processes, median of
+    ``rounds``: its bounds held by the bridge's /proc watcher, and by nothing watching
+    (what the bridge spends where a cgroup holds them: its thread sleeps in poll)."""
+    spent: dict[str, list[float]] = {"the /proc watcher": [], "nothing watching": []}
+    for _ in range(rounds):
+        for label, extra in zip(spent, (["limits=512,2048"], []), strict=True):
+            before = children_cpu_ms()
+            argv = ["bwrap", *bwrap_argv(JailPolicy())[1:], "--as-pid-1", "--"]
+            argv += [str(BRIDGE_PATH), "/nowhere.sock", "3128", "", *extra, "--", "/bin/sh", "-c"]
+            argv += [f"sleep {HELD_S} & sleep {HELD_S} & sleep {HELD_S}; wait"]
+            subprocess.run(argv, check=True)
+            spent[label].append(children_cpu_ms() - before)
+    return {label: statistics.median(values) for label, values in spent.items()}
 
 
 def report(label: str, values: list[float]) -> None:

@@ -29,8 +29,11 @@ from tests.helpers import DaemonProcess, butler_client, free_port, write_butler
 TOOLS = {"state_get": {"key": "bench"}, "status": {}, "session_list": {"limit": 20}}
 
 
-async def time_calls(url: str, tool: str, args: dict[str, object], calls: int) -> list[float]:
-    async with butler_client(url, timeout=30) as client:
+async def time_calls(
+    url: str, tool: str, args: dict[str, object], calls: int, token: str | None = None
+) -> list[float]:
+    """``calls`` timed calls of ``tool`` after three untimed, as the owner or with ``token``."""
+    async with butler_client(url, timeout=30, **({"auth": token} if token else {})) as client:
         for _ in range(3):
             await client.call_tool(tool, args)
         times = []

@@ -14,6 +14,7 @@ from butler.builders.manager import BuilderManager
 from butler.config import ButlerConfig
 from butler.context import ButlerContext
 from butler.notify import Notifier
+from butler.sandbox import look_after_butler_folder
 from butler.scheduler import Scheduler
 from butler.spawner import preflight
 from butler.spawner.execution import Execution
@@ -33,6 +34,8 @@ async def assemble(config: ButlerConfig, db: Database) -> ButlerContext:
     sessions, credentials = runs.sessions, runs.credentials
     spawner = Spawner(runs)
     await recover(spawner)
+    if spawner.sandbox == "bwrap":  # what jails of an earlier daemon left, disarmed
+        await look_after_butler_folder(config.config_dir)
     await preflight.check(config, runs.adapter, credentials)
     builders = BuilderManager(config, spawner, sessions)
     await builders.adopt_survivors()

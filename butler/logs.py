@@ -40,7 +40,7 @@ _ROUTED = ("uvicorn", "uvicorn.error", "uvicorn.access", "fastmcp", "mcp", "py.w
 #: IMAP LOGIN with its password.
 _QUIET = (
     *("mcp", "fastmcp", "httpx", "httpx2", "sse_starlette", "docket"),
-    *("telegram", "nio", "aioimaplib", "aiosmtplib"),
+    *("telegram", "nio", "aioimaplib", "aiosmtplib", "slack_sdk", "hikari"),
 )
 
 

@@ -17,10 +17,11 @@ import socket
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from types import FrameType
 
 import uvicorn
 
+from butler.adapters.mcp import defer_wire_models
+from butler.adapters.uvicorn import Server
 from butler.config import ButlerConfig
 from butler.config.watch import current_digest
 from butler.context import ButlerContext
@@ -80,11 +81,11 @@ def bound(configs: Sequence[ButlerConfig], named: bool) -> Iterator[list[socket.
             sock.close()
 
 
-class ButlerServer(uvicorn.Server):
+class ButlerServer(Server):
     """One butler's uvicorn: a first signal drains its spawner, a second forces the exit.
 
-    The roster, not each server, takes the signals, so uvicorn's own capture
-    is switched off.
+    The roster, not each server, takes the signals (:func:`serve_all`) and hands
+    them to every server's :meth:`signalled`.
     """
 
     def __init__(self, butler: ButlerContext) -> None:
@@ -110,15 +111,11 @@ class ButlerServer(uvicorn.Server):
         self.stopping = False
         self._draining: asyncio.Task[None] | None = None
 
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+    def signalled(self, sig: int) -> None:
+        """A stop signal: drain this butler's sessions, then stop; a second one, stop now."""
         self.stopping = True
         if self._draining is not None:
-            self.force_exit = True
-            self.should_exit = True
+            self.stop(force=True)
             return
         log.info(
             "shutting down",
@@ -136,7 +133,7 @@ class ButlerServer(uvicorn.Server):
                 extra={"butler": self.butler.config.name, "count": cancelled},
             )
         await self.traffic.quiet()  # the callers' follow-ups to their replies
-        self.should_exit = True
+        self.stop()
 
 
 async def up(configs: Sequence[ButlerConfig], *, named: bool = True) -> None:
@@ -178,28 +175,15 @@ async def up(configs: Sequence[ButlerConfig], *, named: bool = True) -> None:
 
 
 def import_serving() -> None:
-    """Import what serving needs and opening the database does not."""
+    """Import what serving needs and opening the database does not.
+
+    The MCP SDK's wire models are left unbuilt (:func:`~butler.adapters.mcp.
+    defer_wire_models`): :func:`butler.server.warm_up` builds those a tool session
+    uses before ``/health`` answers.
+    """
     defer_wire_models()
     import butler.roster_channels
     import butler.server  # noqa: F401
-
-
-def defer_wire_models() -> None:
-    """Have the MCP SDK's per-version wire models built at first use, not at import.
-
-    The SDK defines every message of every protocol era twice over (2025-11-25 and
-    2026-07-28, some 300 pydantic models) and builds each one's validator on import: a
-    tenth of a start, for messages a tool session mostly never sends. Their shared base
-    says ``defer_build`` before they are defined, so only the models a session uses are
-    built, by :func:`butler.server.warm_up` before ``/health`` answers. Without that base
-    (another SDK), the models are built on import as before.
-    """
-    try:
-        from mcp_types._wire_base import WireModel
-    except ImportError:
-        return
-    if "mcp_types._v2025_11_25" not in sys.modules:  # too late once they are defined
-        WireModel.model_config["defer_build"] = True
 
 
 #: Signals that drain and stop the roster; a terminal hanging up (SIGHUP) is a stop
@@ -224,7 +208,7 @@ async def serve_all(
     def on_signal(sig: int) -> None:
         # Every server drains at once; a second signal forces them all out.
         for server in servers:
-            server.handle_exit(sig, None)
+            server.signalled(sig)
 
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, on_signal, sig)
@@ -245,7 +229,7 @@ async def serve_all(
             log.error(str(error))  # said at once: stopping may meet the database's trouble too
         for server in servers:
             if not server.stopping:
-                server.handle_exit(signal.SIGTERM, None)
+                server.signalled(signal.SIGTERM)
         await asyncio.wait(tasks)
     finally:
         for sig in STOP_SIGNALS:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from butler.channels.assembly import Host, build_services, switchboard_of
 from butler.config import ButlerConfig, load_config
+from butler.config.channels import ChannelSettings
 from butler.config.switchboard import SWITCHBOARD_FILE, SwitchboardSection, load_switchboard
 from butler.context import ButlerContext
 from butler.errors import ConfigError
@@ -99,3 +100,15 @@ def keeper(folder: Path, kind: str, roster: Roster, db_url: str | None = None) -
         if found.name == switchboard.home:
             return load_config(found.config_dir, db_url=db_url)
     raise ConfigError(f"{folder}: the switchboard's home {switchboard.home!r} does not load")
+
+
+def settings_of(config: ButlerConfig, kind: str, roster: Roster) -> ChannelSettings | None:
+    """The settings of the ``kind`` channel ``config`` keeps: its own, or the switchboard's."""
+    own = config.butler.channels.enabled().get(kind)
+    if own is not None:
+        return own
+    names = [c.name for c in roster(config.roster_dir)]
+    switchboard = load_switchboard(config.roster_dir, names)
+    if switchboard is None or switchboard.home != config.name:
+        return None
+    return switchboard.channels.enabled().get(kind)

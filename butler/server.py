@@ -12,15 +12,11 @@ copied out of them.
 from __future__ import annotations
 
 import contextlib
-import inspect
-import sys
 from collections.abc import AsyncIterator
-from typing import Any, get_args
+from typing import Any
 from urllib.parse import urlsplit
 
 from fastmcp import FastMCP
-from fastmcp.server.dependencies import transform_context_annotations
-from fastmcp.tools.function_tool import FunctionTool
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -28,12 +24,15 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from butler import __version__
+from butler.adapters.fastmcp import ButlerMCP, answer_input_schemas
+from butler.adapters.mcp import build_wire_models
 from butler.context import ButlerContext
 from butler.dashboard.login import login_page
 from butler.dashboard.render import SECURITY_HEADERS
 from butler.http_limits import JsonRpcBodyLimit
 from butler.security.handshake import GuardEveryScope
 from butler.security.http import RequireToken, cookie_name
+from butler.security.login import Tickets, tickets_path
 from butler.security.owner_token import LiveToken
 from butler.tools.builders import register_builder_tools
 from butler.tools.contract import register_contract_tools
@@ -43,91 +42,17 @@ from butler.tools.limits import ArgumentErrors
 from butler.tools.notify import register_notify_tools
 from butler.tools.schedules import register_schedule_tools
 from butler.tools.sessions import register_session_tools
+from butler.tools.tenancy import TenancyMiddleware
 from butler.webterm.endpoint import Terminals
 from butler.webterm.panel import terminal_routes
-
-
-class _ButlerMCP(FastMCP):
-    """FastMCP whose tools are described by their docstrings as written, and parsed once
-    per process however many butlers register them.
-
-    FastMCP hands each tool's docstring to griffe to split out Google, NumPy or Sphinx
-    sections (``Args:``, ``Returns:``); importing griffe was ~2 % of a start.
-    Butler's tool docstrings have no such sections (their parameters are described by
-    their annotated types), so griffe would return them whole: they are given as the
-    description, and the parser is never asked.
-
-    Each butler's tools are closures over that butler, made by the same code:
-    :func:`_parsed` builds a tool's schemas from the first and hands the rest a copy
-    holding their own function. Parsing was ~90 % of building a butler's server
-    (~90 ms of CPU each), so a roster of 100 butlers spent most of its start on it.
-    """
-
-    def tool(self, name_or_fn: Any = None, **kwargs: Any) -> Any:  # type: ignore[override]
-        if _shareable(name_or_fn) and not kwargs:
-            parsed = _parsed(name_or_fn)
-            if "__signature__" in vars(parsed.fn):
-                # FastMCP gave the parsed function a signature of its own (a Context
-                # parameter made a dependency it injects): this copy needs the same.
-                transform_context_annotations(name_or_fn)
-            self.add_tool(parsed.model_copy(update={"fn": name_or_fn}))
-            return name_or_fn
-        if inspect.isroutine(name_or_fn) and name_or_fn.__doc__ and "description" not in kwargs:
-            kwargs["description"] = inspect.getdoc(name_or_fn)
-            name_or_fn.__doc__ = None
-        return super().tool(name_or_fn, **kwargs)
-
-
-#: Tools parsed by this process, by what their schemas are made of (see :func:`_shape`).
-_PARSED: dict[tuple[Any, ...], FunctionTool] = {}
-
-
-def _parsed(fn: Any) -> FunctionTool:
-    """The tool FastMCP makes of ``fn``, parsed only for the first function of its shape."""
-    shape = _shape(fn)
-    tool = _PARSED.get(shape)
-    if tool is None:
-        description = inspect.getdoc(fn)
-        fn.__doc__ = None  # given as the description: the docstring parser is never asked
-        tool = _PARSED[shape] = FunctionTool.from_function(fn, description=description)
-    return tool
-
-
-def _shape(fn: Any) -> tuple[Any, ...]:
-    """What a tool's name, description and schemas are made of: its code and name, and
-    the values its definition evaluated (defaults, annotations), which a closure may make
-    differ. Compared by ``repr``, which shows an object without a value of its own by its
-    address: unique while the first tool of that shape keeps the object alive."""
-    made = repr((fn.__defaults__, fn.__kwdefaults__, fn.__annotations__))
-    return (fn.__code__, fn.__qualname__, made)
-
-
-def _shareable(fn: Any) -> bool:
-    """Whether ``fn``'s parsing may be shared: a plain function (not a decorator's
-    wrapper, nothing set on it) whose annotations name only classes found again by their
-    module and name. A class made inside the registering function (an Enum of a butler's
-    choices, a model) has one ``repr`` in every butler, whatever each one holds."""
-    if not inspect.isfunction(fn) or vars(fn):
-        return False
-    return all(_named(hint) for hint in fn.__annotations__.values())
-
-
-def _named(hint: Any) -> bool:
-    if hint is type(None):
-        return True
-    if isinstance(hint, type):
-        found: Any = sys.modules.get(hint.__module__)
-        for part in hint.__qualname__.split("."):
-            found = getattr(found, part, None)
-        return found is hint
-    return all(_named(arg) for arg in get_args(hint))
 
 
 def build_mcp(butler: ButlerContext) -> FastMCP:
     """The butler's MCP server with every tool registered."""
     description = butler.config.butler.description or f"The {butler.config.name} butler."
-    mcp = _ButlerMCP(butler.config.name, instructions=description)
+    mcp = ButlerMCP(butler.config.name, instructions=description)
     mcp.add_middleware(LedgerMiddleware(butler.spawner.ledger, butler.config.runtime.tools))
+    mcp.add_middleware(TenancyMiddleware(butler))
     mcp.add_middleware(ArgumentErrors())
     register_core_tools(mcp, butler)
     register_session_tools(mcp, butler)
@@ -189,6 +114,19 @@ def _allowed_hosts(declared: list[str], public_url: str | None) -> list[str]:
     return [*declared, public] if public else list(declared)
 
 
+def _token_guard(app: ASGIApp, butler: ButlerContext, token: LiveToken) -> RequireToken:
+    """``app`` behind the owner's token, its session tokens and the dashboard's login."""
+    config = butler.config
+    return RequireToken(
+        app,
+        owner_token=token,
+        sessions=butler.spawner.session_tokens,
+        cookie=cookie_name(config.butler.port),
+        login_page=login_page(config.butler.name, f"butler token --config {config.config_dir}"),
+        tickets=Tickets(tickets_path(config)),
+    )
+
+
 def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> ASGIApp:
     """The whole butler behind its Host/Origin and token guards; lifespans combined."""
     mcp = mcp or build_mcp(butler)
@@ -235,13 +173,8 @@ def build_app(butler: ButlerContext, mcp: FastMCP | None = None) -> ASGIApp:
     ]
     site = Starlette(routes=routes, lifespan=lifespan)
     mcp_apps = {"/mcp": http_app, "/sse": sse_app, "/messages": sse_app}
-    authenticated = RequireToken(
-        JsonRpcBodyLimit(_ByPrefix(_DashboardAtFirstUse(site, butler, token), mcp_apps)),
-        owner_token=token,
-        sessions=butler.spawner.session_tokens,
-        cookie=cookie_name(section.port),
-        login_page=login_page(section.name, f"butler token --config {butler.config.config_dir}"),
-    )
+    inner = JsonRpcBodyLimit(_ByPrefix(_DashboardAtFirstUse(site, butler, token), mcp_apps))
+    authenticated = _token_guard(inner, butler, token)
     # The same guard as FastMCP's own, in front of the dashboard, the terminal's
     # WebSocket and the token check too.
     return GuardEveryScope(
@@ -258,48 +191,14 @@ async def warm_up(mcp: FastMCP) -> None:
     schemas on first use, which made the first tool call after ``/health``
     several times slower than later ones. One list and one call through the
     server's own API (middleware included) pay for it, without importing
-    FastMCP's client stack, which start-up does not otherwise need.
-
-    The MCP SDK checks a call's ``Mcp-Param-*`` headers against the tool's
-    input schema; with no lookup it runs a whole ``tools/list`` through the
-    server (middleware and all) for every ``tools/call``, a sixth of the
-    daemon's CPU per trigger. The tools are fixed once registered, so the
-    lookup answers from what this listing returned.
+    FastMCP's client stack, which start-up does not otherwise need. The tools
+    are fixed once registered, so the input schemas the SDK checks every call's
+    headers against are answered from this listing
+    (:func:`~butler.adapters.fastmcp.answer_input_schemas`).
     """
     build_wire_models()
     tools = await mcp.list_tools()
-    schemas = {tool.name: tool.to_mcp_tool(name=tool.name).input_schema for tool in tools}
-    mcp._mcp_server.get_tool_input_schema = schemas.get
+    answer_input_schemas(
+        mcp, {tool.name: tool.to_mcp_tool(name=tool.name).input_schema for tool in tools}
+    )
     await mcp.call_tool("status", {})
-
-
-#: What an agent's tool session sends, in either protocol era: a handshake (2025) or a
-#: discovery (2026), pings, listings and calls of tools, a cancellation.
-SESSION_METHODS = frozenset(
-    {
-        "initialize",
-        "notifications/initialized",
-        "server/discover",
-        "ping",
-        "tools/list",
-        "tools/call",
-        "notifications/cancelled",
-    }
-)
-
-
-def build_wire_models() -> None:
-    """Build the wire models a tool session is checked against, in every protocol version.
-
-    :func:`butler.roster.defer_wire_models` left them unbuilt at import; built here,
-    before ``/health`` answers, the first call pays none of it. The rest of the
-    protocol (prompts, resources, sampling, tasks) is built if a client ever uses it.
-    """
-    from mcp_types import methods
-
-    surfaces = (methods.CLIENT_REQUESTS, methods.CLIENT_NOTIFICATIONS, methods.SERVER_RESULTS)
-    for surface in surfaces:
-        for (method, _version), target in surface.items():
-            if method in SESSION_METHODS:
-                for model in get_args(target) or (target,):
-                    model.model_rebuild()

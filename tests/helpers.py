@@ -25,10 +25,11 @@ TEST_TOKEN = "test-owner-token-0123456789-abcdefghijklmnop"
 
 
 def butler_client(url: str, **kwargs: Any) -> Any:
-    """An MCP client on a butler's ``/mcp`` or ``/sse``, presenting the owner token."""
+    """An MCP client on a butler's ``/mcp`` or ``/sse``, presenting the owner token (or the
+    ``auth`` given)."""
     from fastmcp import Client
 
-    return Client(url, auth=TEST_TOKEN, **kwargs)
+    return Client(url, **{"auth": TEST_TOKEN, **kwargs})
 
 
 #: The one script that installs everything the suite needs; every missing tool names it.

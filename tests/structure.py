@@ -9,6 +9,7 @@ function; ``tests/test_structure.py`` asserts on the same functions.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,7 +39,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("parts", ("butler.runtimes", "butler.store", "butler.security")),
     ("helpers", ("butler.logs", "butler.paths", "butler.jsonfile", "butler.tomlfile",
                  "butler.telemetry", "butler.http_limits", "butler.http_quiet",
-                 "butler.hygiene", "butler.root", "butler.mcp_http", "butler.essentials")),
+                 "butler.hygiene", "butler.root", "butler.mcp_http", "butler.essentials",
+                 "butler.adapters")),
     # Leaves that import nothing of butler, used from every layer: the package's
     # version, the errors, the one private-file writer, the one way to touch what a
     # runtime can write, a runtime's settings, the built-in runtimes' names, the clock,
@@ -269,6 +271,164 @@ def layer_violations(edges: dict[str, set[str]]) -> list[str]:
     return sorted(set(found))
 
 
+#: The libraries butler reaches below their public API, by import name, and the one module
+#: that may (butler/adapters/__init__.py says why each exists).
+ADAPTERS: dict[str, str] = {
+    "fastmcp": "butler.adapters.fastmcp",
+    "mcp": "butler.adapters.mcp",
+    "mcp_types": "butler.adapters.mcp",
+    "uvicorn": "butler.adapters.uvicorn",
+    "typer": "butler.cli.plain_params",
+}  # fmt: skip
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _imported_libraries(tree: ast.AST) -> set[str]:
+    """The top-level names of everything ``tree`` imports (absolute imports only)."""
+    found = set()
+    for node in _import_nodes(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def private_names(tree: ast.AST) -> set[str]:
+    """The private names ``tree`` defines: functions, classes, module names, attributes
+    it assigns (``self._x = ...``)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            found.add(node.attr)
+        elif isinstance(node, ast.arg):
+            found.add(node.arg)
+    return {name for name in found if _private(name)}
+
+
+def library_source(library: str) -> str:
+    """The installed ``library``'s Python source, every file of it, as one text."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(library)
+    if spec is None:
+        return ""
+    roots = list(spec.submodule_search_locations or [])
+    files = [f for r in roots for f in Path(r).rglob("*.py")] if roots else [Path(spec.origin)]
+    return "\n".join(path.read_text(errors="replace") for path in files)
+
+
+def private_reaches(
+    known: dict[str, Module] | None = None, sources: dict[str, str] | None = None
+) -> list[str]:
+    """Every place outside a library's adapter (:data:`ADAPTERS`) that reaches a private
+    name of it: a private module or name imported from it, or a private attribute the
+    library defines read on anything but ``self`` or ``cls`` in a module that imports it.
+
+    ``sources`` (import name -> its source text) defaults to the installed libraries'. A
+    private name butler defines too is its own, not counted.
+    """
+    known = known or modules()
+    sources = sources if sources is not None else {}
+    own = set().union(*(private_names(m.tree) for m in known.values()))
+    found: list[tuple[str, int, str]] = []
+    for name, module in sorted(known.items()):
+        for library in sorted(_imported_libraries(module.tree) & set(ADAPTERS)):
+            if ADAPTERS[library] == name:
+                continue
+            for node in ast.walk(module.tree):
+                reach = _reach(node, library, own)
+                if reach is None:
+                    continue
+                if reach.startswith("."):
+                    if library not in sources:
+                        sources[library] = library_source(library)
+                    if not re.search(rf"\b{re.escape(reach[1:])}\b", sources[library]):
+                        continue
+                found.append((module.where, node.lineno, f"{library}: {reach}"))
+    return [f"{where}:{line} {what}" for where, line, what in sorted(found)]
+
+
+def _reach(node: ast.AST, library: str, own: set[str]) -> str | None:
+    """What private part of ``library`` ``node`` may reach: a module or a name imported
+    from it, or ``.name`` read on an object (the library's if it defines that name)."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            parts = alias.name.split(".")
+            if parts[0] == library and any(_private(p) for p in parts):
+                return alias.name
+    elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        parts = node.module.split(".")
+        if parts[0] == library:
+            if any(_private(p) for p in parts):
+                return node.module
+            private = [a.name for a in node.names if _private(a.name)]
+            if private:
+                return f"{node.module}.{private[0]}"
+    elif isinstance(node, ast.Attribute) and _private(node.attr) and node.attr not in own:
+        owner = node.value
+        if not (isinstance(owner, ast.Name) and owner.id in ("self", "cls")):
+            return f".{node.attr}"
+    return None
+
+
+def undeclared_imports(
+    known: dict[str, Module] | None = None, pyproject: Path | None = None
+) -> list[str]:
+    """Every third-party top-level import of the package whose distribution pyproject.toml
+    does not declare: ``place: import -> distributions``.
+
+    Import names are mapped to distributions by ``importlib.metadata``; a distribution is
+    declared when pyproject.toml lists it, or when one it lists requires it at one exact
+    version (``fastmcp`` pins ``fastmcp-slim``, which holds the ``fastmcp`` package).
+    """
+    import sys
+    import tomllib
+    from importlib.metadata import PackageNotFoundError, packages_distributions, requires
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    known = known or modules()
+    pyproject = pyproject or PACKAGE.parent / "pyproject.toml"
+    listed = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    declared = {canonicalize_name(Requirement(spec).name) for spec in listed}
+    for name in list(declared):
+        try:
+            needs = [Requirement(r) for r in requires(name) or []]
+        except PackageNotFoundError:
+            continue
+        declared |= {
+            canonicalize_name(r.name)
+            for r in needs
+            if r.marker is None and any(s.operator == "==" for s in r.specifier)
+        }
+    providers = packages_distributions()
+    found = []
+    for module in sorted(known.values(), key=lambda m: m.name):
+        for node in _import_nodes(module.tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name.split(".")[0] for alias in node.names]
+            elif node.level == 0 and node.module:
+                names = [node.module.split(".")[0]]
+            else:
+                continue
+            for top in names:
+                if top in sys.stdlib_module_names or top in (PACKAGE.name, "__future__"):
+                    continue
+                dists = {canonicalize_name(d) for d in providers.get(top, [])}
+                if not dists & declared:
+                    found.append(f"{module.where}:{node.lineno} {top} -> {sorted(dists)}")
+    return found
+
+
 def long_files(limit: int, known: dict[str, Module] | None = None) -> dict[str, int]:
     """Files over ``limit`` lines: path relative to the repository -> lines."""
     known = known or modules()
@@ -313,6 +473,10 @@ if __name__ == "__main__":
         print("session path outside the spawner:", line)
     for line in fmt_skips_outside_tables():
         print("fmt: skip outside a table:", line)
+    for line in private_reaches():
+        print("a library's private name outside its adapter:", line)
+    for line in undeclared_imports():
+        print("an import pyproject.toml does not declare:", line)
     for path, size in sorted({**long_files(400), **long_c_files(400)}.items()):
         print(f"file over 400 lines: {path} ({size})")
     for where, size in sorted(long_functions(60).items()):

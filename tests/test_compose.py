@@ -232,6 +232,7 @@ def test_the_dockerfile_installs_the_clis_from_the_pinned_lock_file():
     # Each base is a build argument: a machine without a registry builds from its own.
     assert [rest.split()[0] for word, rest in steps if word == "FROM"] == [
         "${NODE_IMAGE}",
+        "${PYTHON_BUILD_IMAGE}",
         "${PYTHON_IMAGE}",
     ]
     assert ("COPY", "clis/package.json clis/package-lock.json ./") in steps
@@ -256,7 +257,12 @@ def test_the_dockerfile_asks_for_what_builders_and_the_jail_need_and_one_claude(
     # The Python dependencies come from the lock file, every file's hash checked.
     assert ("COPY", "requirements.lock ./") in final_stage()
     assert any("--require-hashes" in r and "-r requirements.lock" in r for r in runs)
-    assert any(r.startswith("pip install --no-deps .") for r in runs)
+    # The project itself is the wheel its own stage built, the jail's bridge compiled in
+    # there: the image has no compiler.
+    assert ("COPY", "--from=wheel /wheels /tmp/wheels") in final_stage()
+    assert any(r.startswith("pip install --no-deps /tmp/wheels/butler-") for r in runs)
+    wheel = [rest for word, rest in dockerfile_instructions() if word == "RUN" and "wheel" in rest]
+    assert any(r.startswith("pip wheel --no-deps") for r in wheel)
     # `claude` in the image is the SDK's bundled one, and npm pins no second copy.
     assert any("_bundled" in r and "/usr/local/bin/claude" in r for r in runs)
     pins = json.loads((REPO / "clis" / "package.json").read_text())["dependencies"]

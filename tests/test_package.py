@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from butler.sandbox.bridge_binary import sources
 from butler.store.migrations import discover
 from tests.conftest import TEST_DSN
 from tests.helpers import REPO, free_port, get_json, wait_until
 
 #: What the wheel is built from: the sources a clone holds, nothing installed.
-SOURCES = ("pyproject.toml", "README.md", "butler")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "butler")
 
 
 def run(argv: list[str | Path], **kwargs: object) -> subprocess.CompletedProcess[str]:
@@ -34,7 +35,7 @@ def build_wheel(tmp_path: Path) -> Path:
     source.mkdir()
     for name in SOURCES:
         if (REPO / name).is_dir():
-            ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+            ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "bin")
             shutil.copytree(REPO / name, source / name, ignore=ignore)
         else:
             shutil.copy(REPO / name, source / name)
@@ -104,6 +105,8 @@ def test_a_wheel_in_a_fresh_venv_runs_the_quick_start(tmp_path, schema_name):
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {f"butler/migrations/{m.path.name}" for m in discover()}
     expected |= {"butler/assets/page.html", "butler/subagent/default_prompt_template.md"}
+    # The jail's bridge, compiled by the wheel's build (setup.py), not copied from a checkout.
+    expected |= {f"butler/sandbox/bin/bridge-{sources()[1]}"}
     assert expected <= names, expected - names
     venv = tmp_path / "venv"
     run([sys.executable, "-m", "venv", venv])

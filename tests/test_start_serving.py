@@ -1,20 +1,19 @@
 """A start builds what a tool session needs, and every client is served right after /health.
 
 The MCP SDK's per-version wire models are built at first use rather than at import
-(:func:`butler.roster.defer_wire_models`); :func:`butler.server.warm_up` builds a tool
-session's before ``/health`` answers. Speed is measured in ``benchmarks/startup.py``;
-here, that nothing a client does stops working for it.
+(:mod:`butler.adapters.mcp`, tested in tests/adapters/test_mcp.py);
+:func:`butler.server.warm_up` builds a tool session's before ``/health`` answers. Speed
+is measured in ``benchmarks/startup.py``; here, that nothing a client does stops working
+for it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.helpers import REPO, DaemonProcess, butler_client, free_port, get_json, write_butler
+from tests.helpers import DaemonProcess, butler_client, free_port, get_json, write_butler
 
 
 async def _session(url: str, mode: str) -> tuple[str, set[str], str, list[str]]:
@@ -50,28 +49,3 @@ def test_right_after_health_clients_of_both_protocol_eras_list_and_call_tools(
         assert {"status", "trigger", "state_get"} <= tools, version
         assert '"eras"' in status, version
         assert prompts == [], version
-
-
-def test_a_start_leaves_the_protocol_a_tool_session_never_speaks_unbuilt() -> None:
-    # Built at import, the SDK's wire models of both eras were a tenth of a start.
-    script = (
-        "import json, pydantic, butler.roster as roster\n"
-        "roster.import_serving()\n"
-        "import butler.server\n"
-        "butler.server.build_wire_models()\n"
-        "import mcp_types._v2025_11_25 as a, mcp_types._v2026_07_28 as b\n"
-        "built = {f'{m.__name__}.{n}': c.__pydantic_complete__ for m in (a, b)\n"
-        "         for n, c in vars(m).items() if isinstance(c, type)\n"
-        "         and issubclass(c, pydantic.BaseModel) and c.__module__ == m.__name__}\n"
-        "print(json.dumps(built))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    built = json.loads(done.stdout)
-    for era in ("mcp_types._v2025_11_25", "mcp_types._v2026_07_28"):
-        assert built[f"{era}.CallToolRequest"] and built[f"{era}.ListToolsResult"]
-        assert not built[f"{era}.GetPromptRequest"]
-        assert not built[f"{era}.ReadResourceRequest"]
-    assert sum(built.values()) < len(built) / 4

@@ -121,3 +121,47 @@ def test_a_table_may_keep_its_layout_and_code_may_not(tmp_path):
         "def f(x, y): return g(x,\n                     y)  # fmt: skip\n"
     )
     assert structure.fmt_skips_outside_tables(structure.modules(package)) == ["butler/a.py:4"]
+
+
+def test_no_private_name_of_a_library_outside_its_adapter():
+    assert structure.private_reaches() == []
+
+
+def test_the_checker_finds_a_private_name_of_a_library_outside_its_adapter(tmp_path):
+    package = tmp_path / "butler"
+    (package / "adapters").mkdir(parents=True)
+    for init in (package / "__init__.py", package / "adapters" / "__init__.py"):
+        init.write_text("")
+    reaching = (
+        "from fastmcp import FastMCP\n"
+        "from mcp_types._wire_base import WireModel\n"
+        "def f(mcp: FastMCP, box):\n"
+        "    mcp._mcp_server.x = box._own\n"
+        "class Box:\n"
+        "    def __init__(self):\n"
+        "        self._own = 1\n"
+    )
+    (package / "server.py").write_text(reaching)
+    (package / "adapters" / "fastmcp.py").write_text(reaching.replace("mcp_types", "x"))
+    sources = {"fastmcp": "self._mcp_server = LowLevelServer()", "mcp_types": ""}
+    found = structure.private_reaches(structure.modules(package), sources)
+    assert found == [
+        "butler/server.py:2 mcp_types: mcp_types._wire_base",
+        "butler/server.py:4 fastmcp: ._mcp_server",
+    ]
+
+
+def test_every_third_party_import_is_declared_in_pyproject():
+    assert structure.undeclared_imports() == []
+
+
+def test_the_checker_finds_an_import_pyproject_does_not_declare(tmp_path):
+    package = tmp_path / "butler"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    # fastmcp's package is fastmcp-slim's, which the fastmcp distribution pins exactly.
+    (package / "a.py").write_text("import json\nimport fastmcp\nimport httpx\nimport uvicorn\n")
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project]\ndependencies = ["fastmcp==4.1.6", "uvicorn>=0.54"]\n')
+    found = structure.undeclared_imports(structure.modules(package), pyproject)
+    assert found == ["butler/a.py:3 httpx -> ['httpx']"]

@@ -41,6 +41,7 @@ import shutil
 import stat
 from pathlib import Path
 
+from butler.builders import git_folder
 from butler.builders.plan import BUILDERS_DIR
 from butler.errors import ButlerError, UserError
 from butler.security import untrusted
@@ -180,14 +181,28 @@ def top_of(path: Path) -> Path:
 
 
 async def repo_root(path: Path) -> Path:
-    """The top of the repository holding ``path``, which must have a first commit."""
+    """The top of the repository holding ``path``, which must have a first commit and
+    nothing a builder redirected in its ``.git`` (:func:`git_folder.redirected`)."""
     top = top_of(path)
+    damage = await asyncio.to_thread(git_folder.redirected, top)
+    if damage is not None:
+        raise UserError(
+            f"--repo {top}: {damage}; refused until it is repaired (docs/builders.md, "
+            '"A damaged repository")'
+        )
     try:
         await git(top, "rev-parse", "--verify", "HEAD")
     except GitError as exc:
         raise UserError(
             f"--repo {top}: no commit to branch off ({exc}); builders branch off HEAD"
         ) from None
+    status, _ = await git(top, "cat-file", "-e", "HEAD^{commit}", check=False)
+    if status != 0:
+        raise UserError(
+            f"--repo {top}: HEAD names a commit the repository does not hold (its objects "
+            "were removed or written elsewhere); refused until it is repaired "
+            '(docs/builders.md, "A damaged repository")'
+        )
     return top
 
 
@@ -209,14 +224,16 @@ async def add_worktree(repo: Path, worktree: Path, branch: str) -> None:
 
 
 def prepare(repo: Path) -> None:
-    """Make ``.builders/`` and ``.git/hooks/`` (so a builder's jail binds the folder
-    read-only rather than letting it make one) and list ``/.builders/`` in the
+    """Make ``.builders/``, ``.git/hooks/`` (so a builder's jail binds the folder
+    read-only rather than letting it make one) and every folder of ``.git/objects``
+    (so the jail binds each, never ``objects/`` whole), and list ``/.builders/`` in the
     repository's own ``info/exclude``, which git never shares: all without following a
     link a builder planted (a linked ``info/exclude`` would have the daemon create or
     append any file)."""
     try:
         untrusted.make_folders(repo, BUILDERS_DIR)
         untrusted.make_folders(repo, ".git/hooks")
+        git_folder.make_object_folders(repo)
         untrusted.add_line(repo, ".git/info/exclude", f"/{BUILDERS_DIR}/", MAX_EXCLUDE_BYTES)
     except untrusted.Refused as exc:
         raise UserError(f"--repo {repo}: {exc}; a link there is never followed") from None

@@ -74,8 +74,9 @@ class BuilderManager:
     ) -> dict[str, Any]:
         """Create a builder; return its view (and, headless, the session's result).
 
-        ``caller`` is the running session that asked: a headless builder is its
-        child, in its chain (spawner/chains.py).
+        ``caller`` is the running session that asked: the builder, headless or
+        interactive, is its child, in its chain (spawner/chains.py), and so is
+        every session the builder starts.
         """
         mode = choose_mode(options)
         if headless and mode == "shell":
@@ -93,7 +94,7 @@ class BuilderManager:
             plan = make_plan(mode, options, self.config.config_dir, root, taken)
             if not headless:
                 await self._check_room()
-                return await self._interactive(plan, source, runtime)
+                return await self._interactive(plan, source, runtime, caller)
             await git.add_worktree(plan.repo, plan.worktree, plan.branch)
         return await self._headless(plan, source, caller)
 
@@ -111,7 +112,9 @@ class BuilderManager:
                 f"[butler.builders] max_running = {limit}; finish one or raise the limit"
             )
 
-    async def _interactive(self, plan: BuilderPlan, source: str, runtime: str) -> dict[str, Any]:
+    async def _interactive(
+        self, plan: BuilderPlan, source: str, runtime: str, caller: str | None = None
+    ) -> dict[str, Any]:
         """The builder's session, started by the spawner, its runtime placed in tmux."""
         name = session_name(self.config.name, plan.id)
         request = InteractiveRequest(
@@ -124,6 +127,7 @@ class BuilderManager:
             runtime=runtime,
             role=plan.role_text(),
             writable=plan_writable(plan),
+            caller_session_id=caller,
         )
         try:
             async with self.spawner.interactive(request) as session:

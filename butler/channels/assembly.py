@@ -12,10 +12,10 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from butler.channels.base import Channel, ChannelState
+from butler.channels.base import Channel, ChannelState, Misconfigured, Need
 from butler.channels.inbox import Inbox
 from butler.channels.live import LiveChannel
-from butler.channels.service import ChannelService
+from butler.channels.service import ChannelService, Resolve
 from butler.channels.switchboard import Router, Target
 from butler.config import ButlerConfig
 from butler.config.channels import ChannelSettings
@@ -64,8 +64,11 @@ def switchboard_of(
     return section
 
 
-def new_channel(kind: str, settings: ChannelSettings) -> Channel:
-    """The channel of ``kind``; its library is imported only when a butler uses it."""
+def new_channel(kind: str, settings: ChannelSettings, need: Need) -> Channel:
+    """The channel of ``kind``; its library is imported only when a butler uses it.
+
+    ``need`` resolves the further credentials a channel logs in with (Slack's app token).
+    """
     if kind == "telegram":
         from butler.channels.telegram import TelegramChannel
 
@@ -74,9 +77,32 @@ def new_channel(kind: str, settings: ChannelSettings) -> Channel:
         from butler.channels.matrix import MatrixChannel
 
         return MatrixChannel(settings)  # type: ignore[arg-type]
+    if kind == "slack":
+        from butler.channels.slack import SlackChannel
+
+        return SlackChannel(settings, need)  # type: ignore[arg-type]
+    if kind == "discord":
+        from butler.channels.discord import DiscordChannel
+
+        return DiscordChannel(settings)  # type: ignore[arg-type]
     from butler.channels.mail import EmailChannel
 
     return EmailChannel(settings)  # type: ignore[arg-type]
+
+
+def needing(resolve: Resolve, hint: str) -> Need:
+    """A credential's value by name, or Misconfigured naming the command that sets it."""
+
+    async def need(name: str) -> str:
+        value = await resolve(name)
+        if not value:
+            raise Misconfigured(
+                f"credential {name} is not set; expected it in the credentials store "
+                f"({hint.format(name=name)})"
+            )
+        return value
+
+    return need
 
 
 def build_services(
@@ -103,15 +129,16 @@ def build_services(
             plan += [(kind, s, router, True) for kind, s in switchboard.channels.enabled().items()]
         if not plan:
             continue
+        hint = f"butler credentials set {{name}} -c {host.config.config_dir}"
+        resolve = host.spawner.credentials.resolve
+        need = needing(resolve, hint)
         links = [
             LiveChannel(
-                new_channel(kind, s), ChannelState(kind, host.name, via), router, conversations
+                new_channel(kind, s, need), ChannelState(kind, host.name, via), r, conversations
             )
-            for kind, s, router, via in plan
+            for kind, s, r, via in plan
         ]
         secrets = {kind: s.credential for kind, s, _, _ in plan}
-        hint = f"butler credentials set {{name}} -c {host.config.config_dir}"
         inbox = Inbox(SenderStore(host.db), conversations)
-        resolve = host.spawner.credentials.resolve
         services[host.name] = ChannelService(links, inbox, conversations, resolve, secrets, hint)
     return services

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from butler.channels.message import AttachmentRef, Batch, Inbound
 from butler.config.channels import ChannelSettings
 from butler.errors import ButlerError
+
+#: Resolves a credential's value by name; :class:`Misconfigured` when it is not set.
+Need = Callable[[str], Awaitable[str]]
 
 
 class ChannelError(ButlerError):
@@ -72,6 +76,10 @@ class Channel(ABC):
     shows_typing: ClassVar[bool] = True
     #: Whether an unknown sender gets the one short refusal (email would send backscatter).
     refuses_strangers: ClassVar[bool] = True
+    #: Whether, in a group, a sender's message in the thread of their open conversation
+    #: is for the bot without naming it (Slack, where each conversation is a thread the
+    #: app answers in); elsewhere only a mention, a reply or a command is.
+    follows_threads: ClassVar[bool] = False
 
     def __init__(self, settings: ChannelSettings) -> None:
         self.settings = settings
@@ -105,6 +113,11 @@ class Channel(ABC):
 
     async def typing(self, to: Inbound) -> None:  # noqa: B027 - most channels have one
         """Show, for a few seconds, that an answer is being written."""
+
+    async def leave(self, chat: str) -> bool:
+        """Leave the group or room ``chat`` (one not on the channel's allow-list); whether
+        the channel can (a Slack or Discord bot stays, and hears nothing there)."""
+        return False
 
     @abstractmethod
     async def fetch(self, attachment: AttachmentRef, limit: int) -> bytes:

@@ -1,7 +1,8 @@
 """What happens to one recorded message: sender checked, butler picked, session run, reply sent.
 
-In order: an unpaired sender is refused (or paired, when the message is a
-code); a paired one over the rate is told to slow down; ``/new`` ends the
+In order: a sender over the rate is told to slow down (when paired); a
+sender the channel could not prove is refused (:mod:`.gate` decides who gets
+in); an unpaired sender is refused (or paired, when the message is a code); ``/new`` ends the
 conversation; the router picks the butler; attachments are fetched within
 bounds; the butler's spawner runs the session (source ``route``), resuming
 the conversation's last one; the answer, labelled with the butler, goes back
@@ -13,12 +14,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 
 from butler.channels.attachments import Refused, check, fetch_all
+from butler.channels.gate import Action, Entry, admit, unproven_notice
 from butler.channels.limits import REFUSAL_EVERY_S, SLOW_DOWN_EVERY_S, Notices, RateLimit
 from butler.channels.live import LiveChannel
 from butler.channels.message import Inbound
-from butler.channels.pairing import code_in, digest
+from butler.channels.pairing import digest
 from butler.channels.prompt import HISTORY_MESSAGES, framing, prompt_of
 from butler.channels.routing import new_conversation, which_one
 from butler.channels.switchboard import Route, Router, Target
@@ -33,7 +36,10 @@ from butler.store.conversations import ConversationStore
 
 log = logging.getLogger(__name__)
 
-NOT_PAIRED = "This bot answers only people paired with it; ask its owner for a pairing code."
+#: A paired address hears that mail in its name was refused at most this often.
+UNPROVEN_NOTICE_EVERY_S = 24 * 3600.0
+#: How the daily notice is recognised among the replies the channel already sent.
+NOTICE_MARK = unproven_notice("")[:40]
 
 
 @dataclass(frozen=True)
@@ -76,8 +82,13 @@ class Inbox:
         if not rate.allow(message.sender):
             await self._slow_down(link, message, row_id)
             return
-        if not await self.senders.is_paired(link.kind, message.sender):
-            await self._stranger(link, message, row_id)
+        paired = await self.senders.is_paired(link.kind, message.sender)
+        entry = admit(message, paired, link.channel.refuses_strangers)
+        if entry.action is Action.UNPROVEN:
+            await self._unproven(link, message, row_id, entry)
+            return
+        if entry.action is not Action.ANSWER:
+            await self._stranger(link, message, row_id, entry)
             return
         fresh, text = new_conversation(message.text)
         if fresh:
@@ -200,11 +211,14 @@ class Inbox:
             },
         )
 
-    async def _stranger(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
+    async def _stranger(
+        self, link: LiveChannel, message: Inbound, row_id: int, entry: Entry
+    ) -> None:
         """An unpaired sender: paired when the message is a good code, else refused."""
-        code = code_in(message.text)
         name = display_name(message.display_name)
-        if code and await self.senders.redeem(link.kind, digest(code), message.sender, name):
+        if entry.code and await self.senders.redeem(
+            link.kind, digest(entry.code), message.sender, name
+        ):
             log.info("sender paired", extra={"channel": link.kind, "sender": message.sender})
             await self.conversations.mark(row_id, "paired")
             greeting = f"Paired{', ' + name if name else ''}. "
@@ -214,20 +228,37 @@ class Inbox:
             "message from an unpaired sender ignored",
             extra={"channel": link.kind, "sender": message.sender},
         )
-        await self.conversations.mark(row_id, "refused")
-        key = f"{link.kind}:{message.sender}"
-        if link.channel.refuses_strangers and self.refusals.due(key):
-            await link.say(message, NOT_PAIRED)
+        why = "not paired" if not entry.code else "not paired (the code was not good)"
+        await self.conversations.mark(row_id, "refused", reason=why)
+        if entry.notice and self.refusals.due(f"{link.kind}:{message.sender}"):
+            await link.say(message, entry.notice)
+
+    async def _unproven(
+        self, link: LiveChannel, message: Inbound, row_id: int, entry: Entry
+    ) -> None:
+        """A sender the channel could not prove: refused in one line of the log and on the
+        row; a paired address is told, at most once a day."""
+        reason = message.unproven or "unproven"
+        log.warning(
+            "message refused: its sender is not proven",
+            extra={"channel": link.kind, "sender": message.sender, "reason": reason},
+        )
+        await self.conversations.mark(row_id, "refused", reason=f"sender not proven: {reason}")
+        if entry.notice is None:
+            return
+        since = datetime.now(UTC) - timedelta(seconds=UNPROVEN_NOTICE_EVERY_S)
+        if not await self.conversations.told_since(link.kind, message.chat, NOTICE_MARK, since):
+            await link.say(message, entry.notice)
 
     async def _slow_down(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
-        await self.conversations.mark(row_id, "refused")
+        limit = link.channel.settings.max_messages_per_minute
+        await self.conversations.mark(row_id, "refused", reason=f"over {limit} messages a minute")
         paired = await self.senders.is_paired(link.kind, message.sender)
         if paired and self.slow_downs.due(f"{link.kind}:{message.sender}"):
-            limit = link.channel.settings.max_messages_per_minute
             await link.say(message, f"Too many messages: at most {limit} a minute. Wait a moment.")
 
     async def _refuse(self, link: LiveChannel, message: Inbound, row_id: int, line: str) -> None:
-        await self.conversations.mark(row_id, "refused")
+        await self.conversations.mark(row_id, "refused", reason=line)
         await link.say(message, line)
 
     async def interrupted(self, link: LiveChannel, message: Inbound, row_id: int) -> None:

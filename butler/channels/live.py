@@ -43,6 +43,8 @@ class LiveChannel:
         self.router = router
         self.conversations = conversations
         self.reply_retry_s = REPLY_RETRY_S
+        #: Groups the bot left since the daemon started (not on the channel's allow-list).
+        self.left: set[str] = set()
 
     @property
     def kind(self) -> str:

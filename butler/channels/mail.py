@@ -5,7 +5,9 @@ start begins after what is already there, and a mailbox whose UIDs were
 renumbered starts over at its end. Nothing is marked or moved on the
 server. Messages larger than the attachments allow are read as headers
 only and refused in one line. An unknown sender gets no answer at all: a
-refusal would be backscatter to whoever a forged From names.
+refusal would be backscatter to whoever a forged From names. A message whose
+From address no DKIM signature of its domain proves (:mod:`.mail_auth`) is
+marked unproven, and the inbox refuses it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import aioimaplib
 import aiosmtplib
 
 from butler.channels.base import Channel, ChannelError, Misconfigured, TooLarge
+from butler.channels.mail_auth import prove, system_txt, txt_lookup
 from butler.channels.mail_format import inbound_of, parse, part_data, reply_of
 from butler.channels.message import AttachmentRef, Batch, Inbound
 from butler.config.channels import EmailSettings
@@ -52,6 +55,8 @@ class EmailChannel(Channel):
         self._validity = ""
         self._next = 1
         self._raw: OrderedDict[int, bytes] = OrderedDict()
+        resolver = settings.resolver
+        self._txt = txt_lookup(resolver) if resolver else system_txt()
 
     @property
     def max_reply_chars(self) -> int:
@@ -155,9 +160,8 @@ class EmailChannel(Channel):
         for uid in uids:
             whole = sizes.get(uid, 0) <= self.max_message_bytes
             raw = await self._fetch(uid, "BODY.PEEK[]" if whole else "BODY.PEEK[HEADER]")
-            message = inbound_of(
-                raw, uid, self._validity, self.settings.address, self.settings.verified_by
-            )
+            unproven = await self._unproven(raw)
+            message = inbound_of(raw, uid, self._validity, self.settings.address, unproven)
             if message is not None and not whole:
                 message = _too_large(message, self.max_message_bytes)
             if message is not None:
@@ -165,6 +169,16 @@ class EmailChannel(Channel):
             self._keep(uid, raw if whole else b"")
         self._next = uids[-1] + 1
         return Batch(messages, f"{self._validity}:{self._next}")
+
+    async def _unproven(self, raw: bytes) -> str | None:
+        """Why ``raw``'s From address is not proven; None when it is (or need not be)."""
+        if self.settings.accept_unauthenticated:
+            return None
+        try:
+            proof = await asyncio.to_thread(prove, raw, self.settings.verified_by, self._txt)
+        except Exception as exc:  # odd bytes never stop the mailbox: unproven, and read on
+            return f"it could not be checked ({type(exc).__name__})"
+        return None if proof.proven else proof.reason
 
     async def _sizes(self, uids: list[int]) -> dict[int, int]:
         found = await self._command("uid", "fetch", ",".join(map(str, uids)), "(RFC822.SIZE)")

@@ -2,10 +2,10 @@
 
 Pure functions over RFC 5322 bytes. The sender is the From address, and
 only that: a reply never goes to a Reply-To an attacker could name, and
-with ``verified_by`` the provider's Authentication-Results must show DKIM or
-DMARC passing for the From domain, else the sender counts as unverified
-(never paired). Automatic mail (auto-replies, lists, bulk) and the butler's
-own are not answered, so two robots never write to each other for ever.
+whether the From address is proven (:mod:`.mail_auth`) travels with the
+message; one with two From lines has no sender at all. Automatic mail
+(auto-replies, lists, bulk) and the butler's own are not answered, so two
+robots never write to each other for ever.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ _MESSAGE_ID = re.compile(r"<[^<>\s]{1,250}>")
 _QUOTE_HEAD = re.compile(r"^(On .{1,300} wrote:|-----\s*Original Message\s*-----)\s*$", re.M)
 _SIGNATURE = re.compile(r"^-- ?$", re.M)
 _TAG = re.compile(r"<[^>]{0,1000}>")
-UNVERIFIED = "unverified:"
 
 
 def parse(raw: bytes) -> EmailMessage:
@@ -35,8 +34,12 @@ def parse(raw: bytes) -> EmailMessage:
 
 
 def sender_of(message: Message) -> str | None:
-    """The From address, lower-cased; None when there is not exactly one."""
-    addresses = email.utils.getaddresses([str(message.get("From", ""))])
+    """The From address, lower-cased; None when there is not exactly one (one From line
+    holding one address: a signature may cover one From line while a reader shows another)."""
+    lines = message.get_all("From", [])
+    if len(lines) != 1:
+        return None
+    addresses = email.utils.getaddresses([str(lines[0])])
     found = [a for _, a in addresses if "@" in a]
     return found[0].lower() if len(found) == 1 else None
 
@@ -51,25 +54,6 @@ def is_automatic(message: Message, own: str) -> bool:
         or message.get("List-Id") is not None
         or sender_of(message) == own
     )
-
-
-def verified(message: Message, authserv: str, address: str) -> bool:
-    """Whether ``authserv``'s Authentication-Results say DKIM or DMARC passed for the domain."""
-    domain = address.rsplit("@", 1)[-1].lower()
-    for header in message.get_all("Authentication-Results", []):
-        text = str(header).lower()
-        if text.split(";", 1)[0].strip().split()[0:1] != [authserv.lower()]:
-            continue
-        for result in text.split(";")[1:]:
-            words = result.split()
-            if not words:
-                continue
-            if words[0] in ("dmarc=pass", "dkim=pass") and any(
-                w in (f"header.from={domain}", f"header.d={domain}", f"header.i=@{domain}")
-                for w in words[1:]
-            ):
-                return True
-    return False
 
 
 def thread_of(message: Message) -> tuple[str, str | None, list[str]]:
@@ -132,15 +116,17 @@ def part_data(message: EmailMessage, number: int) -> bytes:
 
 
 def inbound_of(
-    raw: bytes, uid: int, validity: str, own: str, verified_by: str | None
+    raw: bytes, uid: int, validity: str, own: str, unproven: str | None
 ) -> Inbound | None:
-    """A person's email as an inbound message; None for automatic mail or no sender."""
+    """A person's email as an inbound message; None for automatic mail or no sender.
+
+    ``unproven`` says why its From address is not proven (None: it is, or the owner
+    takes unauthenticated mail).
+    """
     message = parse(raw)
     sender = sender_of(message)
     if sender is None or is_automatic(message, own):
         return None
-    if verified_by and not verified(message, verified_by, sender):
-        sender = UNVERIFIED + sender  # never a paired sender
     root, own_id, references = thread_of(message)
     subject = str(message.get("Subject", ""))[:300]
     text = words_of(message) or subject
@@ -148,13 +134,15 @@ def inbound_of(
     return Inbound(
         channel="email",
         external_id=f"{validity}:{uid}",
-        chat=sender.removeprefix(UNVERIFIED),
+        chat=sender,
         thread=root or f"<{validity}.{uid}@butler>",
         sender=sender,
         display_name=name,
         text=text,
         attachments=files_of(message, uid),
         reply={"message_id": own_id, "references": references, "subject": subject},
+        unproven=unproven,
+        addressed=True,  # mail to the butler's own address is for it
     )
 
 

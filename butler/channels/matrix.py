@@ -7,6 +7,11 @@ The bot joins the rooms it is invited to (up to ``max_rooms``), answers in
 the room and thread a message came from with ``m.notice`` (which bots must
 not answer, so two bots never loop), and reads unencrypted rooms only: in an
 end-to-end encrypted room it says so in one line (docs/channels.md).
+
+A room of more than the bot and one person is a group: there the bot hears
+what is addressed to it (a mention of it, a reply to it, a ``/`` command),
+and sits only in rooms on ``groups``. The sender is the event's user id,
+which the homeserver vouches for; a display name is only shown.
 """
 
 from __future__ import annotations
@@ -15,9 +20,10 @@ import hashlib
 import urllib.parse
 from typing import Any
 
-from nio import AsyncClient, AsyncClientConfig, SyncError, WhoamiError
+from nio import AsyncClient, AsyncClientConfig, RoomLeaveError, SyncError, WhoamiError
 
-from butler.channels.base import Channel, ChannelError, Misconfigured, TooLarge
+from butler.channels.base import Channel, ChannelError, Misconfigured
+from butler.channels.download import bounded
 from butler.channels.message import AttachmentRef, Batch, Inbound
 from butler.config.channels import MatrixSettings
 
@@ -100,7 +106,7 @@ class MatrixChannel(Channel):
         found = []
         for room_id, room in response.rooms.join.items():
             for event in room.timeline.events:
-                message = self._inbound(room_id, event.source)
+                message = await self._inbound(room_id, event.source)
                 if message is not None:
                     found.append(message)
         self._since = response.next_batch
@@ -116,7 +122,7 @@ class MatrixChannel(Channel):
             else:
                 await self.client.room_leave(room_id)
 
-    def _inbound(self, room_id: str, event: dict[str, Any]) -> Inbound | None:
+    async def _inbound(self, room_id: str, event: dict[str, Any]) -> Inbound | None:
         sender = event.get("sender")
         if not isinstance(sender, str) or sender == self.settings.user_id:
             return None
@@ -130,6 +136,14 @@ class MatrixChannel(Channel):
         relates = content.get("m.relates_to") or {}
         thread = relates.get("event_id") if relates.get("rel_type") == "m.thread" else None
         room = self._client.rooms.get(room_id) if self._client else None
+        # A room the client does not know yet counts as a group: heard only when addressed.
+        group = room is None or room.member_count > 2
+        text = _text(content)
+        addressed = True
+        if group:
+            own = room.user_name(self.settings.user_id) if room else None
+            addressed, text = self._addressed(content, text, own)
+            addressed = addressed or await self._replies_to_bot(room_id, relates)
         return Inbound(
             channel="matrix",
             external_id=str(event.get("event_id")),
@@ -137,10 +151,46 @@ class MatrixChannel(Channel):
             thread=str(thread) if thread else "",
             sender=sender,
             display_name=room.user_name(sender) if room else None,
-            text=_text(content),
+            text=text,
             attachments=_attachments(content),
             reply={"event_id": event.get("event_id")},
+            group=group,
+            addressed=addressed,
         )
+
+    def _addressed(self, content: dict[str, Any], text: str, own: str | None) -> tuple[bool, str]:
+        """Whether a room message mentions the bot or is a command, and its words without a
+        leading mention."""
+        bot = self.settings.user_id
+        mentions = content.get("m.mentions")
+        named = isinstance(mentions, dict) and bot in (mentions.get("user_ids") or [])
+        formatted = content.get("formatted_body")
+        linked = isinstance(formatted, str) and f"matrix.to/#/{bot}" in formatted
+        said = bot in text
+        for name in (bot, own):
+            if name and text.lower().startswith(name.lower()):
+                rest = text[len(name) :]
+                if not rest or rest[0] in ":, \n":
+                    text = rest.lstrip(":, \n")
+                    said = True
+                    break
+        return named or linked or said or text.startswith("/"), text
+
+    async def _replies_to_bot(self, room_id: str, relates: dict[str, Any]) -> bool:
+        """Whether a message answers one of the bot's own (its ``m.in_reply_to``)."""
+        replied = relates.get("m.in_reply_to")
+        event_id = replied.get("event_id") if isinstance(replied, dict) else None
+        if not isinstance(event_id, str):
+            return False
+        found = await self.client.room_get_event(room_id, event_id)
+        event = getattr(found, "event", None)
+        return getattr(event, "sender", None) == self.settings.user_id
+
+    async def leave(self, chat: str) -> bool:
+        left = await self.client.room_leave(chat)
+        if isinstance(left, RoomLeaveError):
+            raise ChannelError(f"matrix: could not leave {chat}: {left.message}")
+        return True
 
     async def send(self, to: Inbound, text: str) -> str:
         content: dict[str, Any] = {"msgtype": "m.notice", "body": text}
@@ -180,16 +230,7 @@ class MatrixChannel(Channel):
             raise ChannelError("matrix: not connected")
         headers = {"Authorization": f"Bearer {self.client.access_token}"}
         async with session.get(url, headers=headers, timeout=60) as response:
-            if response.status != 200:
-                raise ChannelError(
-                    f"matrix: the attachment could not be fetched ({response.status})"
-                )
-            data = bytearray()
-            async for chunk in response.content.iter_chunked(64 * 1024):
-                data += chunk
-                if len(data) > limit:
-                    raise TooLarge(attachment.kind)
-        return bytes(data)
+            return await bounded(response, limit, attachment.kind, "matrix")
 
     async def close(self) -> None:
         client, self._client = self._client, None

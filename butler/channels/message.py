@@ -27,11 +27,19 @@ class AttachmentRef:
         return f"{self.kind}, {self.media_type}{size}"
 
 
+def kind_of(media_type: str) -> str:
+    """What a person would call a file of ``media_type``: image, audio or file."""
+    for kind in ("image", "audio"):
+        if media_type.startswith(f"{kind}/"):
+            return kind
+    return "file"
+
+
 @dataclass(frozen=True)
 class Inbound:
     """One message a channel received, in the terms every channel shares."""
 
-    #: The channel's kind: telegram, matrix or email.
+    #: The channel's kind: telegram, matrix, email, slack or discord.
     channel: str
     #: The channel's own id of the message; unique within the channel.
     external_id: str
@@ -46,10 +54,24 @@ class Inbound:
     attachments: tuple[AttachmentRef, ...] = ()
     #: What the channel needs to answer in place (the message replied to, email headers).
     reply: dict[str, Any] = field(default_factory=dict)
+    #: Why the channel could not prove that ``sender`` sent it (an email without a valid
+    #: DKIM signature of its From domain); None when the platform vouches for the id.
+    unproven: str | None = None
+    #: Said in a group (a channel, a guild, a room of several) rather than to the bot alone.
+    group: bool = False
+    #: Said to the bot: a direct message, a mention of it, a reply to one of its messages,
+    #: or (where the platform marks one) a command.
+    addressed: bool = False
 
     def payload(self) -> dict[str, Any]:
         """What the table keeps to handle the message again after a restart."""
-        return {"reply": self.reply, "attachments": [asdict(a) for a in self.attachments]}
+        return {
+            "reply": self.reply,
+            "attachments": [asdict(a) for a in self.attachments],
+            "unproven": self.unproven,
+            "group": self.group,
+            "addressed": self.addressed,
+        }
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> Inbound:
@@ -65,6 +87,9 @@ class Inbound:
             text=row["body"],
             attachments=tuple(AttachmentRef(**a) for a in payload.get("attachments", [])),
             reply=payload.get("reply") or {},
+            unproven=payload.get("unproven"),
+            group=bool(payload.get("group", False)),
+            addressed=bool(payload.get("addressed", False)),
         )
 
 

@@ -3,7 +3,9 @@
 Each channel reads in a loop of its own. A batch is recorded message by
 message (a message delivered twice is recorded once) before the channel's
 cursor moves past it, then each new message is answered in its own task, in
-order within a chat and sender, concurrently across them. A channel whose
+order within a chat and sender, concurrently across them. What a group says
+without addressing the butler, or says in a group not on the allow-list, is
+neither recorded nor answered (:mod:`.gate`). A channel whose
 server goes away is connected again with backoff; its state is what
 ``status()`` shows. At the first connection, messages recorded but never
 answered (the daemon stopped) are taken up again.
@@ -19,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from butler.channels.backoff import Backoff
 from butler.channels.base import Misconfigured
+from butler.channels.gate import Overheard, overheard
 from butler.channels.inbox import Inbox
 from butler.channels.live import LiveChannel
 from butler.channels.message import Batch, Inbound
@@ -135,6 +138,8 @@ class ChannelService:
         again after the reconnect, it is recognised and not answered twice.
         """
         for message in batch.messages:
+            if await self._overheard(link, message):
+                continue
             row_id = await self.conversations.record(_record_of(message))
             if row_id is not None:
                 self._answer(link, message, row_id, self.inbox.handle)
@@ -142,6 +147,33 @@ class ChannelService:
             link.state.last_message_at = time.time()
         if batch.position is not None:
             await self.conversations.set_cursor(link.kind, batch.position)
+
+    async def _overheard(self, link: LiveChannel, message: Inbound) -> bool:
+        """Whether ``message`` is a group's talk not meant for the butler (left unrecorded);
+        the bot leaves a group not on the allow-list, once."""
+        settings = link.channel.settings
+        why = overheard(message, settings)
+        if why is Overheard.NOT_ADDRESSED and link.channel.follows_threads and message.thread:
+            continues = await self.inbox.threads.current(message, settings.idle_minutes)
+            why = overheard(message, settings, continues is not None)
+        if why is Overheard.GROUP_NOT_ALLOWED and message.chat not in link.left:
+            link.left.add(message.chat)
+            await self._leave(link, message.chat)
+        return why is not None
+
+    async def _leave(self, link: LiveChannel, chat: str) -> None:
+        """Leave a group not on the allow-list (where the channel can), said in one line."""
+        where = {"channel": link.kind, "chat": chat}
+        try:
+            left = await link.channel.leave(chat)
+        except Exception as exc:  # gone already, or the server refused: said, not fatal
+            error = link.channel.redact(one_line(str(exc) or type(exc).__name__, 200))
+            log.warning("could not leave the group", extra={**where, "error": error})
+            return
+        if left:
+            log.warning("left a group not on the channel's allow-list", extra=where)
+        else:
+            log.warning("a group not on the channel's allow-list is not heard", extra=where)
 
     async def _recover(self, link: LiveChannel) -> None:
         for row in await self.conversations.open_messages(link.kind):
@@ -185,7 +217,7 @@ class ChannelService:
             log.error("answering a message failed", exc_info=task.exception())
 
     async def _too_busy(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
-        await self.conversations.mark(row_id, "refused")
+        await self.conversations.mark(row_id, "refused", reason=f"too busy: {MAX_IN_HAND} in hand")
         await link.say(message, TOO_BUSY)
 
 

@@ -5,14 +5,21 @@ Application framework): the daemon owns the loop, the cursor and the
 retries. The cursor is the next update offset; Telegram forgets updates
 only once a later ``getUpdates`` names a higher one, so a message recorded
 just before a crash is delivered again and recognised, never lost.
+
+In a group the bot hears what is addressed to it (a command, an
+``@username`` mention, a reply to one of its messages) whatever its privacy
+mode lets through, and leaves at once a group that is not on ``groups``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import re
 from typing import Any
 
-from telegram import Bot, Message, ReplyParameters, Update
-from telegram.constants import ChatAction
+from telegram import Bot, Message, MessageEntity, ReplyParameters, Update, User
+from telegram.constants import ChatAction, ChatMemberStatus, ChatType
 from telegram.error import InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
@@ -20,6 +27,8 @@ from butler.channels.base import Channel, ChannelError, Misconfigured, TooLarge
 from butler.channels.message import AttachmentRef, Batch, Inbound
 from butler.channels.text import utf16_units
 from butler.config.channels import TelegramSettings
+
+log = logging.getLogger(__name__)
 
 #: What Telegram takes in one message, counted in UTF-16 code units.
 MAX_MESSAGE = 4096
@@ -82,15 +91,41 @@ class TelegramChannel(Channel):
             updates = await self.bot.get_updates(
                 offset=self._offset,
                 timeout=self.settings.poll_timeout_s,
-                allowed_updates=["message"],
+                allowed_updates=["message", "my_chat_member"],
             )
         except TelegramError as exc:
             raise ChannelError(f"telegram: {exc}") from None
         if not updates:
             return Batch([])
         self._offset = updates[-1].update_id + 1
-        found = [inbound_of(update) for update in updates]
+        for update in updates:
+            await self._added(update)
+        found = [inbound_of(update, self.bot.bot) for update in updates]
         return Batch([m for m in found if m is not None], str(self._offset))
+
+    async def _added(self, update: Update) -> None:
+        """Leave a group the bot was just added to, unless it is on the allow-list."""
+        change = update.my_chat_member
+        if change is None or change.chat.type not in (ChatType.GROUP, ChatType.SUPERGROUP):
+            return
+        joined = change.new_chat_member.status in (
+            ChatMemberStatus.MEMBER,
+            ChatMemberStatus.ADMINISTRATOR,
+        )
+        if joined and not self.settings.allows_group(str(change.chat.id)):
+            log.warning(
+                "left a group not on the channel's allow-list",
+                extra={"channel": self.kind, "chat": str(change.chat.id)},
+            )
+            with contextlib.suppress(ChannelError):  # a batch is never lost to a farewell
+                await self.leave(str(change.chat.id))
+
+    async def leave(self, chat: str) -> bool:
+        try:
+            await self.bot.leave_chat(int(chat))
+        except TelegramError as exc:  # gone already, or never there: nothing to leave
+            raise ChannelError(f"telegram: could not leave {chat}: {exc}") from None
+        return True
 
     async def send(self, to: Inbound, text: str) -> str:
         reply_to = to.reply.get("message_id")
@@ -129,13 +164,19 @@ class TelegramChannel(Channel):
             await bot.shutdown()
 
 
-def inbound_of(update: Update) -> Inbound | None:
-    """A person's message in an update; None for anything else (edits, bots, channel posts)."""
+def inbound_of(update: Update, bot: User) -> Inbound | None:
+    """A person's message in an update; None for anything else (edits, bots, channel posts).
+
+    The sender is the user id Telegram gives, never a name; anonymous admins and
+    channels posting in a group come as bots, and are not answered.
+    """
     message = update.message
     if message is None or message.from_user is None or message.from_user.is_bot:
         return None
     user = message.from_user
     thread = message.message_thread_id if message.is_topic_message else None
+    group = message.chat.type in (ChatType.GROUP, ChatType.SUPERGROUP)
+    addressed, text = addressed_in(message, bot) if group else (True, _words(message))
     return Inbound(
         channel="telegram",
         external_id=f"{message.chat_id}:{message.message_id}",
@@ -143,10 +184,48 @@ def inbound_of(update: Update) -> Inbound | None:
         thread=str(thread) if thread else "",
         sender=str(user.id),
         display_name=user.full_name or user.username,
-        text=message.text or message.caption or "",
+        text=text,
         attachments=attachments_of(message),
         reply={"message_id": message.message_id},
+        group=group,
+        addressed=addressed,
     )
+
+
+def _words(message: Message) -> str:
+    return message.text or message.caption or ""
+
+
+def addressed_in(message: Message, bot: User) -> tuple[bool, str]:
+    """Whether a group message is meant for ``bot``, and its words without the mention.
+
+    Meant for it: a reply to one of its messages, a mention of it (``@username``, or a
+    mention of its account), or a command that starts the message and names no other bot.
+    """
+    text = _words(message)
+    entities = message.parse_entities() if message.text else message.parse_caption_entities()
+    own = f"@{bot.username}".lower() if bot.username else None
+    replied = message.reply_to_message
+    addressed = bool(replied and replied.from_user and replied.from_user.id == bot.id)
+    for entity, said in sorted(entities.items(), key=lambda e: -e[0].offset):
+        mentioned = (entity.type == MessageEntity.MENTION and said.lower() == own) or (
+            entity.type == MessageEntity.TEXT_MENTION and entity.user and entity.user.id == bot.id
+        )
+        if mentioned:
+            addressed = True
+            text = (
+                text[: _at(text, entity.offset)] + text[_at(text, entity.offset + entity.length) :]
+            )
+        elif entity.type == MessageEntity.BOT_COMMAND and entity.offset == 0:
+            _, _, named = said.partition("@")
+            addressed = addressed or not named or f"@{named}".lower() == own
+    return addressed, re.sub(r"[ \t]{2,}", " ", text).strip()
+
+
+def _at(text: str, units: int) -> int:
+    """The index in ``text`` of the offset Telegram gives in UTF-16 code units."""
+    encoded = text.encode("utf-16-le")[: units * 2]
+    return len(encoded.decode("utf-16-le", errors="ignore"))
 
 
 def attachments_of(message: Message) -> tuple[AttachmentRef, ...]:

@@ -1,4 +1,4 @@
-"""``butler channels``: who may talk to a butler from Telegram, Matrix or email.
+"""``butler channels``: who may talk to a butler from Telegram, Matrix, email, Slack or Discord.
 
 ``--config`` is a butler folder (its own channels, or the switchboard's when
 it is the switchboard's home) or a roster folder (its switchboard). The
@@ -25,7 +25,7 @@ app = sub_app()
 channels_app = sub_app(help="Pair the people who may talk to your butlers from chat apps.")
 app.add_typer(channels_app, name="channels")
 
-KINDS = ("telegram", "matrix", "email")
+KINDS = ("telegram", "matrix", "email", "slack", "discord")
 
 FolderOption = Annotated[
     Path,
@@ -36,7 +36,9 @@ FolderOption = Annotated[
         show_default=False,
     ),
 ]
-Kind = Annotated[str, typer.Argument(help="telegram, matrix or email.", show_default=False)]
+Kind = Annotated[
+    str, typer.Argument(help="telegram, matrix, email, slack or discord.", show_default=False)
+]
 
 PAIR_EPILOG = (
     "[bold]Examples[/bold]\n\n"
@@ -51,7 +53,7 @@ PAIR_EPILOG = (
 def keeper(folder: Path, kind: str, db_url: str | None) -> ButlerConfig:
     """The butler that keeps ``kind``'s pairings; a mistake is one line and exit 2."""
     if kind not in KINDS:
-        fail(f"KIND: expected telegram, matrix or email, found {kind[:40]!r}")
+        fail(f"KIND: expected one of {', '.join(KINDS)}, found {kind[:40]!r}")
     try:
         return _find(folder, kind, db_url)
     except UserError as exc:
@@ -115,17 +117,32 @@ def list_senders(
     kind: Annotated[str | None, typer.Option("--kind", help="Only this channel.")] = None,
     database_url: DatabaseUrlOption = None,
 ) -> None:
-    """Show the paired senders: channel, sender id, name, when paired."""
+    """Show the paired senders (channel, sender id, name, when paired) and how each channel
+    proves who a sender is."""
     cfg = keeper(config, kind, database_url) if kind else _any_keeper(config, database_url)
     found = with_database(cfg, lambda senders: senders.senders(kind))
     if not found:
         typer.echo(f"no paired senders for {cfg.name}; pair one with butler channels pair")
-        return
-    table = Table("channel", "sender", "name", "paired at")
-    for row in found:
-        paired = row["paired_at"].strftime("%Y-%m-%d %H:%M:%S %Z")
-        table.add_row(row["channel"], row["sender"], row["display_name"] or "", paired)
-    console().print(table)
+    else:
+        table = Table("channel", "sender", "name", "paired at")
+        for row in found:
+            paired = row["paired_at"].strftime("%Y-%m-%d %H:%M:%S %Z")
+            table.add_row(row["channel"], row["sender"], row["display_name"] or "", paired)
+        console().print(table)
+    for each in [kind] if kind else KINDS:
+        settings = _settings(cfg, each)
+        if settings is not None:
+            typer.echo(f"{each}: senders {settings.proof()}")
+
+
+def _settings(config: ButlerConfig, kind: str) -> Any:
+    from butler.roster_channels import settings_of
+    from butler.roster_folders import load_each
+
+    def roster(where: Path) -> list[ButlerConfig]:
+        return [c for c in load_each(where) if isinstance(c, ButlerConfig)]
+
+    return settings_of(config, kind, roster)
 
 
 @channels_app.command(

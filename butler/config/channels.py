@@ -1,7 +1,7 @@
 """``[butler.channels.*]``: the chat apps a person reaches a butler from.
 
-Each table (``telegram``, ``matrix``, ``email``) binds one channel to this
-butler. Secrets are never written here: a key such as ``token_credential``
+Each table (``telegram``, ``matrix``, ``email``, ``slack``, ``discord``) binds
+one channel to this butler. Secrets are never written here: a key such as ``token_credential``
 names an entry of the butler's credentials store (``butler credentials set
 NAME``), and a value that looks like the secret itself is refused.
 """
@@ -12,7 +12,7 @@ import ipaddress
 import re
 from typing import ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from butler.config.section import ENV_NAME_PATTERN, Section
 
@@ -31,7 +31,7 @@ DEFAULT_ATTACHMENT_TYPES = (
     "audio/mp4",
 )
 MIME_PATTERN = re.compile(r"^[a-z]+/[a-z0-9.+-]{1,80}$")
-CHANNEL_KINDS = ("telegram", "matrix", "email")
+CHANNEL_KINDS = ("telegram", "matrix", "email", "slack", "discord")
 
 
 def credential_name(value: str) -> str:
@@ -77,6 +77,14 @@ class ChannelSettings(Section):
         """The name of the credential the channel logs in with."""
         return getattr(self, self.credential_key)
 
+    def allows_group(self, chat: str) -> bool:
+        """Whether the bot may take part in the group or room ``chat`` (none by default)."""
+        return False
+
+    def proof(self) -> str:
+        """How this channel's senders are proven, for ``butler channels list``."""
+        return "proven by the platform's user id"
+
     @field_validator("attachment_types")
     @classmethod
     def _types(cls, values: list[str]) -> list[str]:
@@ -105,6 +113,14 @@ class TelegramSettings(BotChannelSettings):
     #: The Bot API server (a self-hosted one, or a test's).
     api_url: str = "https://api.telegram.org"
     poll_timeout_s: int = Field(default=30, ge=1, le=50)
+    #: Groups (chat ids, e.g. -1001234567890) the bot may sit in; it leaves any other.
+    groups: list[int] = Field(default_factory=list, max_length=500)
+
+    def allows_group(self, chat: str) -> bool:
+        return chat.lstrip("-").isdigit() and int(chat) in self.groups
+
+    def proof(self) -> str:
+        return "proven by their Telegram user id"
 
     @field_validator("api_url")
     @classmethod
@@ -123,6 +139,26 @@ class MatrixSettings(BotChannelSettings):
     max_rooms: int = Field(default=20, ge=1, le=500)
     #: Characters per message event; longer replies are split.
     max_reply_chars: int = Field(default=16000, ge=500, le=60000)
+    #: Rooms of more than the bot and one person (room ids, e.g. "!abc:example.org") the
+    #: bot may sit in; it leaves any other such room.
+    groups: list[str] = Field(default_factory=list, max_length=500)
+
+    def allows_group(self, chat: str) -> bool:
+        return chat in self.groups
+
+    def proof(self) -> str:
+        return "proven by their Matrix user id"
+
+    @field_validator("groups")
+    @classmethod
+    def _groups(cls, values: list[str]) -> list[str]:
+        for value in values:
+            # Room version 12 names a room by a hash alone: "!abc..." without ":server".
+            if not re.fullmatch(r"![A-Za-z0-9._=/+-]{1,255}(:[A-Za-z0-9.:\[\]-]{1,200})?", value):
+                raise ValueError(
+                    f"expected Matrix room ids like '!abc:example.org', found {value[:80]!r}"
+                )
+        return values
 
     @field_validator("homeserver")
     @classmethod
@@ -160,9 +196,16 @@ class EmailSettings(ChannelSettings):
     credential_key: ClassVar[str] = "password_credential"
     password_credential: str = "EMAIL_PASSWORD"
     mailbox: str = Field(default="INBOX", min_length=1, max_length=200)
-    #: The authserv-id of the provider's Authentication-Results header that must show
-    #: DKIM or DMARC passing for the sender's domain; unset trusts the From line.
+    #: The authserv-id of a receiving server whose verdict is trusted as well: its topmost
+    #: Authentication-Results header, when it shows DKIM or DMARC passing for the From
+    #: domain and no failure, proves a sender the butler's own DKIM check could not.
     verified_by: str | None = Field(default=None, max_length=200)
+    #: Where DKIM keys and DMARC records are looked up: a resolver's address (``IP`` or
+    #: ``IP:PORT``, e.g. a validating resolver on this machine); unset, the system's.
+    resolver: str | None = Field(default=None, max_length=60)
+    #: Take mail whose sender is not proven (the From line alone names a paired sender):
+    #: anyone can write any From line, so only an owner who means it sets this.
+    accept_unauthenticated: bool = False
     #: An email thread is a conversation for a week unless told otherwise.
     idle_minutes: int = Field(default=60 * 24 * 7, ge=1, le=60 * 24 * 90)
     max_reply_chars: int = Field(default=100_000, ge=1000, le=1_000_000)
@@ -171,6 +214,19 @@ class EmailSettings(ChannelSettings):
     @classmethod
     def _password(cls, value: str) -> str:
         return credential_name(value)
+
+    @field_validator("resolver")
+    @classmethod
+    def _resolver(cls, value: str | None) -> str | None:
+        if value is not None:
+            resolver_address(value)
+        return value
+
+    def proof(self) -> str:
+        if self.accept_unauthenticated:
+            return "UNAUTHENTICATED: whoever the From line names (accept_unauthenticated = true)"
+        trusted = f", or {self.verified_by}'s verdict" if self.verified_by else ""
+        return f"proven by a DKIM signature of their From domain{trusted}"
 
     @field_validator("address")
     @classmethod
@@ -191,17 +247,118 @@ class EmailSettings(ChannelSettings):
         return self
 
 
-class ChannelsConfig(Section):
-    """``[butler.channels]``: one optional table per kind of channel."""
+class SlackSettings(ChannelSettings):
+    """``[butler.channels.slack]``: a Slack app over Socket Mode (no public address needed).
 
-    telegram: TelegramSettings | None = None
-    matrix: MatrixSettings | None = None
-    email: EmailSettings | None = None
+    Two tokens: the bot token (``xoxb-``) for the Web API, the app-level token
+    (``xapp-``, scope ``connections:write``) for opening the Socket Mode connection.
+    """
 
-    def enabled(self) -> dict[str, ChannelSettings]:
-        """The channels switched on, by kind."""
-        found = {kind: getattr(self, kind) for kind in CHANNEL_KINDS}
-        return {kind: table for kind, table in found.items() if table and table.enabled}
+    credential_key: ClassVar[str] = "bot_token_credential"
+    bot_token_credential: str = "SLACK_BOT_TOKEN"
+    app_token_credential: str = "SLACK_APP_TOKEN"
+    #: The Web API (a test's, or an Enterprise Grid gateway).
+    api_url: str = "https://slack.com/api"
+    #: Where Slack serves shared files; the bot token is sent to no other address.
+    files_url: str = "https://files.slack.com"
+    #: Characters per message; Slack truncates past 40 000 and advises 4000.
+    max_reply_chars: int = Field(default=4000, ge=500, le=40_000)
+    #: Channels (ids, e.g. "C0123ABCD") where the app answers who mentions it.
+    groups: list[str] = Field(default_factory=list, max_length=500)
+
+    def allows_group(self, chat: str) -> bool:
+        return chat in self.groups
+
+    def proof(self) -> str:
+        return "proven by their Slack user id"
+
+    @field_validator("groups")
+    @classmethod
+    def _groups(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not re.fullmatch(r"[CG][A-Z0-9]{2,40}", value):
+                raise ValueError(f"expected Slack channel ids like 'C0123ABCD', found {value!r}")
+        return values
+
+    @field_validator("bot_token_credential", "app_token_credential")
+    @classmethod
+    def _tokens(cls, value: str) -> str:
+        return credential_name(value)
+
+    @field_validator("api_url", "files_url")
+    @classmethod
+    def _urls(cls, value: str, info: ValidationInfo) -> str:
+        return _http_url(value, str(info.field_name))
+
+
+class DiscordSettings(BotChannelSettings):
+    """``[butler.channels.discord]``: a Discord bot over the Gateway (no public address needed)."""
+
+    token_credential: str = "DISCORD_BOT_TOKEN"
+    #: The REST API, with its version (a test's, or a proxy's).
+    api_url: str = "https://discord.com/api/v10"
+    #: Hosts attachments are fetched from; a link to anywhere else is not followed.
+    attachment_hosts: list[str] = Field(
+        default_factory=lambda: ["cdn.discordapp.com", "media.discordapp.net"], max_length=10
+    )
+    #: Ask for the privileged Message Content intent (switched on in the Developer
+    #: Portal): the words of guild messages that do not mention the bot. Off, the bot
+    #: still reads direct messages and messages that mention it or reply to it.
+    message_content: bool = False
+    #: Server channels (ids, e.g. "123456789012345678"; a thread counts as its channel)
+    #: where the bot answers who mentions it or replies to it.
+    groups: list[str] = Field(default_factory=list, max_length=500)
+
+    def allows_group(self, chat: str) -> bool:
+        return chat in self.groups
+
+    def proof(self) -> str:
+        return "proven by their Discord user id"
+
+    @field_validator("groups", mode="before")
+    @classmethod
+    def _groups(cls, values: object) -> object:
+        # A channel id copied from Discord is a number; TOML takes it as one.
+        if isinstance(values, list):
+            values = [str(v) if isinstance(v, int) else v for v in values]
+            for value in values:
+                if not isinstance(value, str) or not re.fullmatch(r"[0-9]{5,25}", value):
+                    raise ValueError(
+                        f"expected Discord channel ids like 123456789012345678, found {value!r}"
+                    )
+        return values
+
+    @field_validator("api_url")
+    @classmethod
+    def _api_url(cls, value: str) -> str:
+        return _http_url(value, "api_url")
+
+    @field_validator("attachment_hosts")
+    @classmethod
+    def _hosts(cls, values: list[str]) -> list[str]:
+        for value in values:
+            if not re.fullmatch(r"[A-Za-z0-9.-]{1,253}", value):
+                raise ValueError(f"expected host names like 'cdn.discordapp.com', found {value!r}")
+        return [value.lower() for value in values]
+
+
+def resolver_address(value: str) -> tuple[str, int]:
+    """``IP``, ``IP:PORT`` or ``[IPv6]:PORT`` as an address and a port (53 when not given)."""
+    host, port = value, "53"
+    if value.startswith("["):
+        host, _, rest = value[1:].partition("]")
+        port = rest.removeprefix(":") or "53"
+    elif value.count(":") == 1:
+        host, port = value.split(":")
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if address is None or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(
+            f"expected a resolver's address like '127.0.0.1' or '127.0.0.1:5353', found {value!r}"
+        )
+    return str(address), int(port)
 
 
 def _http_url(value: str, key: str) -> str:

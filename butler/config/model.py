@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from butler.config.builders import BuildersConfig
-from butler.config.channels import ChannelsConfig
+from butler.config.channel_tables import ChannelsConfig
 from butler.config.notify import NotifyConfig
 from butler.config.sandbox import SandboxConfig
 from butler.config.schedule import ScheduleConfig

@@ -3,7 +3,9 @@
 A channel is a name the owner chose (``phone``, ``mail``) for one Apprise URL
 or a list of them. Secrets are never written in the URL: each is a
 ``{NAME}`` placeholder filled at delivery time from the credentials store
-(``butler credentials set NAME``). A session picks channels by name only.
+(``butler credentials set NAME``); which parts of a URL are secret, Apprise's
+own schema of the service says (:mod:`butler.config.notify_secrets`). A
+session picks channels by name only.
 
 A roster may hold defaults every butler shares in ``shared/notify.toml``
 (a ``[notify]`` table with the same keys); a butler's own keys win, and its
@@ -15,46 +17,20 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from butler.config.errors import describe
+from butler.config.notify_secrets import PLACEHOLDER, UnknownService, literal_secret
 from butler.config.section import NAME_PATTERN, Section, time_zone_name
 from butler.errors import ConfigError
 from butler.tomlfile import read_toml
 
 #: Where a roster keeps the notify defaults of all its butlers.
 ROSTER_FILE = Path("shared") / "notify.toml"
-#: ``{NAME}`` in a channel's URL: a credential's name, as an environment variable is named.
-PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]{0,127})\}")
-#: Query parameters through which Apprise URLs carry a secret.
-SECRET_PARAMETERS = frozenset(
-    {"pass", "password", "pw", "token", "apikey", "api_key", "key", "secret", "access_token"}
-)
-#: A Telegram bot token written out (``tgram://123456:ABC...``).
-LITERAL_BOT_TOKEN = re.compile(r"^tgram://(bot)?[0-9]+(:|%3A)", re.IGNORECASE)
 QUIET_PATTERN = re.compile(r"^([01][0-9]|2[0-3]):([0-5][0-9])-([01][0-9]|2[0-3]):([0-5][0-9])$")
 
 Delivery = Literal["always", "on-failure", "never"]
-
-
-def literal_secret(url: str) -> str | None:
-    """Which part of ``url`` holds a secret written out instead of a placeholder, if any."""
-    if LITERAL_BOT_TOKEN.match(url):
-        return "the bot token"
-    try:
-        parts = urlsplit(url)
-        password = parts.password
-        query = parse_qsl(parts.query, keep_blank_values=True)
-    except ValueError:
-        return None
-    if password and not PLACEHOLDER.fullmatch(password):
-        return "the password"
-    for key, value in query:
-        if key.lower() in SECRET_PARAMETERS and value and not PLACEHOLDER.fullmatch(value):
-            return f"the {key}= parameter"
-    return None
 
 
 def check_url(url: str) -> str:
@@ -72,11 +48,14 @@ def check_url(url: str) -> str:
             f"expected placeholders like {{TELEGRAM_BOT_TOKEN}} (a credential's name), "
             f"found {shown!r}"
         )
-    secret = literal_secret(url)
+    try:
+        secret = literal_secret(url)
+    except UnknownService as exc:
+        raise ValueError(f"{exc}; found {shown!r}") from None
     if secret:
         raise ValueError(
-            f"found {secret} written in the URL; expected a placeholder such as "
-            "{MAIL_PASSWORD} whose value you store with: butler credentials set MAIL_PASSWORD"
+            f"found {secret.what} written in the URL; expected a placeholder such as "
+            f"{{{secret.name}}} whose value you store with: butler credentials set {secret.name}"
         )
     return url
 

@@ -19,7 +19,7 @@ class SandboxConfig(Section):
     mode: Literal["auto", "bwrap", "none"] = "auto"
     allow_hosts: list[str] = Field(default_factory=list, max_length=100)
     read_only: list[str] = Field(default_factory=list, max_length=100)
-    #: Processes one session's jail may hold; past it the session ends (sandbox/bridge.py).
+    #: Processes one session's jail may hold; past it the session ends (sandbox/bridge_bounds.c).
     max_processes: int = Field(default=512, ge=8, le=100_000)
     #: Memory one session's jail may hold resident, in MiB, and each process may allocate.
     max_memory_mb: int = Field(default=2048, ge=64, le=1_048_576)

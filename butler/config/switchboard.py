@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pydantic import Field, PrivateAttr, ValidationError, field_validator
 
-from butler.config.channels import ChannelsConfig
+from butler.config.channel_tables import ChannelTables
 from butler.config.errors import validation_error_line
 from butler.config.model import ButlerConfig
 from butler.config.section import NAME_PATTERN, Section
@@ -74,7 +74,7 @@ class SwitchboardSection(Section):
     #: The model of the classification session; the home butler's own when unset.
     classifier_model: str | None = Field(default=None, max_length=200)
     classifier_timeout_s: float = Field(default=60.0, gt=0, le=600, allow_inf_nan=False)
-    channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
+    channels: ChannelTables = Field(default_factory=ChannelTables)
     rules: list[Rule] = Field(default_factory=list, max_length=500)
 
     #: The file it was read from (for error lines).

@@ -2,9 +2,10 @@
 
 The butler that keeps a channel (its own, or the switchboard's home) lists
 every conversation its channels had: who, on which channel, with which
-butler; a conversation's page shows its messages in order, each reply with
-the session that wrote it. Every text was written by a sender or a runtime
-and is shown escaped, never as markup.
+butler, and under them the messages refused lately and why (a sender not
+paired, or not proven: a forged email); a conversation's page shows its
+messages in order, each reply with the session that wrote it. Every text
+was written by a sender or a runtime and is shown escaped, never as markup.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from butler.dashboard.view import View, bad
 from butler.store.conversations import ConversationStore
 
 PAGE = 100
+#: Refused messages shown under the conversations, the latest ones.
+REFUSED = 20
 #: Messages shown of one conversation, the latest ones.
 MAX_MESSAGES = 500
 NOT_FOUND = "no such conversation of this butler's channels"
@@ -49,6 +52,20 @@ def render_listing(rows: list[dict[str, Any]]) -> str:
     ]
     head = ["Last message", "Channel", "Sender", "Butler", "Messages", "State"]
     return f'<section id="conversations">{table(head, lines)}</section>'
+
+
+def render_refused(rows: list[dict[str, Any]]) -> str:
+    """The latest messages refused, newest first, with why (never what they said)."""
+    if not rows:
+        return ""
+    lines = [
+        f'<tr data-refused="{e(r["id"])}"><td>{e(when(_iso(r["created_at"])))}</td>'
+        f"<td>{e(r['channel'])}</td><td>{e(r['sender'])}</td>"
+        f"<td>{e(r['reason'] or 'refused')}</td></tr>"
+        for r in rows
+    ]
+    table_html = table(["Received", "Channel", "Sender", "Why refused"], lines)
+    return f'<section id="refused"><h2>Refused lately</h2>{table_html}</section>'
 
 
 def render_thread(
@@ -91,7 +108,8 @@ class Conversations:
 
     async def listing_body(self, request: Request) -> str:
         only(request.query_params, ())
-        return render_listing(await self.store.listing(PAGE))
+        listing = render_listing(await self.store.listing(PAGE))
+        return listing + render_refused(await self.store.refused(REFUSED))
 
     async def thread_body(self, request: Request) -> str | None:
         only(request.query_params, ())

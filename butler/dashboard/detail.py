@@ -72,9 +72,40 @@ def render_detail(
         parts.append(f'<h2>Terminal (live)</h2><pre id="output" class="terminal">{e(screen)}</pre>')
     else:
         parts.append(f'<h2>Output</h2><pre id="output">{e(row.get("output") or "")}</pre>')
+    parts.append(render_left(meta))
     parts.append(render_deliveries(deliveries or []))
     parts.append(render_tool_calls(row.get("tool_calls") or []))
     return "".join(parts)
+
+
+def render_left(meta: dict[str, Any]) -> str:
+    """The repositories the session's runtime left where the owner's git runs, disarmed at
+    its end (docs/security.md, "Repositories a session leaves"); nothing when none."""
+    sandbox = meta.get("sandbox") if isinstance(meta.get("sandbox"), dict) else {}
+    disarmed = [d for d in sandbox.get("disarmed") or [] if isinstance(d, dict)]
+    missed = [line for line in sandbox.get("not_disarmed") or [] if isinstance(line, str)]
+    if not disarmed and not missed:
+        return ""
+    items = [
+        f"<li><code>{e(d.get('path'))}</code> renamed to <code>{e(d.get('now'))}</code></li>"
+        for d in disarmed
+    ]
+    items += [f'<li class="error">{e(line)}</li>' for line in missed]
+    return (
+        '<section id="left-repositories"><h2>Repositories left behind</h2>'
+        "<p>This session (or one running beside it) made git repositories where your own "
+        "git runs. Each was disarmed, so no git obeys it; its config and hooks are the "
+        "session's: read them before you rename it back.</p>"
+        f"<ul>{''.join(items)}</ul></section>"
+    )
+
+
+def left_anything(row: dict[str, Any]) -> bool:
+    """Whether the session left a repository the daemon disarmed (or could not)."""
+    sandbox = (row.get("metadata") or {}).get("sandbox")
+    return isinstance(sandbox, dict) and bool(
+        sandbox.get("disarmed") or sandbox.get("not_disarmed")
+    )
 
 
 def render_tool_calls(calls: list[dict[str, Any]]) -> str:

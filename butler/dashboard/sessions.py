@@ -7,6 +7,7 @@ from urllib.parse import urlencode
 
 from butler.builders.modes import MODES
 from butler.builders.records import is_builder, summary
+from butler.dashboard.detail import left_anything
 from butler.dashboard.render import (
     cost,
     duration,
@@ -35,10 +36,15 @@ SESSION_COLUMNS = (
 )
 
 
+#: The tag of a session that left a repository the daemon disarmed.
+LEFT_TAG = ' <span class="tag warn" title="see its page">left a repository</span>'
+
+
 def builder_row(row: dict[str, Any]) -> str:
     meta = row.get("metadata") or {}
     tag = ' <span class="tag">pruned</span>' if meta.get("pruned_at") else ""
     tag += ' <span class="tag">headless</span>' if meta.get("headless") else ""
+    tag += LEFT_TAG if left_anything(row) else ""
     return (
         f'<tr data-session="{e(row["id"])}" data-builder="{e(meta.get("builder_id"))}">'
         f'<td><a href="/sessions/{e(row["id"])}">{e(meta.get("builder_id"))}</a>{tag}</td>'
@@ -52,7 +58,8 @@ def builder_row(row: dict[str, Any]) -> str:
 def session_row(row: dict[str, Any]) -> str:
     return (
         f'<tr data-session="{e(row["id"])}">'
-        f'<td><a href="/sessions/{e(row["id"])}"><code>{e(row["id"][:8])}</code></a></td>'
+        f'<td><a href="/sessions/{e(row["id"])}"><code>{e(row["id"][:8])}</code></a>'
+        f"{LEFT_TAG if left_anything(row) else ''}</td>"
         f'{status_cell(row)}<td class="what">{e(first_line(row.get("prompt")))}</td>'
         f'<td class="error">{e(first_line(row.get("error")))}</td>'
         f'<td>{e(row["runtime"])}</td><td class="ran-on">{e(ran_on(row))}</td>'

@@ -23,7 +23,15 @@ from pathlib import Path
 from butler.config import ButlerConfig, SandboxConfig
 from butler.errors import ConfigError
 from butler.sandbox.egress import ALLOW_SETTING, Target
-from butler.sandbox.jail import INSTALL_HINT, Jail, allowed_targets, open_jail, probe, start_jail
+from butler.sandbox.hosts import allowed_targets
+from butler.sandbox.jail import (
+    INSTALL_HINT,
+    Jail,
+    open_jail,
+    probe,
+    start_jail,
+)
+from butler.sandbox.leftovers import look_after_butler_folder
 from butler.sandbox.policy import JailPolicy
 
 __all__ = [
@@ -35,6 +43,7 @@ __all__ = [
     "allowed_targets",
     "jail_policy",
     "jail_targets",
+    "look_after_butler_folder",
     "open_jail",
     "probe",
     "probe_if_used",

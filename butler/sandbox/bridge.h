@@ -3,7 +3,7 @@
    The bridge is one program in several files, each one concept (bridge_main.c lists
    them and says what the bridge is). This header is included first by each of them: it
    asks for the GNU extensions (accept4, MSG_CMSG_CLOEXEC, environ) before any system
-   header is read. sandbox/native.py compiles every bridge_*.c together and names the
+   header is read. sandbox/bridge_binary.py compiles every bridge_*.c together and names the
    binary by a hash of each of them and this header, so an edit of any one builds a new
    binary. */
 
@@ -73,6 +73,15 @@ long long tmpfs_bytes(void);
 /* bridge_bounds.c */
 void *watch(void *unused);
 void limit_self(void);
+void breach(const char *what) __attribute__((noreturn));
+
+/* bridge_cgroup.c */
+extern int cgroup_procs;
+int add_watch(const char *spec);
+int bounds_held(void);
+void check_held(void);
+void *watch_held(void *unused);
+void join_cgroup(void);
 
 /* bridge_init.c */
 void end_the_rest(void);

@@ -1,10 +1,17 @@
-/* The jail's bridge in C: bridge.py's behaviour without an interpreter's start.
+/* The jail's bridge: the first process of every jail, and its init.
 
-   bridge.py says what the bridge does and why; these files do the same and are what a
-   jail runs where a C compiler built it (sandbox/native.py): starting CPython was most
-   of what the Python bridge cost a session. Only libc and POSIX threads.
+   A jail has no network of its own. The bridge listens on the jail's loopback at the
+   ports the runtime was told to use (its butler's MCP address, its model API) and
+   relays each connection over SOCKET, a Unix socket bound outside the jail, to the
+   daemon's egress proxy, which lets through only what the session may reach. It starts
+   the runtime, holds its bounds (max_processes, max_memory_mb), reaps what the runtime
+   leaves, ends the rest when the runtime ends, and exits as the runtime did. It is
+   compiled when butler is installed (sandbox/bridge_binary.py), never during a session:
+   starting an interpreter in every jail was most of what a Python bridge cost. Only
+   libc and POSIX threads.
 
-   Usage: bridge SOCKET PROXY_PORT FORWARDS [limits=PROCESSES,MEMORY_MB] [linger] -- ARGV...
+   Usage: bridge SOCKET PROXY_PORT FORWARDS [limits=PROCESSES,MEMORY_MB] [cgroup=FD
+                 watch=FD:KEY:BOUND...] [linger] -- ARGV...
           bridge SOCKET PROXY_PORT FORWARDS [limits=...] warm=LISTENER,LIFELINE --
           bridge attach SOCKET ENV_FILE NAMES COLD -- ARGV...
 
@@ -22,6 +29,7 @@
    bridge_main.c    the command line, the runtime's start and its end
    bridge_relay.c   the loopback ports, relayed to the egress proxy
    bridge_bounds.c  max_processes and max_memory_mb: the watcher and the rlimits
+   bridge_cgroup.c  the same bounds held by the session's cgroup, where there is one
    bridge_proc.c    what the watcher reads of the jail's /proc
    bridge_init.c    the jail's init: reaping, ending the rest, exiting as the runtime did
    bridge_warm.c    a warm bridge waiting for its session and taking it
@@ -78,7 +86,13 @@ int main(int argc, char **argv) {
         if (strncmp(argv[i], "limits=", 7) == 0 &&
             sscanf(argv[i] + 7, "%ld,%ld", &processes_bound, &memory_mb_bound) == 2)
             bounded = 1;
+        if (strncmp(argv[i], "cgroup=", 7) == 0 && sscanf(argv[i] + 7, "%d", &cgroup_procs) != 1)
+            return 2;
+        if (strncmp(argv[i], "watch=", 6) == 0 && add_watch(argv[i] + 6) != 0) return 2;
     }
+    /* With its cgroup, the kernel holds the bounds: neither the watcher nor the rlimits. */
+    int held = bounded && bounds_held();
+    if (cgroup_procs >= 0) fcntl(cgroup_procs, F_SETFD, FD_CLOEXEC);
     static struct listener listeners[MAX_LISTENERS];
     int count = 0;
     listeners[count].fd = listen_on("127.0.0.1", atoi(argv[2]));
@@ -107,7 +121,10 @@ int main(int argc, char **argv) {
             for (int i = 0; i < 3; i++) dup2(take.fds[i], i);
             environ = take.env; /* execvp finds the program on the session's PATH */
         }
-        if (bounded) limit_self();
+        if (held)
+            join_cgroup();
+        else if (bounded)
+            limit_self();
         execvp(run[0], run);
         char line[4200];
         int len = snprintf(line, sizeof line, "butler jail: cannot start %s: %s\n", run[0], strerror(errno));
@@ -116,6 +133,7 @@ int main(int argc, char **argv) {
     }
     if (pid < 0) return 1;
     child = pid;
+    if (cgroup_procs >= 0) close(cgroup_procs); /* the runtime's copy is its way in */
     /* Only the runtime speaks on stdout; the bridge must not hold the pipe open either. */
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     dup2(null, 0);
@@ -134,7 +152,10 @@ int main(int argc, char **argv) {
     sigaction(SIGHUP, &forward, NULL);
     for (int i = 0; i < count; i++)
         if (listeners[i].fd >= 0) start_detached(accept_loop, &listeners[i]);
-    if (bounded) start_detached(watch, NULL);
+    if (held)
+        start_detached(watch_held, NULL);
+    else if (bounded)
+        start_detached(watch, NULL);
     int status = 0;
     if (wait_child(pid, &status) < 0) {
         /* The watcher's breach reaped the runtime and is ending the bridge (125): wait for
@@ -142,6 +163,7 @@ int main(int argc, char **argv) {
         pthread_mutex_lock(&ending);
         leave(1);
     }
+    if (held) check_held(); /* a kill of the kernel's whose event is not in yet */
     if (linger) {
         /* The marker holds a NUL, so it is written in parts. */
         char line[32];

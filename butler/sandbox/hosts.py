@@ -75,3 +75,19 @@ def with_loopback_aliases(targets: Iterable[Target]) -> frozenset[Target]:
 def loopback_ports(targets: Iterable[Target]) -> tuple[int, ...]:
     """The host-loopback ports the jail must offer on its own loopback."""
     return tuple(sorted({t.port for t in targets if t.host in LOOPBACK_NAMES}))
+
+
+def allowed_targets(
+    runtime_type: str,
+    runtime_env: Mapping[str, str],
+    runtime_args: Iterable[str],
+    mcp_url: str | None,
+    allow_hosts: Iterable[str],
+) -> frozenset[Target]:
+    """Everything a session's jail may reach: its butler, its model API, the owner's list."""
+    targets = model_targets(runtime_type, runtime_env, list(runtime_args))
+    if mcp_url:
+        targets += url_targets(mcp_url)
+    for entry in allow_hosts:
+        targets += allow_entry(entry)
+    return with_loopback_aliases(targets)

@@ -22,30 +22,27 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
+from butler.sandbox import cgroups
+from butler.sandbox.bridge_binary import BridgeMissing, bridge_binary
 from butler.sandbox.container import container_hint
 from butler.sandbox.egress import ALLOW_SETTING, Egress, Target
 from butler.sandbox.folders import new_jail_folder
 from butler.sandbox.hosts import (
-    allow_entry,
     loopback_ports,
-    model_targets,
-    url_targets,
-    with_loopback_aliases,
 )
-from butler.sandbox.native import compiled_bridge
+from butler.sandbox.leftovers import look_after
 from butler.sandbox.policy import (
     BRIDGE_PATH,
     EGRESS_DIR,
     EGRESS_SOCKET,
     JAIL_HOME,
-    NATIVE_BRIDGE_PATH,
     JailPolicy,
-    bridge_interpreter,
     bwrap_argv,
     program_paths,
 )
 from butler.sandbox.seccomp import filter_program
 from butler.security.private_files import write_private
+from butler.security.repositories import Look
 
 #: Numbers the launch scripts of this process's jails (see :func:`run_name`).
 _RUNS = itertools.count()
@@ -57,6 +54,10 @@ INSTALL_HINT = "apt-get install bubblewrap (Debian/Ubuntu) or dnf install bubble
 #: The port of the jail's loopback that is its HTTP(S) proxy (any free one would do).
 PROXY_PORTS = (3128, 3129, 8888, 18080)
 NO_PROXY = "127.0.0.1,localhost,::1"
+#: The descriptors a launch script hands the bridge when the session has a cgroup: its
+#: ``cgroup.procs``, then each event file of :data:`cgroups.EVENTS` (3 and 4 are bubblewrap's
+#: options and seccomp filter).
+CGROUP_FDS = (5, 6, 7)
 
 
 def run_name() -> str:
@@ -76,7 +77,10 @@ def probe(bwrap: str = "bwrap") -> str | None:
     exe = shutil.which(bwrap)
     if exe is None:
         return f"bubblewrap ({bwrap}) is not installed; install it: {INSTALL_HINT}"
-    argv = [*bwrap_argv(JailPolicy(), exe), "--", "/bin/true"]
+    try:
+        argv = [*bwrap_argv(JailPolicy(), exe), "--", "/bin/true"]
+    except BridgeMissing as exc:
+        return str(exc)
     try:
         done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -96,8 +100,13 @@ class Jail:
     proxy_port: int
     forwards: tuple[int, ...]
     bwrap: str = "bwrap"
+    #: The session's cgroup, which holds its bounds (sandbox/cgroups.py); None: the
+    #: bridge's watcher holds them.
+    cgroup: Path | None = None
     #: The programs :meth:`wrap_exact` started in it: what a pool learns to make jails for.
     programs: list[str] = field(default_factory=list, compare=False)
+    #: What the looks at its end found in the folders it guards (:meth:`disarm_left`).
+    left: list[Look] = field(default_factory=list, compare=False)
 
     def env(self, search: str | None = None) -> dict[str, str]:
         """Variables that send the runtime's HTTP(S) through the jail's proxy.
@@ -185,33 +194,46 @@ class Jail:
         return [str(script), *map(self.inside, argv[1:])]
 
     def bridged(
-        self, program: str, *, interactive: bool = False, linger: bool = False
+        self,
+        program: str,
+        *,
+        interactive: bool = False,
+        linger: bool = False,
+        cgroup_fds: tuple[int, ...] = CGROUP_FDS,
     ) -> tuple[list[str], list[str]]:
         """bubblewrap's options for ``program``, and its command: the bridge, then it.
 
         Apart rather than in a launch script (:meth:`launcher`) for the warm-jail pool
         (sandbox/pool.py), which starts bubblewrap itself: the options through a memfd,
         the command with the bridge told to wait for its session (``warm=``) in place of
-        the runtime's arguments.
+        the runtime's arguments. With a cgroup, the bridge is told the descriptors of its
+        ``cgroup.procs`` and event files (``cgroup_fds``, opened by whoever starts
+        bubblewrap: :meth:`launcher`, or the pool).
         """
-        native = compiled_bridge()
-        python, python_roots = (None, ()) if native else bridge_interpreter()
         search = self.policy.visible_path(os.environ.get("PATH", ""))
         exe, roots = program_paths(program, search)
-        policy = self.policy.with_read_only(*roots, *python_roots)
+        policy = self.policy.with_read_only(*roots)
         policy = replace(policy, interactive=interactive)
         forwards = ",".join(str(p) for p in self.forwards)
-        # The bridge is the jail's init: it reaps what the runtime leaves (see bridge.py).
+        # The bridge is the jail's init: it reaps what the runtime leaves (bridge_init.c).
         options = ["--as-pid-1", *bwrap_argv(policy, self.bwrap)[1:]]
-        if native is not None:
-            options += ["--ro-bind", str(native), str(NATIVE_BRIDGE_PATH)]
-            bridge = [str(NATIVE_BRIDGE_PATH)]
-        else:
-            bridge = [str(python), "-I", "-S", str(BRIDGE_PATH)]
         bounds = f"limits={policy.max_processes},{policy.max_memory_mb}"
         extra = [bounds, *(["linger"] if linger else [])]
+        if self.cgroup is not None:
+            procs, *events = cgroup_fds
+            extra.append(f"cgroup={procs}")
+            for fd, (_, key, bound) in zip(events, cgroups.EVENTS, strict=True):
+                extra.append(f"watch={fd}:{key}:{bound}")
         socket = str(EGRESS_DIR / EGRESS_SOCKET)
-        return options, [*bridge, socket, str(self.proxy_port), forwards, *extra, "--", exe]
+        return options, [
+            str(BRIDGE_PATH),
+            socket,
+            str(self.proxy_port),
+            forwards,
+            *extra,
+            "--",
+            exe,
+        ]
 
     def launcher(
         self,
@@ -240,18 +262,48 @@ class Jail:
             redirects = f" 4<{shlex.quote(str(seccomp))}"
         args = script.with_name(script.name + ".args")
         write_private(args, b"".join(o.encode() + b"\0" for o in options), how="exclusive")
+        if self.cgroup is not None:
+            # The bridge's way into the session's cgroup and the files it waits on, opened
+            # here, outside the jail (bridge_cgroup.c).
+            files = ["cgroup.procs", *(name for name, _, _ in cgroups.EVENTS)]
+            modes = [">>", *("<" for _ in cgroups.EVENTS)]
+            redirects += "".join(
+                f" {fd}{mode}{shlex.quote(str(self.cgroup / name))}"
+                for fd, mode, name in zip(CGROUP_FDS, modes, files, strict=True)
+            )
         start = [*([SETSID] if setsid else []), self.bwrap, "--args", "3", "--", *command]
         quoted = " ".join(shlex.quote(a) for a in start)
         body = "".join(line + "\n" for line in [f"args={shlex.quote(str(args))}", *lines])
         body += f'exec {quoted} "$@" 3<"$args"{redirects}\n'
         return write_private(script, "#!/bin/sh\n" + body, how="exclusive", executable=True)
 
+    @property
+    def noteworthy(self) -> bool:
+        """Whether its summary says more than that it ran: refusals, trouble, leftovers."""
+        return bool(self.egress.blocked or self.egress.trouble or self.left)
+
     def summary(self) -> dict[str, object]:
-        """What the session row records under ``metadata.sandbox``."""
-        return {"mode": "bwrap", **self.egress.summary()}
+        """What the session row records under ``metadata.sandbox``: what the proxy refused,
+        and the repositories the runtime left that were disarmed (``disarmed``) or could
+        not be, or not all looked at (``not_disarmed``)."""
+        disarmed = [d.to_dict() for look in self.left for d in look.disarmed]
+        missed = [line for look in self.left for line in look.lines() if "renamed to" not in line]
+        extra = {"disarmed": disarmed} if disarmed else {}
+        extra |= {"not_disarmed": missed} if missed else {}
+        return {"mode": "bwrap", **self.egress.summary(), **extra}
+
+    async def disarm_left(self) -> None:
+        """Disarm every repository the runtime left where the owner's git runs (the
+        folders :meth:`JailPolicy.guarded` names); what was found is kept in :attr:`left`
+        and logged, one line each. Call it once the jail's runtime has ended."""
+        for folder, keep in self.policy.guarded():
+            look = await look_after(folder, keep, f"left by jail {self.egress.label or '?'}")
+            if look is not None and look.noteworthy:
+                self.left.append(look)
 
     async def close(self) -> None:
-        """Stop the proxy: from now on the jail reaches nothing. Removes its folder.
+        """Stop the proxy: from now on the jail reaches nothing. Removes its folder, and
+        disarms the repositories its runtime left (:meth:`disarm_left`).
 
         The removal runs in a thread: removing a folder the jail's mount namespace
         held takes milliseconds while the kernel tears that namespace down, time
@@ -262,28 +314,15 @@ class Jail:
         finally:
             folder = self.egress.socket_path.parent.parent
             await asyncio.to_thread(shutil.rmtree, folder, ignore_errors=True)
+            if self.cgroup is not None:
+                await asyncio.to_thread(cgroups.remove, self.cgroup)
+            await self.disarm_left()
 
 
 @lru_cache(maxsize=64)
 def _home_pattern(home: str) -> re.Pattern[str]:
     """``home`` as a whole path or the head of one (not the head of a longer name)."""
     return re.compile(re.escape(home) + r"(?![\w.-])")
-
-
-def allowed_targets(
-    runtime_type: str,
-    runtime_env: Mapping[str, str],
-    runtime_args: Iterable[str],
-    mcp_url: str | None,
-    allow_hosts: Iterable[str],
-) -> frozenset[Target]:
-    """Everything a session's jail may reach: its butler, its model API, the owner's list."""
-    targets = model_targets(runtime_type, runtime_env, list(runtime_args))
-    if mcp_url:
-        targets += url_targets(mcp_url)
-    for entry in allow_hosts:
-        targets += allow_entry(entry)
-    return with_loopback_aliases(targets)
 
 
 async def start_jail(
@@ -301,16 +340,25 @@ async def start_jail(
     ``folder``: the proxy can be started again there after a daemon restart,
     and the jail, which sees the folder rather than the socket, reaches it again.
     """
-    await asyncio.to_thread(compiled_bridge)  # built once, off the event loop
+    bridge_binary()  # a stale or missing bridge is refused before anything starts
     if folder is None:
         folder = new_jail_folder()
     # Only egress/ is seen from the jail; the launch scripts and their args stay outside.
     (folder / "egress").mkdir(mode=0o700, parents=True, exist_ok=True)
     forwards = loopback_ports(allowed)
     proxy_port = next(p for p in PROXY_PORTS if p not in forwards)
-    egress = await Egress(folder / "egress" / EGRESS_SOCKET, allowed, label, setting).start()
+    held = cgroups.session_cgroups().parent
+    cgroup = (
+        None if held is None else cgroups.make(held, policy.max_processes, policy.max_memory_mb)
+    )
+    try:
+        egress = await Egress(folder / "egress" / EGRESS_SOCKET, allowed, label, setting).start()
+    except BaseException:
+        if cgroup is not None:
+            cgroups.remove(cgroup)
+        raise
     policy = replace(policy, egress_dir=folder / "egress")
-    return Jail(policy, egress, proxy_port, forwards, shutil.which(bwrap) or bwrap)
+    return Jail(policy, egress, proxy_port, forwards, shutil.which(bwrap) or bwrap, cgroup)
 
 
 @contextlib.asynccontextmanager

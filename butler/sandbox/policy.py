@@ -8,16 +8,10 @@ folder) are writable at their own paths; the session's home is writable at
 :data:`JAIL_HOME`, whatever its path outside; a few files inside a writable
 folder (``butler.toml``) are bound again read-only on top.
 
-A repository's git folder is where a jailed runtime could leave code for
-someone outside to run: a hook, ``core.fsmonitor`` in its config, a
-``commondir`` naming another git folder, a reflog linked to a file the
-owner's git then appends to. So a writable ``.git`` is never writable whole
-(:func:`git_binds`): a builder on ``builder/<id>`` gets its objects, the
-folder of builder branches, its own branch's reflog and its own worktree's
-folder, and the rest (config, hooks, info/, HEAD and its log, other branches,
-packed-refs, its worktree's pointers) stays read-only; a ``.git`` inside a
-writable folder (a butler folder that is a repository) is read-only; a
-linked ``.git`` is not bound at all.
+What a jail sees of a repository's git folders (never a writable ``.git``
+whole) is :mod:`.git_view`'s; a writable folder's ``.git`` may be held
+read-only (:attr:`JailPolicy.held`), and :meth:`JailPolicy.guarded` names
+the folders where no repository the runtime makes may outlive its jail.
 
 bubblewrap mounts a link given as a bind source where it points, so a
 writable folder that is a link (or a builder's worktree whose ``.builders/``
@@ -27,21 +21,24 @@ is) is refused in one line (:class:`LinkedFolder`) when the argv is built.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import stat
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from butler.errors import UserError
-from butler.security import untrusted
+from butler.sandbox.bridge_binary import bridge_binary
+from butler.sandbox.git_view import (
+    BUILDERS_DIR,
+    BUTLER_FOLDER_KEEPS,
+    WORKTREE_KEEPS,
+    git_binds,
+    real_dir,
+)
 
-#: Where the bridge script and the egress socket appear inside the jail.
+#: Where the bridge (sandbox/bridge_binary.py) and the egress socket appear inside the jail.
 JAIL_RUN = Path("/run/butler")
-BRIDGE_PATH = JAIL_RUN / "bridge.py"
-#: Where the compiled bridge (sandbox/native.py) appears inside the jail, when there is one.
-NATIVE_BRIDGE_PATH = JAIL_RUN / "bridge"
+BRIDGE_PATH = JAIL_RUN / "bridge"
 EGRESS_DIR = JAIL_RUN / "egress"
 EGRESS_SOCKET = "egress.sock"
 #: Where the session's home appears in the jail, whatever its path outside. A runtime
@@ -53,20 +50,6 @@ JAIL_HOME = Path("/home/butler")
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt")
 #: Files of /etc a runtime has no business reading, hidden even where /etc is visible.
 MASKED_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/sudoers")
-#: Where the daemon makes builders' worktrees, inside their repository: ``.builders/<id>``.
-BUILDERS_DIR = ".builders"
-#: Builders' branches are ``builder/<id>``: what a builder may write of ``refs/`` and ``logs/``.
-BUILDER_REFS = "refs/heads/builder"
-BUILDER_LOGS = "logs/refs/heads/builder"
-#: A builder branch's name below ``builder/``: one plain component, no ``..``.
-SAFE_BRANCH = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)*")
-#: What stays read-only in ``objects/``: ``info/alternates`` would name other object stores.
-OBJECTS_READ_ONLY = ("info",)
-#: What stays read-only in a builder's own worktree folder (``.git/worktrees/<name>``):
-#: the pointers that say which git folder its worktree uses.
-WORKTREE_POINTERS = ("commondir", "gitdir")
-#: Pythons of the system, which the jail shows anyway: the bridge runs on one when it can.
-SYSTEM_PYTHONS = ("/usr/bin/python3", "/usr/local/bin/python3")
 #: The PATH of a jail that sees none of the folders of the daemon's own.
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -94,6 +77,20 @@ class JailPolicy:
     #: ``[butler.sandbox] max_processes`` and ``max_memory_mb``: the bridge holds the jail to them.
     max_processes: int = 512
     max_memory_mb: int = 2048
+
+    def guarded(self) -> list[tuple[Path, tuple[str, ...]]]:
+        """The folders where no repository the runtime makes may outlive its jail, each
+        with what to keep there (:func:`butler.security.repositories.disarm`): a writable
+        folder whose ``.git`` is held (a butler folder: the owner's git runs there), and
+        a builder's worktree (the owner merges from it), but their own ``.git``."""
+        folders: dict[Path, tuple[str, ...]] = {}
+        for path in self.held:
+            if path.name == ".git" and path.parent in self.writable:
+                folders[path.parent] = BUTLER_FOLDER_KEEPS
+        for path in self.writable:
+            if path.parent.name == BUILDERS_DIR:
+                folders.setdefault(path, WORKTREE_KEEPS)
+        return list(folders.items())
 
     def with_read_only(self, *paths: Path) -> JailPolicy:
         """The same policy, ``paths`` readable too."""
@@ -130,20 +127,6 @@ def install_root(executable: str) -> Path:
         return top
     # An interpreter outside the system (a pyenv or nvm one) needs its whole prefix.
     return real.parent.parent if real.parent.name == "bin" else real.parent
-
-
-def bridge_interpreter() -> tuple[str, tuple[Path, ...]]:
-    """A Python to run the bridge with (stdlib only), and the folders to bind for it.
-
-    The system's own when there is one, which binds nothing; else the daemon's,
-    whose installation folder (say a pyenv one under ``/root``) the jail then
-    shows read-only.
-    """
-    for candidate in SYSTEM_PYTHONS:
-        if os.access(candidate, os.X_OK) and _under_system(Path(os.path.realpath(candidate))):
-            return candidate, ()
-    exe = os.path.realpath(sys.executable)
-    return exe, (Path(os.path.realpath(sys.base_prefix)),)
 
 
 def program_paths(program: str, search: str) -> tuple[str, tuple[Path, ...]]:
@@ -221,15 +204,14 @@ def bwrap_argv(policy: JailPolicy, bwrap: str = "bwrap") -> list[str]:
     for path, is_held in sorted([*((p, False) for p in writable), *held], key=_depth):
         if is_held:
             args += _hold(path)
-        elif path not in guarded and not (path.name == ".git" and not _real_dir(path)):
+        elif path not in guarded and not (path.name == ".git" and not real_dir(path)):
             _refuse_link(path)
             args += ["--bind-try", str(path), str(path)]
     if policy.guard_git:
         args += git_binds(writable)
     for path in policy.read_only_over:
         args += ["--ro-bind-try", str(path), str(path)]
-    bridge = Path(__file__).with_name("bridge.py")
-    args += ["--ro-bind", str(bridge), str(BRIDGE_PATH)]
+    args += ["--ro-bind", str(bridge_binary()), str(BRIDGE_PATH)]
     if policy.egress_dir is not None:
         args += ["--ro-bind", str(policy.egress_dir), str(EGRESS_DIR)]
     if policy.home is not None:
@@ -282,104 +264,3 @@ def _refuse_link(path: Path) -> None:
                 f"{place}: is a link, refused as a writable folder of a jail (it would be "
                 "bound where it points); expected a real folder: remove the link"
             )
-
-
-def _real_dir(path: Path) -> bool:
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def git_binds(writable: list[Path]) -> list[str]:
-    """What a jail sees of the git folders among (and inside) ``writable`` folders.
-
-    A writable ``.git`` (a builder's repository): read-only, but for ``objects/``
-    (less ``objects/info/``) and, for each writable worktree ``.builders/<id>`` of
-    that repository, what its commits on ``builder/<id>`` write: the folder of
-    builder branches, that branch's reflog (the file: a link cannot replace a
-    mount point) and ``worktrees/<id>/`` (whose :data:`WORKTREE_POINTERS`, the
-    worktree's ``.git`` file and its ``logs/HEAD`` file are bound on their own).
-    A real ``.git`` inside another writable folder: read-only. Links are never bound.
-    """
-    args: list[str] = []
-    git_dirs = [p for p in writable if p.name == ".git" and _real_dir(p)]
-    for git_dir in git_dirs:
-        args += ["--ro-bind", str(git_dir), str(git_dir)]
-        args += _writable_dir(git_dir / "objects")
-        args += _read_only_dir(*(git_dir / "objects" / name for name in OBJECTS_READ_ONLY))
-    for folder in writable:
-        if folder.name == ".git":
-            continue
-        if _real_dir(folder / ".git"):
-            if folder / ".git" not in git_dirs:  # else a builder's, bound as above
-                args += ["--ro-bind", str(folder / ".git"), str(folder / ".git")]
-            continue
-        own = worktree_folder(folder, git_dirs)
-        if own is None:
-            continue
-        git_dir = own.parent.parent
-        args += _writable_dir(git_dir / BUILDER_REFS, own)
-        branch = own_branch(own)
-        logs = () if branch is None else (git_dir / BUILDER_LOGS / branch,)
-        args += _writable_file(*logs, own / "logs" / "HEAD")
-        for name in WORKTREE_POINTERS:
-            args += ["--ro-bind-try", str(own / name), str(own / name)]
-        args += ["--ro-bind", str(folder / ".git"), str(folder / ".git")]
-    return args
-
-
-def _writable_dir(*paths: Path) -> list[str]:
-    return [a for p in paths if _real_dir(p) for a in ("--bind", str(p), str(p))]
-
-
-def _read_only_dir(*paths: Path) -> list[str]:
-    return [a for p in paths if _real_dir(p) for a in ("--ro-bind", str(p), str(p))]
-
-
-def _writable_file(*paths: Path) -> list[str]:
-    """Regular files only: a link is never bound (it would be followed)."""
-    args: list[str] = []
-    for path in paths:
-        try:
-            regular = stat.S_ISREG(os.lstat(path).st_mode)
-        except OSError:
-            continue
-        if regular:
-            args += ["--bind", str(path), str(path)]
-    return args
-
-
-def own_branch(own: Path) -> str | None:
-    """The name of the ``builder/<name>`` branch a builder's worktree folder has checked
-    out (``builder/<id>``, or a spec's name), when its ``HEAD`` names one plainly."""
-    try:
-        head = untrusted.read(own, "HEAD", 4096).decode("utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    name = head.removeprefix(f"ref: {BUILDER_REFS}/")
-    if name == head or not SAFE_BRANCH.fullmatch(name) or name.endswith(".lock"):
-        return None
-    return name
-
-
-def worktree_folder(worktree: Path, git_dirs: list[Path]) -> Path | None:
-    """``.git/worktrees/<id>`` of the builder whose worktree is ``<repo>/.builders/<id>``:
-    the folder the daemon's ``git worktree add`` made, named by the builder's id (never
-    by what the worktree's ``.git`` file says), when it is a real folder and that file
-    names that very folder (real paths compared: ``worktrees/..`` is ``.git`` itself);
-    else None. A ``.git`` file in a home or workspace names no folder at all."""
-    if worktree.parent.name != BUILDERS_DIR:
-        return None
-    git_dir = worktree.parent.parent / ".git"
-    own = git_dir / "worktrees" / worktree.name
-    if git_dir not in git_dirs or not (_real_dir(own.parent) and _real_dir(own)):
-        return None
-    try:
-        pointer = untrusted.read(worktree, ".git", 4096).decode("utf-8").strip()
-    except (OSError, UnicodeDecodeError, untrusted.Refused):
-        return None
-    named = pointer.removeprefix("gitdir:").strip()
-    if not named.startswith("/") or os.path.realpath(named) != os.path.realpath(own):
-        return None
-    return own

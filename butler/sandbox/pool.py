@@ -40,10 +40,11 @@ from pathlib import Path
 from typing import IO
 
 from butler.processes import owner_gone, owner_mark
+from butler.sandbox import cgroups
+from butler.sandbox.bridge_binary import bridge_binary
 from butler.sandbox.egress import ALLOW_SETTING, Target
 from butler.sandbox.folders import new_jail_folder
 from butler.sandbox.jail import SHELL_NAME, Jail, run_name, start_jail
-from butler.sandbox.native import compiled_bridge
 from butler.sandbox.policy import JailPolicy
 from butler.sandbox.seccomp import filter_program
 from butler.security.private_files import write_private
@@ -153,8 +154,8 @@ class WarmJail(Jail):
     ) -> list[str]:
         """As :meth:`Jail.wrap_exact`, the runtime started in the warm jail when it was made
         for ``argv[0]`` (else in a jail of its own, with the same policy)."""
-        warm, bridge = self.warm, compiled_bridge()
-        if warm is None or warm.used or argv[0] != warm.program or bridge is None:
+        warm = self.warm
+        if warm is None or warm.used or argv[0] != warm.program:
             return super().wrap_exact(argv, env, passthrough, pid_file)
         warm.used = True
         # Its own jail's launch script too: what the attach runs if the warm jail ended.
@@ -166,7 +167,16 @@ class WarmJail(Jail):
             folder / f"env-{run}", "".join(e + "\0" for e in entries), how="exclusive"
         )
         names = ",".join(sorted(n for n in set(passthrough) - set(env) if SHELL_NAME.match(n)))
-        start = [str(bridge), "attach", str(warm.attach), str(env_file), names, cold, "--", argv[0]]
+        start = [
+            str(bridge_binary()),
+            "attach",
+            str(warm.attach),
+            str(env_file),
+            names,
+            cold,
+            "--",
+            argv[0],
+        ]
         quoted = " ".join(shlex.quote(a) for a in start)
         body = f'echo $$ > {shlex.quote(str(pid_file))}\nexec {quoted} "$@"\n'
         script = write_private(
@@ -181,7 +191,12 @@ class WarmJail(Jail):
             await super().close()
             return
         await self.egress.close()  # from now on the jail reaches nothing
-        self.pool.release(self.warm)
+        try:
+            # For the session's row; the pool's close of the jail, once every process
+            # of it has ended, looks again.
+            await self.disarm_left()
+        finally:
+            self.pool.release(self.warm)
 
 
 class JailPool:
@@ -205,7 +220,7 @@ class JailPool:
 
     def learn(self, shape: Shape) -> None:
         """Make jails of ``shape`` from now on (the first session's that fits)."""
-        if self.shape is None and not self._closed and compiled_bridge() is not None:
+        if self.shape is None and not self._closed:
             self.shape = shape
             self._fill()
 
@@ -306,13 +321,14 @@ async def make_warm(shape: Shape) -> Warm:
 
 async def _start_bridge(jail: Jail, program: str, folder: Path, work: Path, home: Path) -> Warm:
     """bubblewrap started on ``jail``'s options, its bridge waiting on a private socket."""
-    options, command = jail.bridged(program)
+    held = _cgroup_files(jail.cgroup)
+    options, command = jail.bridged(program, cgroup_fds=tuple(held))
     attach = folder / "attach.sock"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(attach))
     listener.listen(1)
     wait_end, lifeline = os.pipe()
-    own = [listener.fileno(), wait_end]
+    own = [listener.fileno(), wait_end, *held]
     # Until a session takes it, what bubblewrap or the bridge says goes to a private file.
     errors = os.open(folder / ERRORS, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
@@ -348,6 +364,17 @@ async def _start_bridge(jail: Jail, program: str, folder: Path, work: Path, home
         for fd in [*own[1:], errors]:
             os.close(fd)
     return Warm(jail, process, os.fdopen(lifeline, "wb"), attach, program, home, work)
+
+
+def _cgroup_files(cgroup: Path | None) -> list[int]:
+    """The bridge's way into the jail's cgroup and the event files it waits on, opened."""
+    if cgroup is None:
+        return []
+    names = [name for name, _, _ in cgroups.EVENTS]
+    return [
+        os.open(cgroup / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC),
+        *(os.open(cgroup / name, os.O_RDONLY | os.O_CLOEXEC) for name in names),
+    ]
 
 
 def _memfd(name: str, data: bytes) -> int:

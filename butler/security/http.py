@@ -13,6 +13,7 @@ session's token opens only the MCP transports, as that session.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
 from typing import Protocol
 from urllib.parse import parse_qsl, urlencode
@@ -108,15 +109,17 @@ class RequireToken:
         cookie: str,
         open_paths: Iterable[str] = ("/health",),
         login_page: LoginPage | None = None,
+        tickets: Tickets | None = None,
     ) -> None:
-        """``owner_token`` is called per request: a rotated token takes effect at once."""
+        """``owner_token`` is called per request: a rotated token takes effect at once.
+        ``tickets`` remembers the roster's tickets redeemed (in memory only if not given)."""
         self.app = app
         self.owner_token = owner_token
         self.sessions = sessions
         self.cookie = cookie
         self.open_paths = frozenset(open_paths)
         self.login_page = login_page
-        self.tickets = Tickets()
+        self.tickets = tickets or Tickets()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or scope["path"] in self.open_paths:
@@ -161,7 +164,8 @@ class RequireToken:
         if "token" in query:
             good = same_token(query["token"][:MAX_TOKEN], owner)
         elif "ticket" in query:
-            good = self.tickets.redeem(query["ticket"][:MAX_TOKEN], owner)
+            # Its use is written to the data folder before it counts: off the event loop.
+            good = await asyncio.to_thread(self.tickets.redeem, query["ticket"][:MAX_TOKEN], owner)
         elif scope["path"] == LOGIN_PATH:
             next_path = safe_next(query.get("next"))
             if self._resolve(Headers(scope=scope), mcp=False) is not None:

@@ -257,6 +257,22 @@ def _match(
         return
 
 
+def rename(root: Path, relative: str | PurePosixPath, new_name: str) -> None:
+    """Rename ``root/relative`` to ``new_name`` in the same folder, reached with no link on
+    the way; the entry itself is renamed (a link stays a link, never followed).
+    ``FileExistsError`` when ``new_name`` is taken."""
+    *above, name = parts(relative) or ("",)
+    if not name or "/" in new_name or new_name in ("", ".", ".."):
+        raise Refused(f"{relative!s} -> {new_name}: expected two names in one folder")
+    with folder(root, PurePosixPath(*above)) as dir_fd:
+        try:
+            os.stat(new_name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            os.rename(name, new_name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            return
+        raise FileExistsError(errno.EEXIST, f"{new_name}: already there")
+
+
 def write(root: Path, relative: str | PurePosixPath, data: bytes, mode: int = 0o600) -> None:
     """Put ``data`` at ``root/relative``, making missing folders (0700) on the way.
 
@@ -314,7 +330,20 @@ def add_line(
     return True
 
 
-def make_folders(root: Path, relative: str | PurePosixPath) -> None:
-    """Make ``root/relative`` and the folders above it (0700), following no link below ``root``."""
-    with folder(root, relative, create=True):
-        pass
+def make_folders(root: Path, relative: str | PurePosixPath, mode: int = 0o700) -> None:
+    """Make ``root/relative`` and the folders above it (0700), following no link below
+    ``root``; the last one, when made here, gets ``mode`` exactly (whatever the umask)."""
+    *above, name = parts(relative) or ("",)
+    with folder(root, PurePosixPath(*above), create=True) as fd:
+        if not name:
+            return
+        made = False
+        with contextlib.suppress(FileExistsError):  # made meanwhile: checked below
+            os.mkdir(name, 0o700, dir_fd=fd)
+            made = True
+        inner = _step(fd, name, False)
+        try:
+            if made:
+                os.fchmod(inner, mode)
+        finally:
+            os.close(inner)

@@ -15,12 +15,19 @@ from butler.store.memory import Memory
 log = logging.getLogger(__name__)
 
 
-async def memory_context(config: ButlerConfig, memory: Memory | None) -> str | None:
-    """What the butler remembers, for the system prompt; None without memory."""
+async def memory_context(
+    config: ButlerConfig, memory: Memory | None, session_id: str
+) -> str | None:
+    """What the butler remembers, for ``session_id``'s system prompt; None without memory.
+
+    A session a chat's sender started is reminded of its own conversation's episodes
+    only (``[butler.channels] sender_scope``), never another person's.
+    """
     if memory is None or not config.butler.memory.enabled:
         return None
     try:
-        return await memory.fetch_memory_context()
+        scope = config.butler.channels.sender_scope
+        return await memory.fetch_memory_context(session_id, scope)
     except Exception as exc:
         log.warning("memory context unavailable, going on without it: %s", exc)
         return None

@@ -93,7 +93,7 @@ class Execution:
         :class:`RuntimeFailure` with what it produced. ``on_process`` is told each
         process group the runtime starts (the caller records it where a later start on
         this machine finds it)."""
-        memory = await memory_context(self.config, self.memory)
+        memory = await memory_context(self.config, self.memory, session.id)
         workspace = Workspace(self.workspace_prefix).create()
         try:
             placed = await asyncio.to_thread(workspace.place, session.files)

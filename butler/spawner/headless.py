@@ -50,6 +50,7 @@ class HeadlessSessions:
         runs: Execution,
         lifecycle: SessionLifecycle,
         admission: Admission,
+        chains: Chains,
         activity: Activity,
     ) -> None:
         self.config, self.adapter, self.sessions = runs.config, runs.adapter, runs.sessions
@@ -58,7 +59,7 @@ class HeadlessSessions:
         self._lifecycle = lifecycle
         self._admission = admission
         self._activity = activity
-        self._chains = Chains(runs.config, runs.sessions)
+        self._chains = chains
         self._jobs = SessionJobs(runs.sessions.db)
         self._placement = Placement(runs.config, WorkerRows(runs.sessions.db))
         cumulative = runs.adapter.cumulative_on_resume

@@ -40,6 +40,7 @@ from butler.runtimes.mcp_config import ConfigFileError, write_files
 from butler.sandbox import Jail
 from butler.security.private_files import private_folder
 from butler.spawner import survivors
+from butler.spawner.chains import ChainPlace, Chains
 from butler.spawner.endings import Exit, end_of, interactive_outcome, now_iso
 from butler.spawner.invocation import build_invocation
 from butler.spawner.lifecycle import SessionLifecycle
@@ -75,15 +76,22 @@ class InteractiveRequest:
     role: str = ""
     #: Folders the runtime may write besides its own (a builder's worktree and git folder).
     writable: tuple[Path, ...] = ()
+    #: The running session that asked for it: the new session is its child, in its chain.
+    caller_session_id: str | None = None
 
-    def session(self) -> Session:
-        """The session this request asks for, as the session path describes every one."""
+    def session(self, chain: ChainPlace | None = None) -> Session:
+        """The session this request asks for, as the session path describes every one:
+        the asking session's child, at its ``chain`` place, when a session asked."""
+        chain = chain or ChainPlace()
         return Session(
             id=str(uuid.uuid4()),
             prompt=self.prompt,
             source=self.trigger_source,
             type=self.session_type,
             metadata=dict(self.metadata),
+            parent_id=self.caller_session_id,
+            root_id=str(chain.root_id) if chain.root_id else None,
+            depth=chain.depth,
             writable=self.writable,
         )
 
@@ -170,12 +178,15 @@ class InteractiveSessions:
         credentials: CredentialStore,
         lifecycle: SessionLifecycle,
         sandbox: str,
+        chains: Chains,
     ) -> None:
         self._config = config
         self._adapter = adapter
         self._credentials = credentials
         self._lifecycle = lifecycle
         self._sandbox = sandbox
+        #: The butler's chains: one asked for by a session counts in its caller's chain.
+        self._chains = chains
         #: Jails of running interactive sessions, by session id.
         self._jails: dict[str, Jail] = {}
 
@@ -184,9 +195,11 @@ class InteractiveSessions:
         """Record and prepare one session; the block places its runtime in a terminal.
 
         A runtime without a terminal mode is refused (:class:`UserError`) before
-        any row exists. When the block raises, the session is completed
-        ``failed`` with the reason and its jail released; when it ends, the
-        session runs.
+        any row exists, as is one past its caller's chain bounds (:class:`Rejected`,
+        spawner/chains.py): a session's builder, and whatever that builder starts,
+        count in the chain of the session that asked. When the block raises, the
+        session is completed ``failed`` with the reason and its jail released; when
+        it ends, the session runs.
         """
         adapter = adapter_for(self._config, self._adapter, request.runtime)
         attributes = {
@@ -196,12 +209,13 @@ class InteractiveSessions:
             "butler.interactive": True,
         }
         with tracer().start_as_current_span("butler.session", attributes=attributes) as span:
-            session = request.session()
-            new = self._lifecycle.new(session, trace_id_of(span), adapter)
-            sid = session.id
-            span.set_attribute("butler.session_id", sid)
-            invocation = await self._prepare(request, session, adapter)
-            await self._lifecycle.create(new, otel_context.get_current())
+            async with self._chains.admit(request.caller_session_id) as place:
+                session = request.session(place)
+                new = self._lifecycle.new(session, trace_id_of(span), adapter)
+                sid = session.id
+                span.set_attribute("butler.session_id", sid)
+                invocation = await self._prepare(request, session, adapter)
+                await self._lifecycle.create(new, otel_context.get_current())
             started = InteractiveStart(sid, request.folder, adapter, invocation)
             try:
                 yield started
@@ -270,7 +284,13 @@ class InteractiveSessions:
         if session_id not in self._jails:
             jail = await survivors.restore(folder, session_id, self._lifecycle.tokens, session_id)
             if jail is not None:
-                self._jails[session_id] = jail
+                # The restored jail knows its proxy only: its end looks after the butler
+                # folder as a started one's does (the daemon's start looked already).
+                butler_folder = self._config.config_dir
+                policy = replace(
+                    jail.policy, writable=(butler_folder,), held=(butler_folder / ".git",)
+                )
+                self._jails[session_id] = replace(jail, policy=policy)
         await self._lifecycle.running(session_id)
         await self._lifecycle.annotate(session_id, {"adopted_at": now_iso()})
 
@@ -310,12 +330,13 @@ class InteractiveSessions:
             return None
 
     async def _release(self, session_id: str, folder: Path | None = None) -> dict[str, Any]:
-        """Stop the egress of a session's jail; what it refused, for the row. A jail no
-        daemon held (its session ended unadopted) only has its folder removed."""
+        """Stop the egress of a session's jail; what it refused and the repositories its
+        runtime left, for the row. A jail no daemon held (its session ended unadopted)
+        only has its folder removed."""
         jail = self._jails.pop(session_id, None)
         if jail is None:
             if folder is not None:
                 await asyncio.to_thread(survivors.forget, folder)
             return {}
         await jail.close()
-        return {"sandbox": jail.summary()} if jail.egress.blocked else {}
+        return {"sandbox": jail.summary()} if jail.noteworthy else {}

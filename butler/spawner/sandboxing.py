@@ -126,8 +126,9 @@ async def jail_invocation(
 
 
 async def record_summary(jail: Jail, record: Recorder | None) -> None:
-    """Hand what the jail's proxy refused or could not reach to ``record``, if anything."""
-    if record is None or not (jail.egress.blocked or jail.egress.trouble):
+    """Hand what the jail's proxy refused or could not reach, and the repositories its
+    runtime left, to ``record``, if anything."""
+    if record is None or not jail.noteworthy:
         return
     try:
         await record({"sandbox": jail.summary()})
@@ -241,8 +242,8 @@ async def jailed(
             raise
         raise RuntimeFailure(f"{account}; the runtime said: {exc}", exc.partial) from None
     finally:
+        await jail.close()  # first: its end looks at what the runtime left, for the record
         await record_summary(jail, record)
-        await jail.close()
         if pool is not None and shape is not None and len(set(jail.programs)) == 1:
             home = invocation.home.parent  # a warm home is made there, to be renamed
             pool.learn(Shape(*shape, jail.programs[0], home, jail.egress.setting))

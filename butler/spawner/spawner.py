@@ -26,6 +26,7 @@ from butler.sandbox.pool import sweep_warm_homes
 from butler.security.session_tokens import SessionTokens
 from butler.spawner.activity import Activity
 from butler.spawner.admission import Admission
+from butler.spawner.chains import Chains
 from butler.spawner.completions import CompletionWriter
 from butler.spawner.execution import TIMEOUT_GRACE_S, Execution
 from butler.spawner.headless import HeadlessSessions
@@ -69,16 +70,19 @@ class Spawner:
         )
         #: What runtimes run in: "bwrap" (jailed) or "none"; decided once, at start.
         self._sandbox = runs.sandbox
+        #: The chains of sessions asked for by sessions, headless or interactive.
+        chains = Chains(config, sessions)
         #: Warm jails this butler's sessions take theirs from; closed by :meth:`drain`.
         self._pool = open_pool(config, self._sandbox)
         self._headless = HeadlessSessions(
             dataclasses.replace(runs, pool=self._pool),
             self._lifecycle,
             self._admission,
+            chains,
             self.activity,
         )
         self._interactive = InteractiveSessions(
-            config, adapter, self.credentials, self._lifecycle, self._sandbox
+            config, adapter, self.credentials, self._lifecycle, self._sandbox, chains
         )
         #: Sessions an earlier daemon handed to workers, taken over by recovery.py.
         self.handed_over = self._headless.handed_over

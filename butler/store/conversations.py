@@ -84,18 +84,46 @@ class ConversationStore:
         conversation_id: uuid.UUID | None = None,
         butler: str | None = None,
         session_id: str | None = None,
+        reason: str | None = None,
     ) -> None:
-        """Set a message's status, and what it became part of once known."""
+        """Set a message's status, and what it became part of once known; ``reason`` (why
+        it was refused) is kept in its payload as ``refused``."""
         await self.db.execute(
             "UPDATE channel_messages SET status = $2,"
             " conversation_id = COALESCE($3, conversation_id), butler = COALESCE($4, butler),"
-            " session_id = COALESCE($5, session_id) WHERE id = $1",
+            " session_id = COALESCE($5, session_id),"
+            " payload = CASE WHEN $6::text IS NULL THEN payload"
+            " ELSE payload || jsonb_build_object('refused', $6::text) END WHERE id = $1",
             message_id,
             status,
             conversation_id,
             butler,
             uuid.UUID(session_id) if session_id else None,
+            clean_text(reason[:500])[0] if reason else None,
         )
+
+    async def told_since(self, channel: str, chat: str, start: str, since: datetime) -> bool:
+        """Whether a reply starting with ``start`` went to ``chat`` after ``since``."""
+        escaped = start.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        found = await self.db.fetchval(
+            "SELECT 1 FROM channel_messages WHERE channel = $1 AND direction = 'out'"
+            " AND chat = $2 AND body LIKE $3 AND created_at > $4 LIMIT 1",
+            channel,
+            chat,
+            escaped + "%",
+            since,
+        )
+        return found is not None
+
+    async def refused(self, limit: int) -> list[dict[str, Any]]:
+        """The latest inbound messages refused, newest first, with why when it was said."""
+        rows = await self.db.fetch(
+            "SELECT id, channel, chat, sender, display_name, created_at,"
+            " payload->>'refused' AS reason FROM channel_messages"
+            " WHERE direction = 'in' AND status = 'refused' ORDER BY id DESC LIMIT $1",
+            limit,
+        )
+        return [dict(row) for row in rows]
 
     async def open_messages(self, channel: str) -> list[dict[str, Any]]:
         """Inbound messages of ``channel`` recorded but not answered, oldest first."""

@@ -1,4 +1,8 @@
-"""Episodic memory: recent sessions' outcomes, fed back into later system prompts."""
+"""Episodic memory: recent sessions' outcomes, fed back into later system prompts.
+
+A session a chat's sender started recalls the episodes of its own scope
+only (:mod:`.tenants`): another person's questions never reach its prompt.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import uuid
 from typing import Protocol
 
 from butler.store.db import Database
+from butler.store.tenants import tenant_of
 from butler.store.text import clean_text
 
 #: Longest episode kept, in characters; memory is a reminder, not a transcript.
@@ -16,7 +21,9 @@ EPISODE_LIMIT = 2000
 class Memory(Protocol):
     """What the spawner needs of a memory module."""
 
-    async def fetch_memory_context(self) -> str | None: ...
+    async def fetch_memory_context(
+        self, session_id: uuid.UUID | str | None = None, scope: str = "butler"
+    ) -> str | None: ...
 
     async def store_session_episode(
         self, session_id: uuid.UUID, prompt: str, output: str
@@ -50,12 +57,27 @@ class PostgresMemory:
         self.db = db
         self.max_episodes = max_episodes
 
-    async def fetch_memory_context(self) -> str | None:
-        rows = await self.db.fetch(
-            "SELECT content, created_at FROM memory_episodes ORDER BY created_at DESC, id DESC"
-            " LIMIT $1",
-            self.max_episodes,
-        )
+    async def fetch_memory_context(
+        self, session_id: uuid.UUID | str | None = None, scope: str = "butler"
+    ) -> str | None:
+        """The latest episodes, for ``session_id``'s system prompt: when a chat's sender
+        started its chain, theirs only (``scope``: see :mod:`butler.store.tenants`)."""
+        tenant = await tenant_of(self.db, session_id, scope) if session_id else None
+        if tenant is None:
+            rows = await self.db.fetch(
+                "SELECT content, created_at FROM memory_episodes"
+                " ORDER BY created_at DESC, id DESC LIMIT $1",
+                self.max_episodes,
+            )
+        else:
+            clause, args = tenant.where(2, "s")
+            rows = await self.db.fetch(
+                "SELECT e.content, e.created_at FROM memory_episodes e"
+                f" JOIN sessions s ON s.id = e.session_id WHERE {clause}"
+                " ORDER BY e.created_at DESC, e.id DESC LIMIT $1",
+                self.max_episodes,
+                *args,
+            )
         if not rows:
             return None
         episodes = [(f"{row['created_at']:%Y-%m-%d %H:%M}", row["content"]) for row in rows]

@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from butler.store.db import Database
+from butler.store.tenants import Tenant
 from butler.store.text import DEFAULT_MAX_TEXT_BYTES, RowText, clean_text
 
 STATUSES = ("pending", "running", "succeeded", "failed", "cancelled", "ended")
@@ -245,8 +246,10 @@ class SessionStore:
         trigger_source: str | None = None,
         type: str | None = None,
         before: tuple[datetime, uuid.UUID] | None = None,
+        tenant: Tenant | None = None,
     ) -> list[dict[str, Any]]:
-        """The newest sessions (older than ``before``, a row's ``(created_at, id)``).
+        """The newest sessions (older than ``before``, a row's ``(created_at, id)``), of
+        ``tenant``'s scope when given.
 
         Only the filters given reach the SQL, so each query matches one of the
         ``(column, created_at, id)`` indexes whatever the table's size.
@@ -261,6 +264,10 @@ class SessionStore:
         if before is not None:
             args += before
             where.append(f"(created_at, id) < (${len(args) - 1}, ${len(args)})")
+        if tenant is not None:
+            clause, more = tenant.where(len(args) + 1)
+            args += more
+            where.append(clause)
         args.append(limit)
         clause = f"WHERE {' AND '.join(where)} " if where else ""
         records = await self.db.fetch(

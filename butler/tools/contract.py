@@ -18,6 +18,7 @@ from butler.errors import ButlerError
 from butler.security.caller import current_caller, request_origin
 from butler.spawner.spawner import TriggerRequest
 from butler.tools.limits import Metadata, Name, prompt_text, timeout_seconds
+from butler.tools.tenancy import current_tenant, visible
 
 #: Session statuses as the adapter contract names them.
 CONTRACT_STATUS = {
@@ -59,7 +60,7 @@ def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         meta = dict(metadata or {})
         async with starting:
             if dedupe_key:
-                meta["dedupe_key"] = dedupe_key
+                dedupe_key = meta["dedupe_key"] = own_key(dedupe_key)
                 existing = await butler.sessions.find_active(dedupe_key)
                 if existing:
                     return {"session_id": existing, "started": False}
@@ -76,6 +77,8 @@ def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         With ``wait`` (the default) returns the new session's result; without,
         returns its id at once.
         """
+        if not await visible(butler, session_id):
+            raise ToolError(f"session {session_id} not found")
         origin = request_origin(current_caller())
         request = TriggerRequest(
             prompt, resume_session_id=session_id, timeout_s=timeout_s, **origin
@@ -89,11 +92,17 @@ def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         return result.to_dict()
 
 
+def own_key(dedupe_key: str) -> str:
+    """The caller's ``dedupe_key``: a chat's session dedupes among its own scope only."""
+    tenant = current_tenant()
+    return dedupe_key if tenant is None else f"{tenant.state_prefix}{dedupe_key}"
+
+
 def _register_status(mcp: FastMCP, butler: ButlerContext) -> None:
     @mcp.tool
     async def session_status(session_id: str) -> dict[str, Any]:
         """One of pending, active, completed, failed, with the recorded detail."""
-        row = await butler.sessions.get(session_id)
+        row = await butler.sessions.get(session_id) if await visible(butler, session_id) else None
         if row is None:
             raise ToolError(f"session {session_id} not found")
         return {

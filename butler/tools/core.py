@@ -1,4 +1,8 @@
-"""Core tools of every butler: its key-value state and its status."""
+"""Core tools of every butler: its key-value state and its status.
+
+A session a chat's sender started reads and writes its own share of the
+state only (:mod:`.tenancy`).
+"""
 
 # No postponed annotations: FastMCP reads the argument types (and their bounds) at runtime.
 import time
@@ -14,6 +18,7 @@ from butler.context import ButlerContext
 from butler.errors import UserError
 from butler.store.outages import UNREACHABLE
 from butler.tools.limits import IfVersion, StateKey, StatePrefix, StateValue
+from butler.tools.tenancy import state_of
 
 
 def register_core_tools(mcp: FastMCP, butler: ButlerContext) -> None:
@@ -26,10 +31,11 @@ def register_core_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         With ``with_version``, return ``{"value": ..., "version": N}`` instead
         (version 0 when there is no value), for ``state_set(if_version=N)``.
         """
+        state = state_of(butler)
         if with_version:
-            value, version = await butler.state.get_versioned(key)
+            value, version = await state.get_versioned(key)
             return {"value": value, "version": version}
-        return await butler.state.get(key)
+        return await state.get(key)
 
     @mcp.tool
     async def state_set(
@@ -44,7 +50,7 @@ def register_core_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         if value is None:
             raise ToolError("state_set: value must not be null; use state_delete to remove a key")
         try:
-            version = await butler.state.set(key, value, if_version)
+            version = await state_of(butler).set(key, value, if_version)
         except UserError as exc:
             raise ToolError(f"state_set: {exc}") from None
         return {"key": key, "stored": True, "version": version}
@@ -52,12 +58,12 @@ def register_core_tools(mcp: FastMCP, butler: ButlerContext) -> None:
     @mcp.tool
     async def state_list(prefix: StatePrefix = "") -> dict[str, Any]:
         """Return every key starting with ``prefix`` and its value."""
-        return await butler.state.list(prefix)
+        return await state_of(butler).list(prefix)
 
     @mcp.tool
     async def state_delete(key: StateKey) -> dict[str, Any]:
         """Delete ``key``; says whether it existed."""
-        return {"key": key, "deleted": await butler.state.delete(key)}
+        return {"key": key, "deleted": await state_of(butler).delete(key)}
 
     @mcp.tool
     async def status() -> dict[str, Any]:

@@ -1,4 +1,8 @@
-"""Session tools: ``trigger`` a session and read recorded ones."""
+"""Session tools: ``trigger`` a session and read recorded ones.
+
+A session a chat's sender started sees the sessions of its own conversation
+only (:mod:`.tenancy`); what it triggers belongs to that conversation too.
+"""
 
 # No postponed annotations: FastMCP reads the argument types (and their bounds) at runtime.
 from typing import Any
@@ -21,6 +25,7 @@ from butler.tools.limits import (
     prompt_text,
     timeout_seconds,
 )
+from butler.tools.tenancy import current_tenant, visible
 
 
 def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
@@ -86,8 +91,12 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
 
 
 async def session_record(butler: ButlerContext, session_id: str) -> dict[str, Any]:
-    """``session_get``: the row, its deliveries, and while it runs its activity so far."""
-    row = await butler.sessions.get(session_id)
+    """``session_get``: the row, its deliveries, and while it runs its activity so far.
+
+    Another person's session is "not found" to a chat's session, as one that does not
+    exist: neither its words nor its existence reach it.
+    """
+    row = await butler.sessions.get(session_id) if await visible(butler, session_id) else None
     if row is None:
         raise ToolError(f"session {session_id} not found")
     deliveries = await butler.notifier.store.for_session(row["id"])
@@ -112,6 +121,7 @@ async def list_sessions(
         status=status,
         trigger_source=trigger_source,
         before=after,
+        tenant=current_tenant(),
     )
     keep = (
         "id",

@@ -31,6 +31,8 @@ from butler.store.conversations import ConversationStore
 from butler.store.credentials import CredentialStore
 from butler.store.db import Database, quote_ident
 from tests.conftest import TEST_DSN
+from tests.fakes.discord_api import FakeDiscord
+from tests.fakes.slack_api import FakeSlack
 from tests.fakes.telegram_api import TOKEN, FakeTelegram
 from tests.helpers import eventually, free_port, spawner_over, wait_until, write_butler
 
@@ -81,6 +83,18 @@ def switchboard_toml(roster: Path, telegram: FakeTelegram, tables: str = "") -> 
 @pytest.fixture
 def telegram() -> Iterator[FakeTelegram]:
     with FakeTelegram() as server:
+        yield server
+
+
+@pytest.fixture
+def slack() -> Iterator[FakeSlack]:
+    with FakeSlack() as server:
+        yield server
+
+
+@pytest.fixture
+def discord() -> Iterator[FakeDiscord]:
+    with FakeDiscord(heartbeat_ms=1000) as server:
         yield server
 
 

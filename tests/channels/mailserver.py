@@ -6,6 +6,13 @@ Dovecot runs as a private instance (its own config, folders and ports,
 mail server's delivery agent does. The SMTP server takes the butler's
 replies (with its login) and the person's mail, and delivers both.
 
+Like a provider, it DKIM-signs what its users submit with their login
+(``send``, and the butler's replies) with the domain's key, whose record
+:meth:`MailServer.records` gives for the test's DNS; mail handed over
+without a login (``forge``, as anyone on the internet can) is delivered as
+written. ``stamp`` adds the receiving server's own Authentication-Results
+on top of what it delivers.
+
     with MailServer(folder) as mail:
         mail.send("alice", "butler", "Meds", "what is due today?")   # the phone writes
         mail.inbox("alice")                                            # what came back
@@ -23,6 +30,7 @@ import signal
 import smtplib
 import subprocess
 import time
+from collections.abc import Callable
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
@@ -31,6 +39,7 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from tests.helpers import free_port, missing_tool
+from tests.servers.dkim import DkimKey
 
 DOMAIN = "home.test"
 LDA = Path("/usr/lib/dovecot/dovecot-lda")
@@ -38,17 +47,27 @@ USERS = ("butler", "alice", "mallory")
 
 
 class Relay:
-    """aiosmtpd's handler: every recipient's copy goes through dovecot-lda."""
+    """aiosmtpd's handler: signs what a user submitted with their login, stamps the receiving
+    server's verdict, and hands every recipient's copy to dovecot-lda."""
 
-    def __init__(self, config: Path) -> None:
+    def __init__(self, config: Path, key: DkimKey) -> None:
         self.config = config
+        self.key = key
+        #: The receiving server's Authentication-Results value for a message, if it adds one.
+        self.stamp: Callable[[bytes], str | None] = lambda raw: None
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        content = envelope.original_content or envelope.content
+        if session.authenticated:
+            content = self.key.sign(content)
+        verdict = self.stamp(content)
+        if verdict is not None:
+            content = f"Authentication-Results: {verdict}\r\n".encode() + content
         for recipient in envelope.rcpt_tos:
             user = recipient.split("@", 1)[0]
             argv = [str(LDA), "-c", str(self.config), "-d", user, "-f", envelope.mail_from]
             lda = await asyncio.create_subprocess_exec(*argv, stdin=subprocess.PIPE)
-            await lda.communicate(envelope.original_content or envelope.content)
+            await lda.communicate(content)
             if lda.returncode != 0:
                 return f"451 delivery to {user} failed"
         return "250 delivered"
@@ -65,8 +84,14 @@ class MailServer:
         self.smtp_port = free_port()
         self.passwords = {user: secrets.token_urlsafe(9) for user in USERS}
         self.config = self._write_config()
+        self.key = DkimKey(DOMAIN)
+        self.relay = Relay(self.config, self.key)
         self.dovecot: subprocess.Popen[bytes] | None = None
         self.smtp: Controller | None = None
+
+    def records(self) -> dict[str, bytes]:
+        """What the domain publishes in DNS: its DKIM key."""
+        return self.key.records()
 
     def address(self, user: str) -> str:
         return f"{user}@{DOMAIN}"
@@ -88,7 +113,7 @@ class MailServer:
     def start(self) -> MailServer:
         self.start_imap()
         self.smtp = Controller(
-            Relay(self.config),
+            self.relay,
             hostname="127.0.0.1",
             port=self.smtp_port,
             authenticator=self._authenticate,
@@ -152,7 +177,13 @@ class MailServer:
     # -- what the people do -------------------------------------------------
 
     def send(self, sender: str, to: str, subject: str, body: str, **headers: str) -> str:
-        """``sender`` writes to ``to`` through the SMTP server; the message's id."""
+        """``sender`` writes to ``to`` from their own account (signed); the message's id."""
+        return self.submit(self.compose(sender, to, subject, body, **headers), login=sender)
+
+    def compose(
+        self, sender: str, to: str, subject: str, body: str, **headers: str
+    ) -> EmailMessage:
+        """A plain message from ``sender`` (a user here) to ``to``."""
         message = EmailMessage()
         message["From"] = f"{sender.title()} <{self.address(sender)}>"
         message["To"] = self.address(to)
@@ -161,13 +192,20 @@ class MailServer:
         for name, value in headers.items():
             message[name.replace("_", "-")] = value
         message.set_content(body)
-        return self.submit(message)
+        return message
 
-    def submit(self, message: EmailMessage) -> str:
-        """Send a whole message as written (attachments and all)."""
+    def submit(self, message: EmailMessage, login: str | None = None) -> str:
+        """Send a whole message as written (attachments and all), from ``login``'s account
+        (the provider signs it) or, without one, as a stranger's server hands mail over."""
         with smtplib.SMTP("127.0.0.1", self.smtp_port, timeout=30) as smtp:
+            if login is not None:
+                smtp.login(login, self.passwords[login])
             smtp.send_message(message)
         return str(message["Message-ID"])
+
+    def forge(self, message: EmailMessage) -> str:
+        """Hand ``message`` over without a login, whatever its From says: not signed."""
+        return self.submit(message)
 
     def inbox(self, user: str) -> list[EmailMessage]:
         """Every message in ``user``'s INBOX, oldest first, read as their mail client would."""

@@ -60,6 +60,8 @@ def test_what_is_due_today_from_a_phone_reaches_health_through_the_rosters_one_b
         general = f"http://127.0.0.1:{general_port}"
         status, listing = get_json(f"{general}/api/conversations")
         assert status == 200 and listing["html"].count('<tr data-conversation="') == 1
+        [refused] = listing["html"].split("<tr data-refused=")[1:]
+        assert f"<td>{MALLORY.id}</td><td>not paired</td>" in refused  # why, never what
         conversation = listing["html"].split('<tr data-conversation="')[1].split('"')[0]
         status, thread = get_json(f"{general}/api/conversations/{conversation}")
         html = thread["html"]

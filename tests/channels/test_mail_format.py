@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from email.message import EmailMessage
 
-from butler.channels.mail_format import UNVERIFIED, inbound_of, reply_of
+from butler.channels.mail_format import inbound_of, reply_of
 
 OWN = "butler@home.test"
 
@@ -41,17 +41,16 @@ def test_robots_lists_and_the_butler_itself_are_never_answered():
     assert inbound_of(raw(From="a@x.test, b@y.test"), 1, "1", OWN, None) is None
 
 
-def test_with_verified_by_a_sender_counts_only_when_the_provider_saw_dkim_pass():
-    good = "mx.home.test; dkim=pass header.d=home.test; spf=pass"
-    forged = "evil.example; dkim=pass header.d=home.test"
-    other = "mx.home.test; dkim=pass header.d=elsewhere.test"
-    assert inbound_of(raw(Authentication_Results=good), 1, "1", OWN, "mx.home.test").sender == (
-        "alice@home.test"
-    )
-    for header in (forged, other):
-        found = inbound_of(raw(Authentication_Results=header), 1, "1", OWN, "mx.home.test")
-        assert found is not None and found.sender == UNVERIFIED + "alice@home.test"
-        assert found.chat == "alice@home.test"
+def test_an_unproven_sender_keeps_its_address_and_carries_why_it_is_unproven():
+    found = inbound_of(raw(), 1, "1", OWN, "it carries no DKIM signature (From home.test)")
+    assert found is not None and found.sender == found.chat == "alice@home.test"
+    assert found.unproven == "it carries no DKIM signature (From home.test)"
+    assert found.payload()["unproven"] == found.unproven  # kept for a restart
+
+
+def test_a_message_with_two_from_lines_has_no_sender():
+    twice = raw().replace(b"From: Alice", b"From: Mallory <m@evil.test>\nFrom: Alice", 1)
+    assert inbound_of(twice, 1, "1", OWN, None) is None
 
 
 def test_the_reply_goes_to_the_from_address_in_the_same_thread_never_to_reply_to():

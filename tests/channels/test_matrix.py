@@ -22,10 +22,10 @@ pytestmark = pytest.mark.slow
 GATED = '\n[butler.env]\noptional = ["AGENT_GATE"]\n'
 
 
-def matrix_switchboard(roster: Path, synapse: Synapse, bot: MatrixUser) -> None:
+def matrix_switchboard(roster: Path, synapse: Synapse, bot: MatrixUser, extra: str = "") -> None:
     (roster / "switchboard.toml").write_text(
         '[switchboard]\nhome = "general"\n\n[switchboard.channels.matrix]\n'
-        f'homeserver = "{synapse.url}"\nuser_id = "{bot.user_id}"\n',
+        f'homeserver = "{synapse.url}"\nuser_id = "{bot.user_id}"\n{extra}',
         encoding="utf-8",
     )
 

@@ -89,7 +89,10 @@ async def test_pair_list_and_unpair_from_the_command_line(roster, schema_name, d
     assert missing.returncode == 2 and missing.stderr.startswith("butler: error: ")
     assert "no telegram channel here" in missing.stderr
     wrong = await run("pair", "signal", "-c", health)
-    assert wrong.returncode == 2 and "expected telegram, matrix or email" in wrong.stderr
+    assert (
+        wrong.returncode == 2
+        and "expected one of telegram, matrix, email, slack, discord" in wrong.stderr
+    )
 
     paired = await run("pair", "telegram", "-c", health)
     code = paired.stdout.strip()
@@ -98,6 +101,33 @@ async def test_pair_list_and_unpair_from_the_command_line(roster, schema_name, d
     assert await SenderStore(db).redeem("telegram", digest(code), "1001", "Alice")
     listed = await run("list", "-c", health)
     assert "1001" in listed.stdout and "Alice" in listed.stdout
+    assert "telegram: senders proven by their Telegram user id" in listed.stdout
     assert (await run("unpair", "telegram", "1001", "-c", health)).returncode == 0
     again = await run("unpair", "telegram", "1001", "-c", health)
     assert again.returncode == 2 and "no paired sender '1001'" in again.stderr
+
+
+EMAIL = (
+    '\n[butler.channels.email]\naddress = "butler@home.test"\nimap_host = "imap.home.test"\n'
+    'smtp_host = "smtp.home.test"\n'
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        ("", "email: senders proven by a DKIM signature of their From domain\n"),
+        (
+            "accept_unauthenticated = true\n",
+            "email: senders UNAUTHENTICATED: whoever the From line names",
+        ),
+    ],
+)
+def test_channels_list_says_how_email_senders_are_proven_or_that_they_are_not(
+    roster, schema_name, extra, says
+):
+    folders = write_roster(roster, schema_name, {"health": EMAIL + extra})
+    listed = butler("channels", "list", "-c", str(folders["health"]), "--database-url", TEST_DSN)
+    assert listed.returncode == 0, listed.stderr
+    assert says in listed.stdout

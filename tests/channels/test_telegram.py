@@ -227,30 +227,3 @@ async def test_a_channel_bound_to_one_butler_answers_as_that_butler_alone(
     sessions = await running.sessions()
     assert [s["metadata"]["routed_by"] for s in sessions] == ["bound", "bound"]
     assert running.state("telegram")["switchboard"] is False
-
-
-async def test_in_a_group_a_sender_never_continues_another_senders_conversation(
-    roster, schema_name, telegram, start_roster
-):
-    write_roster(roster, schema_name)
-    switchboard_toml(roster, telegram)
-    running = await start_roster()
-    bob = Person(1002, "Bob")
-    await paired(running, telegram, ALICE)
-    await paired(running, telegram, bob)
-    family = {"id": -100123, "type": "group", "title": "Family"}
-
-    telegram.send("/health what is due today?", user=ALICE, chat=family)
-    await replies(telegram, family["id"], 1)
-    telegram.send("and tomorrow?", user=bob, chat=family)  # not Alice's follow-up
-    telegram.send("/health and tomorrow?", user=bob, chat=family)
-    said = await replies(telegram, family["id"], 3)
-
-    assert said == [
-        "[health] health heard: what is due today?",
-        "Which butler should answer? Start your message with one of /general, /health.",
-        "[health] health heard: and tomorrow?",  # a conversation of his own: no earlier turns
-    ]
-    sessions = [s for s in await running.sessions() if s["type"] == "channel"]
-    assert [s["metadata"]["sender"] for s in sessions] == [str(ALICE.id), str(bob.id)]
-    assert sessions[0]["metadata"]["conversation_id"] != sessions[1]["metadata"]["conversation_id"]

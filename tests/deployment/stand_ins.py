@@ -131,12 +131,13 @@ def stand_ins() -> dict[str, str]:
     """The tags of the stand-ins for the Dockerfile's and compose file's base images."""
     base = debian()
     with tempfile.TemporaryDirectory(prefix="butler-stand-ins-") as folder:
-        contexts = {name: Path(folder) / name for name in ("python", "node", "postgres")}
+        names = ("python", "builder", "node", "postgres")
+        contexts = {name: Path(folder) / name for name in names}
         for context in contexts.values():
             context.mkdir()
         node = _node_context(contexts["node"])
-        identities = {"python": b"", "node": node, "postgres": b""}
-        with ThreadPoolExecutor(3) as pool:
+        identities = {"python": b"", "builder": b"", "node": node, "postgres": b""}
+        with ThreadPoolExecutor(len(names)) as pool:
             tags = {
                 name: pool.submit(_build, name, base, context, identities[name])
                 for name, context in contexts.items()

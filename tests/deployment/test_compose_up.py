@@ -48,6 +48,7 @@ class Deployment:
             STAND_IN_POSTGRES=tags["postgres"],
             STAND_IN_NODE=tags["node"],
             STAND_IN_PYTHON=tags["python"],
+            STAND_IN_PYTHON_BUILD=tags["builder"],
             BUTLER_TEST_IMAGE=IMAGE,
             POSTGRES_PASSWORD=PASSWORD,
             GRAFANA_ADMIN_PASSWORD="unused4tests",
@@ -204,11 +205,10 @@ def test_compose_runs_a_jailed_butler_that_keeps_its_sessions_and_leaves_nothing
         assert (body["butler"], body["status"]) == ("echo", "ok")
 
         # The runtime ran as the image's unprivileged user, in the jail's pid namespace,
-        # whose init is the jail's bridge: the Python one, since the image has no C
-        # compiler to build the other (docs/deployment.md).
+        # whose init is the jail's bridge, compiled into the image's wheel by its own stage.
         report = trigger("first, before the restart")
         assert report["uid"] == "10001"
-        assert report["pid1"] == "python3"
+        assert report["pid1"] == "bridge"
         assert report["prompt"] == "first, before the restart"
         rows = deployment.sql(f"SELECT status, runtime, trigger_source FROM {SCHEMA}.sessions")
         assert rows == ["succeeded|command|external"]

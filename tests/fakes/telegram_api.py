@@ -4,13 +4,22 @@ It speaks the real HTTP API, the part a bot by long polling uses: ``getMe``,
 ``getUpdates`` (long polling, offsets confirming earlier updates),
 ``sendMessage`` (4096 UTF-16 units at most, like the real one),
 ``sendDocument`` and ``sendPhoto`` (multipart uploads), ``sendChatAction``,
-``getFile`` and the file download path. A client library pointed at
-:attr:`FakeTelegram.api_url` cannot tell it from Telegram (Apprise, whose
-address is fixed, reaches it through tests/fakes/telegram.py).
+``getFile`` and the file download path, ``leaveChat``. A client library
+pointed at :attr:`FakeTelegram.api_url` cannot tell it from Telegram
+(Apprise, whose address is fixed, reaches it through tests/fakes/telegram.py).
+
+Groups as Telegram has them: a person adds the bot (a ``my_chat_member``
+update), the server marks commands and ``@username`` mentions as entities,
+a reply carries the message it answers, and with privacy mode on (the
+default for a new bot) the bot receives only commands, mentions of it and
+replies to it; off (or as an admin), everything said. A bot that left a
+group hears nothing more there and cannot write to it.
 
     telegram = FakeTelegram().start()
     telegram.send("what is due today?", user=PERSON)   # the phone writes
     telegram.texts(chat=PERSON.id)                    # what the bot answered
+    telegram.add_bot(FAMILY, by=PERSON)               # the bot joins a group
+    telegram.send("@butler_test_bot hi", user=PERSON, chat=FAMILY)
 
 Restarting it (:meth:`restart`) keeps its state and its port: the updates a
 bot has not confirmed yet are delivered again, as Telegram does.
@@ -21,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -59,6 +69,24 @@ ALICE = Person(1001, "Alice", "alice")
 MALLORY = Person(6666, "Mallory")
 
 
+@dataclass(frozen=True)
+class Group:
+    """A Telegram group (a supergroup, as every group with a topic or a link now is)."""
+
+    id: int
+    title: str
+    type: str = "supergroup"
+
+    def chat(self) -> dict[str, Any]:
+        return {"id": self.id, "type": self.type, "title": self.title}
+
+
+FAMILY = Group(-1001234567890, "Family")
+#: What Telegram marks as a command and as a mention in a message's text.
+_COMMAND = re.compile(r"^/[A-Za-z0-9_]{1,32}(?:@[A-Za-z0-9_]{5,32})?")
+_MENTION = re.compile(r"(?<![\w@])@[A-Za-z0-9_]{5,32}")
+
+
 class FakeTelegram:
     """The Bot API of one bot, served from a background thread."""
 
@@ -71,6 +99,12 @@ class FakeTelegram:
         self.refused: list[dict[str, Any]] = []
         self.files: dict[str, tuple[str, bytes]] = {}
         self.confirmed = 0
+        #: Groups the bot is a member of, and those it left (by chat id, in order).
+        self.groups: dict[int, Group] = {}
+        self.left: list[int] = []
+        #: Privacy mode (BotFather's /setprivacy): on for a new bot.
+        self.privacy = True
+        self._people: set[int] = set()
         self._lock = threading.Lock()
         self._arrived = threading.Condition()
         self._next_message = 1
@@ -130,21 +164,86 @@ class FakeTelegram:
 
     # -- the phone --------------------------------------------------------
 
-    def send(self, text: str | None = None, user: Person = ALICE, **extra: Any) -> dict[str, Any]:
-        """``user`` writes to the bot in their private chat; the message as the bot gets it."""
+    def send(
+        self,
+        text: str | None = None,
+        user: Person = ALICE,
+        chat: Group | None = None,
+        reply_to: dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """``user`` writes to the bot in their private chat, or in ``chat``; the message as
+        the bot gets it (a group's message the bot may not see is made all the same)."""
         with self._lock:
+            where = (
+                chat.chat()
+                if chat
+                else {"id": user.id, "type": "private", "first_name": user.first_name}
+            )
             message = {
                 "message_id": self._next_message,
                 "date": 1_760_000_000 + self._next_message,
-                "chat": {"id": user.id, "type": "private", "first_name": user.first_name},
+                "chat": where,
                 "from": user.user(),
                 **({"text": text} if text is not None else {}),
+                **({"entities": _entities(text)} if text and _entities(text) else {}),
+                **({"reply_to_message": reply_to} if reply_to else {}),
                 **extra,
             }
             self._next_message += 1
-            self.updates.append({"update_id": 5000 + len(self.updates), "message": message})
+            if chat is None:
+                self._people.add(user.id)
+            if chat is None or self._sees(chat, message):
+                self._update({"message": message})
         self._wake()
         return message
+
+    def add_bot(self, group: Group, by: Person = ALICE) -> None:
+        """``by`` adds the bot to ``group``: it is a member, and told so."""
+        with self._lock:
+            self.groups[group.id] = group
+            member = {"user": BOT, "status": "member"}
+            change = {
+                "chat": group.chat(),
+                "from": by.user(),
+                "date": 1_760_000_000,
+                "old_chat_member": {"user": BOT, "status": "left"},
+                "new_chat_member": member,
+            }
+            self._update({"my_chat_member": change})
+        self._wake()
+
+    def bot_message(self, chat: int, index: int = -1) -> dict[str, Any]:
+        """A message the bot sent to ``chat``, as a person's reply quotes it."""
+        sent = [m for m in self.sent if m["chat_id"] == chat and m["method"] == "sendMessage"]
+        found = sent[index]
+        where = self.groups[chat].chat() if chat in self.groups else {"id": chat}
+        return {
+            "message_id": found["message_id"],
+            "date": 1_760_000_000,
+            "chat": where,
+            "from": BOT,
+            "text": found["text"],
+        }
+
+    def _sees(self, group: Group, message: dict[str, Any]) -> bool:
+        """Whether the bot receives a group's message: a member, and past privacy mode."""
+        if group.id not in self.groups:
+            return False
+        if not self.privacy:
+            return True
+        text = message.get("text") or ""
+        command = _COMMAND.match(text)
+        named = command[0].partition("@")[2] if command else ""
+        replied = (message.get("reply_to_message") or {}).get("from", {}).get("id")
+        return (
+            (command is not None and named.lower() in ("", BOT["username"].lower()))
+            or f"@{BOT['username']}".lower() in text.lower()
+            or replied == BOT["id"]
+        )
+
+    def _update(self, content: dict[str, Any]) -> None:
+        self.updates.append({"update_id": 5000 + len(self.updates), **content})
 
     def add_file(self, data: bytes, path: str) -> str:
         """A file the bot may fetch; its file_id."""
@@ -167,6 +266,7 @@ class FakeTelegram:
         method = request.path_params["method"]
         handlers = {
             "getMe": lambda p: _ok(BOT),
+            "leaveChat": self._leave_chat,
             "getUpdates": self._get_updates,
             "sendMessage": self._send_message,
             "sendDocument": lambda p: self._send_file("sendDocument", "document", p),
@@ -205,20 +305,40 @@ class FakeTelegram:
         if len(text.encode("utf-16-le")) // 2 > MAX_TEXT:
             self.refused.append(params)
             return _error(400, "Bad Request: message is too long")
-        if chat not in {u["message"]["chat"]["id"] for u in self.updates}:
-            return _error(400, "Bad Request: chat not found")
+        refused = self._cannot_write(chat)
+        if refused is not None:
+            return refused
         with self._lock:
             message_id = self._next_message
             self._next_message += 1
-        self._record({**params, "chat_id": chat, "method": "sendMessage"})
+        sent = {**params, "chat_id": chat, "method": "sendMessage", "message_id": message_id}
+        self._record(sent)
         return _ok(self._message(message_id, chat, text=text))
+
+    def _cannot_write(self, chat: int | str) -> Response | None:
+        """Telegram's answer when the bot may not write to ``chat``, else None."""
+        if chat in self.left:
+            return _error(403, "Forbidden: bot is not a member of the supergroup chat")
+        if chat not in self._people and chat not in self.groups:
+            return _error(400, "Bad Request: chat not found")
+        return None
+
+    def _leave_chat(self, params: dict[str, Any]) -> Response:
+        chat = _chat(params)
+        if chat not in self.groups:
+            return _error(400, "Bad Request: chat not found")
+        with self._lock:
+            del self.groups[chat]
+            self.left.append(chat)
+        return _ok(True)
 
     def _send_file(self, method: str, field: str, params: dict[str, Any]) -> Response:
         chat = _chat(params)
         if not isinstance(params.get(field), dict):
             return _error(400, f"Bad Request: there is no {field} in the request")
-        if chat not in {u["message"]["chat"]["id"] for u in self.updates}:
-            return _error(400, "Bad Request: chat not found")
+        refused = self._cannot_write(chat)
+        if refused is not None:
+            return refused
         with self._lock:
             message_id = self._next_message
             self._next_message += 1
@@ -285,6 +405,27 @@ async def _params(request: Request) -> dict[str, Any]:
                 found[key] = {"filename": value.filename, "content": await value.read()}
             else:
                 found[key] = value if key in STRINGS else _decoded(value)
+    return found
+
+
+def _entities(text: str) -> list[dict[str, Any]]:
+    """The entities Telegram's server marks in a text: a leading command, every mention.
+
+    Offsets and lengths count UTF-16 code units, as Telegram's do.
+    """
+
+    def units(part: str) -> int:
+        return len(part.encode("utf-16-le")) // 2
+
+    found = []
+    command = _COMMAND.match(text)
+    if command:
+        found.append({"type": "bot_command", "offset": 0, "length": units(command[0])})
+    for mention in _MENTION.finditer(text):
+        if command and mention.start() < command.end():
+            continue
+        offset = units(text[: mention.start()])
+        found.append({"type": "mention", "offset": offset, "length": units(mention[0])})
     return found
 
 

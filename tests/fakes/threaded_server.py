@@ -21,8 +21,10 @@ SHUTDOWN_TIMEOUT_S = 10.0
 class ThreadedServer:
     """uvicorn serving `app` on 127.0.0.1 from a daemon thread."""
 
-    def __init__(self, app: ASGIApp, name: str, host: str = "127.0.0.1") -> None:
+    def __init__(self, app: ASGIApp, name: str, host: str = "127.0.0.1", ws: str = "none") -> None:
         self._app = app
+        #: uvicorn's WebSocket implementation: "none" unless the app serves WebSockets.
+        self.ws = ws
         #: The address it binds: loopback, or a test's link to another network namespace.
         self.host = host
         self._name = name
@@ -54,7 +56,7 @@ class ThreadedServer:
             log_level="warning",
             access_log=False,
             lifespan="on",
-            ws="none",
+            ws=self.ws,
             timeout_graceful_shutdown=2,
         )
         self._server = uvicorn.Server(config)

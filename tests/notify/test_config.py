@@ -33,7 +33,7 @@ def test_channels_are_named_apprise_urls_with_placeholders(roster: Path):
     [
         ("mailtos://me:hunter2@example.com", "the password"),
         ("tgram://123456789:AAE-abcdefghijklmnop/1234", "the bot token"),
-        ("ntfy://ntfy.sh/topic?token=tk_abcdef", "the token= parameter"),
+        ("ntfy://ntfy.sh/topic?token=tk_abcdef", "the token"),
         ("json://hooks.example/x?apikey=abc123", "the apikey= parameter"),
     ],
 )

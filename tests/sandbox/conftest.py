@@ -17,8 +17,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-import butler.sandbox.jail as jail_module
-from butler.sandbox.native import compiled_bridge
+from butler.sandbox.bridge_binary import bridge_binary
 from tests.builders.conftest import repo, tmux_socket  # noqa: F401 - builder fixtures
 from tests.conftest import TEST_DSN
 from tests.helpers import DaemonProcess, butler_client, free_port, require_jail, write_butler
@@ -96,13 +95,8 @@ def jailed(tmp_path: Path, schema_name: str) -> Iterator[Jailed]:
         yield Jailed(daemon, folder, data, schema_name)
 
 
-@pytest.fixture(params=["c", "python"])
-def bridge(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Each bridge in turn for the jails this process starts: the C one (which must build
-    here) and the Python one, which jails run where no compiler is."""
+@pytest.fixture
+def bridge() -> str:
+    """The bridge every jail runs (built by ``pip install -e .``, see scripts/setup-dev)."""
     require_jail()
-    if request.param == "c":
-        assert compiled_bridge() is not None, "the C bridge did not build: is cc installed?"
-    else:
-        monkeypatch.setattr(jail_module, "compiled_bridge", lambda: None)
-    yield request.param
+    return str(bridge_binary())

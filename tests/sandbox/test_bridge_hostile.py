@@ -1,5 +1,5 @@
 """A hostile runtime against its bridge: what it does inside the jail must not get it past
-the jail's bounds nor fool the daemon. Each case runs with the C bridge and the Python one.
+the jail's bounds nor fool the daemon.
 
 Real bubblewrap, real processes; the runtime is a shell script doing what a runtime the
 model controls could do.

@@ -1,11 +1,9 @@
-"""The C bridge and the Python bridge do the same: each case runs in a real jail with both.
+"""The jail's bridge (``bridge_*.c``, built when butler is installed), in a real jail.
 
-The C one (``bridge_*.c``, built by ``sandbox/native.py``) is what jails run
-where a compiler is; the Python one (``bridge.py``) where none is. Cases: the
-proxy port reaches an allowed host and is refused another, a forwarded
-loopback port reaches the host's, the runtime's exit status and its death by
-a signal come out as bubblewrap reports them, a program that cannot start is
-named, and ``linger`` reports the runtime's end and waits for what it left.
+Cases: the proxy port reaches an allowed host and is refused another, a forwarded
+loopback port reaches the host's, the runtime's exit status and its death by a
+signal come out as bubblewrap reports them, a program that cannot start is named,
+and ``linger`` reports the runtime's end and waits for what it left.
 """
 
 from __future__ import annotations

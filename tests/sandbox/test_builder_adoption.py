@@ -54,7 +54,15 @@ def test_a_builder_calls_its_butler_after_a_restart(request, fixture):
     jail = daemon.data_dir / "butlers" / "tester" / "builders" / builder["id"] / "jail.json"
     assert jail.exists() == (fixture == "jailed_builders")
     jail_folder = Path(json.loads(jail.read_text())["folder"]) if jail.exists() else None
+    # What it leaves in its butler folder after the restart (here made for it) is looked
+    # after at its end, as a builder's the daemon started.
+    subprocess.run(["git", "init", "-q", str(daemon.folder / "left")], check=True)
     assert daemon.cli("stop", builder["id"]).returncode == 0
-    assert daemon.row(builder["session_id"])["status"] == "cancelled"
+    row = daemon.row(builder["session_id"])
+    assert row["status"] == "cancelled"
     if jail_folder is not None:
         assert not jail_folder.exists()
+        left = daemon.folder / "left" / ".git" / "HEAD"
+        assert row["metadata"]["sandbox"]["disarmed"] == [
+            {"path": str(left), "now": "HEAD.disarmed"}
+        ]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from butler.builders.git import prepare
 from butler.sandbox import probe
 from butler.sandbox.policy import JailPolicy, bwrap_argv
 from tests.builders import conftest as builder_fixtures
@@ -34,6 +35,7 @@ def tries(*paths: Path) -> str:
 
 def test_a_builder_commits_but_writes_nothing_that_chooses_code(repo: Path):
     worktree = repo / ".builders" / "b1"
+    prepare(repo)  # as the daemon does before each builder
     run("git", "worktree", "add", "-q", "-b", "builder/b1", str(worktree), "HEAD", cwd=repo)
     git_dir, own = repo / ".git", repo / ".git" / "worktrees" / "b1"
     policy = JailPolicy(writable=(worktree, git_dir), cwd=worktree)
@@ -104,6 +106,7 @@ def test_a_builder_of_the_butler_folders_own_repository_still_commits(tmp_path: 
     run("git", "-c", "user.name=t", "-c", "user.email=t@t", "add", ".", cwd=folder)
     run("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init", cwd=folder)
     worktree = folder / ".builders" / "b1"
+    prepare(folder)
     run("git", "worktree", "add", "-q", "-b", "builder/b1", str(worktree), cwd=folder)
     held = (folder / ".git", folder / ".builders")  # as a session's jail holds them
     policy = JailPolicy(writable=(folder, worktree, folder / ".git"), cwd=worktree, held=held)

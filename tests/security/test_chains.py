@@ -13,12 +13,14 @@ from typing import Any
 
 import pytest
 
+from tests.builders import conftest as builder_fixtures
 from tests.helpers import InProcessButler, butler_client, eventually
 from tests.security.conftest import agent_runtime
 
 pytestmark = pytest.mark.slow  # a real server, and runtimes as processes
 
 ENDED = ("succeeded", "failed", "cancelled")
+repo, tmux_socket = builder_fixtures.repo, builder_fixtures.tmux_socket
 
 
 def generations(count: int, tool: str = "session_start") -> list[dict[str, Any]]:
@@ -94,3 +96,34 @@ async def test_a_session_waiting_on_its_own_slot_is_answered_at_once_and_its_chi
     assert answer["success"] is False and answer["session_id"] == rows[1]["id"]
     assert answer["error"].startswith("queued: every session slot is busy")
     assert rows[1]["status"] == "succeeded" and rows[1]["parent_session_id"] == rows[0]["id"]
+
+
+async def test_an_interactive_builder_and_what_it_starts_count_in_the_sessions_chain(
+    serve, repo, tmux_socket
+):
+    """Before, a session's interactive builder began a chain of its own (depth 0), so
+    session -> builder -> session -> builder ... passed every bound."""
+    # The builder's terminal runs the same scripted agent: its task is its steps.
+    runtime = agent_runtime(max_chain_depth=1)
+    runtime["interactive_command"] = runtime["command"]
+    builder_steps = [{"tool": "session_start", "args": {"prompt": "[]"}}]
+    spawn = {"repo": str(repo), "task": json.dumps(builder_steps)}
+    extra = f'[butler.builders]\nrepos = ["{repo}"]\n'
+    async with serve(runtime=runtime, extra=extra) as butler:
+        root = await trigger(butler, [{"tool": "builder_spawn", "args": spawn}])
+        assert json.loads(root["output"])[0]["ok"], root["output"]
+
+        async def answered() -> list[dict[str, Any]] | None:
+            """The rows once the builder's call was refused or its session started."""
+            rows = await butler.butler.sessions.list(limit=100)
+            refused = any("chain_refused" in row["metadata"] for row in rows)
+            return rows if refused or len(rows) > 2 else None
+
+        rows = await eventually(answered, timeout=60)
+    assert len(rows) == 2  # the root and its builder; the builder's session never started
+    (builder,) = [row for row in rows if row["id"] != root["session_id"]]
+    assert builder["parent_session_id"] == root["session_id"]
+    assert (builder["root_id"], builder["chain_depth"]) == (root["session_id"], 1)
+    refusal = builder["metadata"]["chain_refused"]
+    assert refusal.startswith("chain too deep: this session is 1 sessions from its root")
+    assert "[butler.runtime] max_chain_depth = 1" in refusal

@@ -13,11 +13,13 @@ from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
+from butler.config import load_config
 from butler.security import login
 from butler.security.http import RequireToken
 from butler.security.owner_token import token_path
 from butler.security.session_tokens import SessionTokens
-from tests.helpers import REPO, TEST_TOKEN
+from tests.conftest import TEST_DSN
+from tests.helpers import REPO, TEST_TOKEN, DaemonProcess, free_port, write_butler
 
 pytestmark = pytest.mark.slow  # a real server
 
@@ -102,6 +104,46 @@ async def test_a_roster_ticket_logs_in_once(butler):
         assert again.status_code == 401 and "set-cookie" not in again.headers
         other = login.mint_ticket("another-butlers-token-0123456789abcdef")
         assert (await replay.get(f"/?ticket={other}", headers=PAGE)).status_code == 401
+
+
+def test_a_roster_ticket_replayed_after_a_restart_is_refused(roster, schema_name):
+    """Redeemed tickets were kept in memory only: a ticket seen once (a browser's
+    history, a proxy's log) logged in again once the daemon had restarted."""
+    port = free_port()
+    folder = write_butler(roster, "tester", port=port, schema=schema_name)
+    daemon = DaemonProcess(folder, port=port, database_url=TEST_DSN)
+    ticket = login.mint_ticket(TEST_TOKEN)
+    with daemon:
+        first = httpx2.get(f"{daemon.url}/?ticket={ticket}", headers=PAGE, timeout=10)
+        assert first.status_code == 303 and "Max-Age=2592000" in cookie_of(first)
+    with daemon:  # the same butler, a new process
+        replay = httpx2.get(f"{daemon.url}/?ticket={ticket}", headers=PAGE, timeout=10)
+        assert replay.status_code == 401 and "set-cookie" not in replay.headers
+        fresh = login.mint_ticket(TEST_TOKEN)
+        assert httpx2.get(f"{daemon.url}/?ticket={fresh}", timeout=10).status_code == 303
+    kept = login.tickets_path(load_config(folder)).read_text().split()
+    assert len(kept) == 4 and all(nonce in ticket + fresh for nonce in kept[1::2])
+
+
+def test_redeemed_tickets_are_kept_bounded_and_forgotten_at_their_expiry(tmp_path):
+    now = [time.time()]
+    store = tmp_path / "tickets"
+    tickets = login.Tickets(store, clock=lambda: now[0])
+    assert tickets.redeem(login.mint_ticket(TEST_TOKEN, now[0]), TEST_TOKEN)
+    assert (store.stat().st_mode & 0o777) == 0o600 and len(store.read_text().splitlines()) == 1
+    now[0] += login.TICKET_LIFETIME_S + 1
+    assert tickets.redeem(login.mint_ticket(TEST_TOKEN, now[0]), TEST_TOKEN)
+    assert len(store.read_text().splitlines()) == 1  # the expired one is gone from the file
+    store.write_text("garbage\n" + store.read_text())  # a line that is none is skipped
+    assert len(login.Tickets(store, clock=lambda: now[0])._redeemed) == 1
+
+
+def test_a_ticket_whose_use_cannot_be_written_is_refused(tmp_path):
+    (tmp_path / "data").write_text("a file where the data folder should be\n")
+    tickets = login.Tickets(tmp_path / "data" / "tickets")
+    ticket = login.mint_ticket(TEST_TOKEN)
+    assert not tickets.redeem(ticket, TEST_TOKEN)
+    assert not tickets.redeem(ticket, TEST_TOKEN)  # and it stays used
 
 
 async def test_rotating_the_token_ends_every_login_at_once(serve, monkeypatch):

@@ -1,5 +1,6 @@
 """The modules that handle folders a runtime can write open nothing there themselves: every
-read, listing and write goes through butler/security/untrusted.py (docs/security.md, "The
+read, listing and write goes through butler/security/untrusted.py (or its walk of a whole
+tree, untrusted_walk.py) (docs/security.md, "The
 daemon's hands: the trust map"). Checked from the source, so a new ``read_text`` in one
 of them fails here until it goes through the module or is allowed below with its reason."""
 
@@ -18,6 +19,9 @@ HANDLERS = (
     "builders/plan.py",
     "builders/git.py",
     "sandbox/policy.py",
+    "sandbox/git_view.py",
+    "security/repositories.py",
+    "builders/git_folder.py",
     "runtimes/transcripts.py",
     "runtimes/terminals.py",
     "runtimes/claude_code.py",
@@ -31,6 +35,8 @@ HANDLERS = (
     "spawner/workspace.py",
     "notify/attachment.py",
 )
+#: The one way in: the untrusted-file module, and its walk of a whole tree.
+THROUGH = ("untrusted", "untrusted_walk")
 #: Calls that open, list, copy or make a file by path.
 TOUCHES = set(
     """open read_text read_bytes write_text write_bytes iterdir glob rglob scandir listdir
@@ -58,7 +64,7 @@ def touches(module: str, package: Path = PACKAGE) -> set[tuple[str, str, str]]:
             func = node.func
             if isinstance(func, ast.Attribute):
                 through = func.value
-                if isinstance(through, ast.Name) and through.id == "untrusted":
+                if isinstance(through, ast.Name) and through.id in THROUGH:
                     continue
                 name = func.attr
             elif isinstance(func, ast.Name):

@@ -9,6 +9,7 @@ make their own users and rooms, so they never see each other's messages.
     synapse.register("person") -> MatrixUser (user id, password, access token)
     synapse.create_room(person, alias) -> room id (a public room, for notify's bot)
     synapse.direct_room(person, bot_id) -> room id (a private room, for a channel's bot)
+    synapse.group_room(person, invite) / join(person, room) -> a room of several people
     synapse.say(person, room, text) / upload(person, data, type) -> event id / mxc:// address
     synapse.messages(person, room_id) -> the room's m.room.message events
     synapse.typing(person, room, since) / position(person) -> who types, sync tokens
@@ -221,6 +222,15 @@ class Synapse:
             state = {"type": "m.room.encryption", "state_key": "", "content": algorithm}
             body["initial_state"] = [state]
         return self.call("POST", "/_matrix/client/v3/createRoom", body, person.token)["room_id"]
+
+    def group_room(self, owner: MatrixUser, invite: list[str], name: str = "Family") -> str:
+        """A private room of several people: ``owner`` makes it and invites ``invite``."""
+        body = {"preset": "private_chat", "invite": invite, "name": name}
+        return self.call("POST", "/_matrix/client/v3/createRoom", body, owner.token)["room_id"]
+
+    def join(self, person: MatrixUser, room: str) -> None:
+        """``person`` accepts an invite to ``room``."""
+        self.call("POST", f"/_matrix/client/v3/join/{_q(room)}", {}, person.token)
 
     def say(self, person: MatrixUser, room: str, content: dict[str, Any] | str) -> str:
         """``person`` sends a message (text, or a whole content) to ``room``; its event id."""

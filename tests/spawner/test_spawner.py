@@ -258,7 +258,7 @@ async def test_memory_context_is_appended_and_episode_stored(make_spawner, db):
 
 async def test_memory_failure_does_not_block_the_session(make_spawner, caplog):
     class BrokenMemory:
-        async def fetch_memory_context(self):
+        async def fetch_memory_context(self, session_id=None, scope="butler"):
             raise ConnectionError("memory store down")
 
         async def store_session_episode(self, *args):

@@ -7,8 +7,9 @@ import functools
 
 from fastmcp import Client
 
+from butler.adapters.fastmcp import ButlerMCP
 from butler.context import ButlerContext
-from butler.server import _ButlerMCP, build_mcp
+from butler.server import build_mcp
 from butler.store.state import StateStore
 from tests.fakes.runtime import FakeAdapter
 
@@ -73,7 +74,7 @@ async def _advertised(mcp, tool: str) -> dict:
 
 
 async def test_a_class_made_per_butler_is_never_taken_from_another_butlers_tool():
-    first, second = _ButlerMCP("first"), _ButlerMCP("second")
+    first, second = ButlerMCP("first"), ButlerMCP("second")
     _choices_tool(first, ["mail", "sms"])
     _choices_tool(second, ["slack"])
     assert "'slack'" in repr(await _advertised(second, "send"))
@@ -92,7 +93,7 @@ def _logged(fn):
 
 
 async def test_tools_behind_one_decorator_keep_their_own_names():
-    mcp = _ButlerMCP("decorated")
+    mcp = ButlerMCP("decorated")
 
     @mcp.tool
     @_logged

@@ -1,0 +1,112 @@
+"""Whose conversation a session serves, read from the session rows themselves.
+
+A session started by a chat message (trigger source ``route``) carries the
+channel, the sender and the conversation in its metadata, written by the
+inbox; every session a session starts records its chain's root
+(``root_id``). So the tenant of any session is its root's: a root started
+for a chat makes the whole chain that person's; a root the owner started (a
+call, a schedule, the dashboard) makes it the owner's, with no tenant. A
+session of a tenant sees the sessions whose root matches it, memory of
+those only, and state under its own prefix.
+
+Nothing a runtime sends chooses the tenant: its token names its session
+(``security/session_tokens.py``), and the rows say the rest. A row that
+cannot be found makes a tenant of nobody (its own chain only), never the
+owner.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from butler.store.db import Database
+
+#: The trigger source of sessions started for a chat message (the inbox's and router's).
+CHAT = "route"
+#: What a sender's session sees: its conversation's, its sender's, or the whole butler's.
+SCOPES = ("conversation", "sender", "butler")
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """The person a chain of sessions serves, and how much of their history it sees."""
+
+    #: The root of the asking session's chain: always within its own scope.
+    root: uuid.UUID
+    #: What the metadata of a chat's root session holds for that session's chain to be
+    #: in scope (None: only this chain).
+    match: dict[str, str] | None
+    #: Names the tenant's share of the butler's state (``tenant/<key>/...``).
+    key: str
+
+    @property
+    def state_prefix(self) -> str:
+        return f"tenant/{self.key}/"
+
+    def where(self, first: int, alias: str = "sessions") -> tuple[str, list[Any]]:
+        """A SQL condition on ``alias`` (a sessions row) for rows in scope, with its
+        arguments numbered from ``$first``."""
+        chain = f"COALESCE({alias}.root_id, {alias}.id)"
+        if self.match is None:
+            return f"{chain} = ${first}", [self.root]
+        roots = (
+            f"SELECT r.id FROM sessions r WHERE r.trigger_source = '{CHAT}'"
+            f" AND r.metadata @> ${first + 1}::jsonb"
+        )
+        return f"({chain} = ${first} OR {chain} IN ({roots}))", [self.root, self.match]
+
+
+async def tenant_of(db: Database, session_id: str | uuid.UUID, scope: str) -> Tenant | None:
+    """The tenant of ``session_id`` under the butler's ``scope``; None for the owner's."""
+    try:
+        key = uuid.UUID(str(session_id))
+    except ValueError:
+        return nobody(uuid.UUID(int=0))
+    row = await db.fetchrow(
+        "SELECT COALESCE(s.root_id, s.id) AS root, r.id AS found, r.trigger_source,"
+        " r.metadata FROM sessions s LEFT JOIN sessions r ON r.id = COALESCE(s.root_id, s.id)"
+        " WHERE s.id = $1",
+        key,
+    )
+    if row is None:
+        return nobody(key)
+    if row["found"] is None:
+        return nobody(row["root"])
+    if row["trigger_source"] != CHAT or scope == "butler":
+        return None
+    return scoped(row["root"], _metadata(row["metadata"]), scope)
+
+
+def scoped(root: uuid.UUID, metadata: dict[str, Any], scope: str) -> Tenant:
+    """The tenant of a chain whose root a chat started, with ``metadata``, under ``scope``."""
+    channel, sender = str(metadata.get("channel", "")), str(metadata.get("sender", ""))
+    if scope == "sender" and channel and sender:
+        digest = hashlib.sha256(f"{channel}\0{sender}".encode()).hexdigest()[:24]
+        return Tenant(root, {"channel": channel, "sender": sender}, f"sender-{digest}")
+    conversation = metadata.get("conversation_id")
+    if conversation:
+        return Tenant(root, {"conversation_id": str(conversation)}, f"conversation-{conversation}")
+    return nobody(root)
+
+
+def nobody(root: uuid.UUID) -> Tenant:
+    """A tenant that sees its own chain and nothing else."""
+    return Tenant(root, None, f"chain-{root}")
+
+
+async def in_scope(db: Database, tenant: Tenant, session_id: str) -> bool:
+    """Whether the session ``session_id`` is within ``tenant``'s scope."""
+    try:
+        key = uuid.UUID(str(session_id))
+    except ValueError:
+        return False
+    clause, args = tenant.where(2)
+    found = await db.fetchval(f"SELECT 1 FROM sessions WHERE id = $1 AND {clause}", key, *args)
+    return found is not None
+
+
+def _metadata(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,36 @@
+"""Which person a chain serves and what it sees: the scoping rules, without a database."""
+
+from __future__ import annotations
+
+import uuid
+
+from butler.store.tenants import scoped
+
+ROOT = uuid.UUID(int=7)
+META = {"channel": "telegram", "sender": "1001", "conversation_id": "c-1", "chat": "1001"}
+
+
+def test_by_default_a_sender_sees_their_conversation():
+    tenant = scoped(ROOT, META, "conversation")
+    assert tenant.match == {"conversation_id": "c-1"}
+    assert tenant.state_prefix == "tenant/conversation-c-1/"
+
+
+def test_widened_to_the_sender_it_sees_all_of_that_persons_conversations():
+    tenant = scoped(ROOT, META, "sender")
+    other = scoped(ROOT, {**META, "sender": "1002"}, "sender")
+    assert tenant.match == {"channel": "telegram", "sender": "1001"}
+    assert tenant.key.startswith("sender-") and tenant.key != other.key
+
+
+def test_a_chat_session_without_a_conversation_sees_only_its_own_chain():
+    tenant = scoped(ROOT, {"channel": "telegram", "sender": "1001"}, "conversation")
+    assert tenant.match is None and tenant.key == f"chain-{ROOT}"
+    clause, args = tenant.where(3)
+    assert clause == "COALESCE(sessions.root_id, sessions.id) = $3" and args == [ROOT]
+
+
+def test_the_scope_is_a_chat_roots_metadata_never_a_childs():
+    clause, args = scoped(ROOT, META, "conversation").where(1, "s")
+    assert "r.trigger_source = 'route'" in clause and "r.metadata @> $2::jsonb" in clause
+    assert args == [ROOT, {"conversation_id": "c-1"}]
