@@ -20,11 +20,12 @@ sys.path.insert(0, str(REPO))
 
 async def main(config_dir: str, dsn: str, http_port: int, sse_port: int) -> None:
     from butler.config import load_config
-    from butler.daemon import assemble, open_database
+    from butler.daemon import assemble
     from butler.server import build_mcp
+    from butler.store.opening import open_store
 
     config = load_config(Path(config_dir), db_url=dsn)
-    opened = await open_database(config)
+    opened = await open_store(config.essentials())
     try:
         mcp = build_mcp(await assemble(config, opened.db))
         common = {"host": "127.0.0.1", "show_banner": False, "log_level": "warning"}

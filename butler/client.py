@@ -20,7 +20,7 @@ from butler.security.owner_token import owner_token
 
 if TYPE_CHECKING:
     from butler.config import ButlerConfig
-    from butler.glance import Glance
+    from butler.essentials import Essentials
 
 
 class DaemonNotRunning(UserError):
@@ -36,7 +36,7 @@ def _loopback(host: str | None) -> bool:
         return False
 
 
-def _refuse_a_stranger(config: ButlerConfig | Glance, url: str) -> None:
+def _refuse_a_stranger(config: ButlerConfig | Essentials, url: str) -> None:
     """No owner token for a local port that another user's process holds.
 
     A butler that is down leaves its port free for any local user to listen
@@ -60,7 +60,7 @@ def _refuse_a_stranger(config: ButlerConfig | Glance, url: str) -> None:
 
 
 def tool_call(
-    config: ButlerConfig | Glance,
+    config: ButlerConfig | Essentials,
     tool: str,
     arguments: dict[str, Any],
     *,
@@ -78,7 +78,7 @@ def tool_call(
 
 @contextlib.contextmanager
 def daemon_tools(
-    config: ButlerConfig | Glance,
+    config: ButlerConfig | Essentials,
     *,
     timeout: float,
     tool_error: type[ButlerError] = UserError,

@@ -54,7 +54,7 @@ POLL_S = 0.1
 
 
 class Butler(Install, Protocol):
-    """A butler as these checks need it: its name, folder and address (a Glance)."""
+    """A butler as these checks need it: its name, folder and address (a Essentials)."""
 
     @property
     def host(self) -> str: ...

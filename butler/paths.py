@@ -32,7 +32,7 @@ SERVING_FILE = "serving.json"
 
 
 class Install(Protocol):
-    """A butler install: its name and its folder (a ButlerConfig, a Glance...)."""
+    """A butler install: its name and its folder (a ButlerConfig, a Essentials...)."""
 
     @property
     def name(self) -> str: ...

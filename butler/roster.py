@@ -302,7 +302,7 @@ async def start_schedules(server: ButlerServer) -> None:
     current_butler.set(server.butler.config.name)
     while not server.started:
         await asyncio.sleep(0.02)
-    server.butler.spawner.handed_over.follow()  # sessions its workers hold, taken over
+    server.butler.spawner.follow_handed_over()  # sessions its workers hold, taken over
     server.butler.builders.start()
     await server.butler.notifier.start()  # held and retried messages go on
     if server.butler.scheduler is not None:

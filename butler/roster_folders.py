@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from butler.errors import ConfigError
-from butler.glance import Glance, glance
+from butler.essentials import Essentials, read_essentials
 
 if TYPE_CHECKING:
     from butler.config import ButlerConfig
@@ -29,22 +29,22 @@ def butler_folders(roster_dir: Path) -> list[Path]:
     )
 
 
-def glance_each(roster_dir: Path) -> list[Glance | ConfigError]:
+def essentials_each(roster_dir: Path) -> list[Essentials | ConfigError]:
     """What ``butler list`` shows of each butler folder, or the error that stops it loading.
 
-    Read plainly (:mod:`butler.glance`); a folder whose shown settings are
+    Read plainly (:mod:`butler.essentials`); a folder whose shown settings are
     unclear is loaded fully, so that its mistake is named as ``butler run`` names it.
     """
-    found: list[Glance | ConfigError] = []
+    found: list[Essentials | ConfigError] = []
     for folder in butler_folders(roster_dir):
-        seen = glance(folder)
+        seen = read_essentials(folder)
         if seen is not None and seen.runtime is not None and seen.schedules is not None:
             found.append(seen)
             continue
         from butler.config import load_config
 
         try:
-            found.append(load_config(folder).glance())
+            found.append(load_config(folder).essentials())
         except ConfigError as exc:
             found.append(exc)
     return found

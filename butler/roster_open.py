@@ -70,7 +70,7 @@ async def open_all(configs: Sequence[ButlerConfig], shared: str | None) -> Opene
     async def one(config: ButlerConfig) -> OpenDatabase:
         url = config.butler.db.url or shared
         assert url is not None
-        return await open_store(config.glance(), url, leases=leases[url], budget=budgets[url])
+        return await open_store(config.essentials(), url, leases=leases[url], budget=budgets[url])
 
     results = await _each(configs, one)
     opened = Opened([r for r in results if isinstance(r, OpenDatabase)], list(leases.values()))

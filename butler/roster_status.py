@@ -16,7 +16,7 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from butler.glance import Glance
+from butler.essentials import Essentials
 from butler.security.listener import held_by_me
 from butler.security.owner_token import ENV_VAR, stored_owner_token
 
@@ -34,13 +34,13 @@ class ButlerStatus:
     channels: str = "-"
 
 
-async def statuses(configs: Sequence[Glance], timeout: float = 1.0) -> list[ButlerStatus]:
+async def statuses(configs: Sequence[Essentials], timeout: float = 1.0) -> list[ButlerStatus]:
     """Each butler with whether its ``/health`` answers (probed all at once)."""
     found = await asyncio.gather(*(asyncio.to_thread(_line, c, timeout) for c in configs))
     return list(found)
 
 
-def _line(config: Glance, timeout: float) -> ButlerStatus:
+def _line(config: Essentials, timeout: float) -> ButlerStatus:
     status = probe(config, timeout)
     channels = channels_of(config, timeout) if status == "up" else "-"
     return ButlerStatus(
@@ -48,7 +48,7 @@ def _line(config: Glance, timeout: float) -> ButlerStatus:
     )
 
 
-def channels_of(config: Glance, timeout: float = 1.0) -> str:
+def channels_of(config: Essentials, timeout: float = 1.0) -> str:
     """The butler's chat channels as its ``/api/status`` says, asked with its owner token.
 
     The token goes only to a port this user holds, and is never created here.
@@ -73,7 +73,7 @@ def channels_of(config: Glance, timeout: float = 1.0) -> str:
     return ", ".join(shown) or "-"
 
 
-def probe(config: Glance, timeout: float = 1.0) -> str:
+def probe(config: Essentials, timeout: float = 1.0) -> str:
     """``up``, ``degraded`` (database down), ``down``, or ``other`` (someone else's port)."""
     host = "127.0.0.1" if config.host in ("0.0.0.0", "::", "") else config.host
     try:
@@ -92,7 +92,7 @@ def probe(config: Glance, timeout: float = 1.0) -> str:
     return "up" if isinstance(body, dict) and body.get("butler") == config.name else "other"
 
 
-def _is_ours(error: urllib.error.HTTPError, config: Glance) -> bool:
+def _is_ours(error: urllib.error.HTTPError, config: Essentials) -> bool:
     try:
         body = json.loads(error.read())
     except (OSError, ValueError):

@@ -17,12 +17,12 @@ from butler.runtimes.base import RuntimeAdapter
 from butler.spawner.spawner import Spawner
 from butler.store.credentials import CredentialStore
 from butler.store.db import Database, quote_ident
-from butler.store.memory import PostgresMemory
+from butler.store.memory import Memory, PostgresMemory
 from butler.store.migrations import migrate
 from butler.store.sessions import SessionStore
 from tests.database import SuiteDatabase
 from tests.fakes.runtime import FakeAdapter
-from tests.helpers import TEST_TOKEN, free_port, write_butler
+from tests.helpers import TEST_TOKEN, free_port, spawner_over, write_butler
 
 #: The fake model server and MCP probe fixtures serve every test package, and so do the
 #: real servers tests run (a Matrix homeserver, a mail server, an MQTT subscriber, a webhook).
@@ -150,6 +150,7 @@ def make_spawner(db, roster):
         extra: str = "",
         prompt: str = "You are a test butler.\n",
         environ: dict[str, str] | None = None,
+        memory: Memory | None = None,
     ) -> Spawner:
         folder = write_butler(
             roster,
@@ -161,12 +162,13 @@ def make_spawner(db, roster):
             prompt=prompt,
         )
         config = load_config(folder)
-        return Spawner(
+        return spawner_over(
             config,
-            adapter or FakeAdapter(config.runtime),
-            SessionStore(db),
-            CredentialStore(db, environ or {"ANTHROPIC_API_KEY": "sk-test"}),
-            memory=PostgresMemory(db),
+            db,
+            adapter=adapter or FakeAdapter(config.runtime),
+            sessions=SessionStore(db),
+            credentials=CredentialStore(db, environ or {"ANTHROPIC_API_KEY": "sk-test"}),
+            memory=memory or PostgresMemory(db),
         )
 
     return build

@@ -104,6 +104,18 @@ def write_butler(
     return folder
 
 
+def spawner_over(config: Any, db: Any, **parts: Any) -> Any:
+    """The butler's spawner as its daemon assembles it (``Execution.over``), with
+    ``parts`` in place of its own: a fake adapter, credentials from a given
+    environment, a store that fails on cue."""
+    import dataclasses
+
+    from butler.spawner.execution import Execution
+    from butler.spawner.spawner import Spawner
+
+    return Spawner(dataclasses.replace(Execution.over(config, db), **parts))
+
+
 def wait_until(predicate: Any, timeout: float = 30.0, interval: float = 0.05) -> Any:
     """Poll ``predicate`` until it returns a truthy value or the deadline passes."""
     deadline = time.monotonic() + timeout
@@ -235,11 +247,12 @@ class InProcessButler:
         import uvicorn
 
         from butler.config import load_config
-        from butler.daemon import assemble, open_database
+        from butler.daemon import assemble
         from butler.server import build_app
+        from butler.store.opening import open_store
 
         self.config = load_config(self.config_dir, db_url=self.database_url)
-        self.opened = await open_database(self.config)
+        self.opened = await open_store(self.config.essentials())
         self.butler = await assemble(self.config, self.opened.db)
         server_config = uvicorn.Config(
             build_app(self.butler),

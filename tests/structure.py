@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("parts", ("butler.runtimes", "butler.store", "butler.security")),
     ("helpers", ("butler.logs", "butler.paths", "butler.jsonfile", "butler.tomlfile",
                  "butler.telemetry", "butler.http_limits", "butler.http_quiet",
-                 "butler.hygiene", "butler.root", "butler.mcp_http", "butler.glance",
+                 "butler.hygiene", "butler.root", "butler.mcp_http", "butler.essentials",
                  "butler.adapters")),
     # Leaves that import nothing of butler, used from every layer: the package's
     # version, the errors, the one private-file writer, the one way to touch what a
@@ -160,7 +160,7 @@ SESSION_PATH: dict[str, frozenset[str]] = {
          "reap_orphans", "lifecycle", "_lifecycle"}
     ),
     "builds a runtime argv or environment": frozenset(
-        {"build_invocation", "InvocationRequest", "build_runtime_env", "interactive_command",
+        {"build_invocation", "build_runtime_env", "interactive_command",
          "write_launcher", "TERMINAL_VARS"}
     ),
     "writes a runtime config file": frozenset({"mcp_config_files", "write_files", "empty_files"}),

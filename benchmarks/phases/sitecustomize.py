@@ -69,8 +69,9 @@ def _install() -> None:
     from claude_agent_sdk._internal.transport import subprocess_cli
 
     import butler.runtimes.claude_code as claude
+    import butler.spawner.closing as closing
+    import butler.spawner.execution as execution
     import butler.spawner.lifecycle as lifecycle
-    import butler.spawner.local as local
     import butler.spawner.sandboxing as sandboxing
     import butler.spawner.spawner as spawner
     import butler.spawner.workspace as workspace
@@ -79,10 +80,10 @@ def _install() -> None:
     for owner, attr in [  # in the order a trigger meets them
         (spawner.Spawner, "start"),
         (lifecycle.SessionLifecycle, "create"),
-        (local, "memory_context"),
+        (execution, "memory_context"),
         (workspace.Workspace, "create"),
         (workspace.Workspace, "place"),
-        (local, "build_invocation"),
+        (execution, "build_invocation"),
         (sandboxing, "_take_warm"),
         (sandboxing, "start_jail_for"),
         (claude, "cli_launcher"),
@@ -91,11 +92,11 @@ def _install() -> None:
         (claude.CliGroup, "kill"),
         (jail.Jail, "close"),
         (workspace.Workspace, "remove"),
-        (spawner.Spawner, "_own_share"),
+        (closing, "recorded_share"),
         (lifecycle.SessionLifecycle, "complete"),
     ]:
         _wrap(owner, attr)
-    _wrap_block(local, "jailed", "jailed")
+    _wrap_block(execution, "jailed", "jailed")
     _stream(subprocess_cli.SubprocessCLITransport)
     _trigger(spawner.Spawner)
     del anyio

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from butler.channels.base import Channel, ChannelState, Misconfigured, Need
 from butler.channels.inbox import Inbox
-from butler.channels.link import Link
+from butler.channels.live import LiveChannel
 from butler.channels.service import ChannelService, Resolve
 from butler.channels.switchboard import Router, Target
 from butler.config import ButlerConfig
@@ -133,7 +133,9 @@ def build_services(
         resolve = host.spawner.credentials.resolve
         need = needing(resolve, hint)
         links = [
-            Link(new_channel(kind, s, need), ChannelState(kind, host.name, via), r, conversations)
+            LiveChannel(
+                new_channel(kind, s, need), ChannelState(kind, host.name, via), r, conversations
+            )
             for kind, s, r, via in plan
         ]
         secrets = {kind: s.credential for kind, s, _, _ in plan}

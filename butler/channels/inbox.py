@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from butler.channels.attachments import Refused, check, fetch_all
 from butler.channels.gate import Action, Entry, admit, unproven_notice
 from butler.channels.limits import REFUSAL_EVERY_S, SLOW_DOWN_EVERY_S, Notices, RateLimit
-from butler.channels.link import Link
+from butler.channels.live import LiveChannel
 from butler.channels.message import Inbound
 from butler.channels.pairing import digest
 from butler.channels.prompt import HISTORY_MESSAGES, framing, prompt_of
@@ -65,7 +65,7 @@ class Inbox:
         self.refusals = Notices(REFUSAL_EVERY_S)
         self.slow_downs = Notices(SLOW_DOWN_EVERY_S)
 
-    async def handle(self, link: Link, message: Inbound, row_id: int) -> None:
+    async def handle(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
         """Answer one message; a failure is recorded and said in one line, never raised."""
         try:
             await self._handle(link, message, row_id)
@@ -76,7 +76,7 @@ class Inbox:
             await self.conversations.mark(row_id, "failed")
             await link.say(message, "Something went wrong answering this; see the butler's log.")
 
-    async def _handle(self, link: Link, message: Inbound, row_id: int) -> None:
+    async def _handle(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
         settings = link.channel.settings
         rate = self.rates.setdefault(link.kind, RateLimit(settings.max_messages_per_minute))
         if not rate.allow(message.sender):
@@ -108,7 +108,7 @@ class Inbox:
                 await self._converse(link, exchange)
 
     async def _prepare(
-        self, link: Link, message: Inbound, row_id: int, text: str, fresh: bool
+        self, link: LiveChannel, message: Inbound, row_id: int, text: str, fresh: bool
     ) -> Exchange | None:
         """Route the message and fetch its attachments; None when it was answered already."""
         settings = link.channel.settings
@@ -140,7 +140,7 @@ class Inbox:
         )
         return Exchange(message, row_id, route, target, thread, files)
 
-    async def _converse(self, link: Link, exchange: Exchange) -> None:
+    async def _converse(self, link: LiveChannel, exchange: Exchange) -> None:
         """Run the butler's session and send its answer (or its failure) back."""
         message, thread, butler = exchange.message, exchange.thread, exchange.route.butler
         assert butler is not None
@@ -211,7 +211,9 @@ class Inbox:
             },
         )
 
-    async def _stranger(self, link: Link, message: Inbound, row_id: int, entry: Entry) -> None:
+    async def _stranger(
+        self, link: LiveChannel, message: Inbound, row_id: int, entry: Entry
+    ) -> None:
         """An unpaired sender: paired when the message is a good code, else refused."""
         name = display_name(message.display_name)
         if entry.code and await self.senders.redeem(
@@ -231,7 +233,9 @@ class Inbox:
         if entry.notice and self.refusals.due(f"{link.kind}:{message.sender}"):
             await link.say(message, entry.notice)
 
-    async def _unproven(self, link: Link, message: Inbound, row_id: int, entry: Entry) -> None:
+    async def _unproven(
+        self, link: LiveChannel, message: Inbound, row_id: int, entry: Entry
+    ) -> None:
         """A sender the channel could not prove: refused in one line of the log and on the
         row; a paired address is told, at most once a day."""
         reason = message.unproven or "unproven"
@@ -246,18 +250,18 @@ class Inbox:
         if not await self.conversations.told_since(link.kind, message.chat, NOTICE_MARK, since):
             await link.say(message, entry.notice)
 
-    async def _slow_down(self, link: Link, message: Inbound, row_id: int) -> None:
+    async def _slow_down(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
         limit = link.channel.settings.max_messages_per_minute
         await self.conversations.mark(row_id, "refused", reason=f"over {limit} messages a minute")
         paired = await self.senders.is_paired(link.kind, message.sender)
         if paired and self.slow_downs.due(f"{link.kind}:{message.sender}"):
             await link.say(message, f"Too many messages: at most {limit} a minute. Wait a moment.")
 
-    async def _refuse(self, link: Link, message: Inbound, row_id: int, line: str) -> None:
+    async def _refuse(self, link: LiveChannel, message: Inbound, row_id: int, line: str) -> None:
         await self.conversations.mark(row_id, "refused", reason=line)
         await link.say(message, line)
 
-    async def interrupted(self, link: Link, message: Inbound, row_id: int) -> None:
+    async def interrupted(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
         """A message whose session a stopped daemon left unfinished: say so, once."""
         await self.conversations.mark(row_id, "failed")
         await link.say(message, "The butler stopped while answering this; please send it again.")

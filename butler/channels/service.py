@@ -23,7 +23,7 @@ from butler.channels.backoff import Backoff
 from butler.channels.base import Misconfigured
 from butler.channels.gate import Overheard, overheard
 from butler.channels.inbox import Inbox
-from butler.channels.link import Link
+from butler.channels.live import LiveChannel
 from butler.channels.message import Batch, Inbound
 from butler.channels.text import one_line
 from butler.store.conversations import ConversationStore, MessageRecord
@@ -43,7 +43,7 @@ class ChannelService:
 
     def __init__(
         self,
-        links: Sequence[Link],
+        links: Sequence[LiveChannel],
         inbox: Inbox,
         conversations: ConversationStore,
         resolve: Resolve,
@@ -86,7 +86,7 @@ class ChannelService:
                 await link.channel.close()
             link.state.moved("stopped")
 
-    async def _read(self, link: Link) -> None:
+    async def _read(self, link: LiveChannel) -> None:
         backoff = Backoff()
         recovered = False
         while True:
@@ -105,7 +105,7 @@ class ChannelService:
                 await self._lost(link, exc)
                 await asyncio.sleep(backoff.next())
 
-    async def _connect(self, link: Link) -> None:
+    async def _connect(self, link: LiveChannel) -> None:
         name = self.secrets[link.kind]
         secret = await self.resolve(name)
         if not secret:
@@ -120,7 +120,7 @@ class ChannelService:
         link.state.moved("connected")
         log.info("channel connected", extra={"channel": link.kind})
 
-    async def _lost(self, link: Link, exc: Exception) -> None:
+    async def _lost(self, link: LiveChannel, exc: Exception) -> None:
         error = link.channel.redact(one_line(str(exc) or type(exc).__name__, 200))
         if link.state.status != "retrying" or link.state.error != error:
             level = logging.ERROR if isinstance(exc, Misconfigured) else logging.WARNING
@@ -131,7 +131,7 @@ class ChannelService:
         with contextlib.suppress(Exception):
             await link.channel.close()
 
-    async def _take(self, link: Link, batch: Batch) -> None:
+    async def _take(self, link: LiveChannel, batch: Batch) -> None:
         """Record each message and answer it if it is new; then move the cursor past them.
 
         A message recorded before a failure is answered all the same; delivered
@@ -148,7 +148,7 @@ class ChannelService:
         if batch.position is not None:
             await self.conversations.set_cursor(link.kind, batch.position)
 
-    async def _overheard(self, link: Link, message: Inbound) -> bool:
+    async def _overheard(self, link: LiveChannel, message: Inbound) -> bool:
         """Whether ``message`` is a group's talk not meant for the butler (left unrecorded);
         the bot leaves a group not on the allow-list, once."""
         settings = link.channel.settings
@@ -161,7 +161,7 @@ class ChannelService:
             await self._leave(link, message.chat)
         return why is not None
 
-    async def _leave(self, link: Link, chat: str) -> None:
+    async def _leave(self, link: LiveChannel, chat: str) -> None:
         """Leave a group not on the allow-list (where the channel can), said in one line."""
         where = {"channel": link.kind, "chat": chat}
         try:
@@ -175,7 +175,7 @@ class ChannelService:
         else:
             log.warning("a group not on the channel's allow-list is not heard", extra=where)
 
-    async def _recover(self, link: Link) -> None:
+    async def _recover(self, link: LiveChannel) -> None:
         for row in await self.conversations.open_messages(link.kind):
             message = Inbound.from_row(row)
             if row["status"] == "handling":
@@ -185,10 +185,10 @@ class ChannelService:
 
     def _answer(
         self,
-        link: Link,
+        link: LiveChannel,
         message: Inbound,
         row_id: int,
-        how: Callable[[Link, Inbound, int], Awaitable[None]],
+        how: Callable[[LiveChannel, Inbound, int], Awaitable[None]],
     ) -> None:
         """Answer in a task of its own, after the same sender's earlier message in the chat."""
         if len(self._answering) >= MAX_IN_HAND:
@@ -216,7 +216,7 @@ class ChannelService:
         if not task.cancelled() and task.exception() is not None:
             log.error("answering a message failed", exc_info=task.exception())
 
-    async def _too_busy(self, link: Link, message: Inbound, row_id: int) -> None:
+    async def _too_busy(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
         await self.conversations.mark(row_id, "refused", reason=f"too busy: {MAX_IN_HAND} in hand")
         await link.say(message, TOO_BUSY)
 

@@ -76,7 +76,7 @@ def with_database(config: ButlerConfig, work: Callable[[Any], Awaitable[T]]) -> 
     from butler.store.opening import open_store
 
     async def go() -> T:
-        opened = await open_store(config.glance())
+        opened = await open_store(config.essentials())
         try:
             return await work(SenderStore(opened.db))
         finally:

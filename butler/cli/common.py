@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from butler.config import ButlerConfig
-    from butler.glance import Glance
+    from butler.essentials import Essentials
 
 T = TypeVar("T")
 
@@ -171,7 +171,7 @@ def load(config_dir: Path | None, **overrides: Any) -> ButlerConfig:
         fail(str(exc))
 
 
-def address(config_dir: Path | None) -> Glance:
+def address(config_dir: Path | None) -> Essentials:
     """What a command needs to reach the butler's running daemon (name, URL, folder).
 
     Where its daemon noted it serves, when one runs: started with ``--port``, it is
@@ -181,25 +181,25 @@ def address(config_dir: Path | None) -> Glance:
 
     from butler.daemons import daemon_of
 
-    found = glance_at(config_dir)
+    found = essentials_at(config_dir)
     daemon = daemon_of(found)
     if daemon is not None and (daemon.host, daemon.port) != (found.host, found.port):
         return replace(found, host=daemon.host, port=daemon.port)
     return found
 
 
-def glance_at(config_dir: Path | None, *needs: str) -> Glance:
-    """The folder's settings read plainly (:mod:`butler.glance`): much cheaper than the load.
+def essentials_at(config_dir: Path | None, *needs: str) -> Essentials:
+    """The folder's settings read plainly (:mod:`butler.essentials`): much cheaper than the load.
 
     When they are unclear, or one of the fields ``needs`` names is, the folder
     is loaded fully, which names the mistake in one line as ``butler run`` would.
     """
-    from butler.glance import glance
+    from butler.essentials import read_essentials
 
     config_dir = butler_folder(config_dir)
-    found = glance(config_dir)
+    found = read_essentials(config_dir)
     if found is None or any(getattr(found, field) is None for field in needs):
-        return load(config_dir).glance()
+        return load(config_dir).essentials()
     return found
 
 
@@ -214,7 +214,7 @@ def serve(configs: Sequence[ButlerConfig], command: str, roster: Path | None = N
     """
     from butler import daemons
 
-    butlers = [config.glance() for config in configs]
+    butlers = [config.essentials() for config in configs]
     refuse_a_second_start(butlers, command, roster)
     daemons.note_starting(butlers, daemons.Start(command, roster))
     again = False
@@ -232,7 +232,7 @@ def serve(configs: Sequence[ButlerConfig], command: str, roster: Path | None = N
 
 
 def refuse_a_second_start(
-    butlers: Sequence[Glance], command: str, roster: Path | None = None
+    butlers: Sequence[Essentials], command: str, roster: Path | None = None
 ) -> None:
     """One line and exit 2 when a butler is served already, or its port is taken.
 

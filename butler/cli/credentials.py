@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
-from butler.cli.common import ConfigOption, console, fail, glance_at, run, sub_app
+from butler.cli.common import ConfigOption, console, essentials_at, fail, run, sub_app
 
 if TYPE_CHECKING:
-    from butler.glance import Glance
+    from butler.essentials import Essentials
     from butler.store.credentials import CredentialStore
 
 T = TypeVar("T")
@@ -60,12 +60,12 @@ def read_value(name: str) -> str:
     return value
 
 
-def where(config_dir: Path | None) -> Glance:
+def where(config_dir: Path | None) -> Essentials:
     """The butler's name and where its data is: all the credentials commands read of its folder."""
-    return glance_at(config_dir, "db_url", "db_schema")
+    return essentials_at(config_dir, "db_url", "db_schema")
 
 
-def with_store(butler: Glance, work: Callable[[CredentialStore], Awaitable[T]]) -> T:
+def with_store(butler: Essentials, work: Callable[[CredentialStore], Awaitable[T]]) -> T:
     """Open the butler's database, run ``work`` on its credentials, close it."""
     from butler.store.credentials import CredentialStore
     from butler.store.opening import open_store

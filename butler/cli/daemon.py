@@ -19,7 +19,7 @@ from butler.errors import UserError
 
 if TYPE_CHECKING:
     from butler.daemons import Daemon
-    from butler.glance import Glance
+    from butler.essentials import Essentials
 
 app = sub_app()
 
@@ -108,16 +108,16 @@ def restart(config: ConfigOption = None, roster: RosterOption = None) -> None:
         typer.echo(f"restarted {', '.join(names)} (pid {now.pid}): serving {now.url}")
 
 
-def _targets(config: Path | None, roster: Path | None) -> list[Glance]:
+def _targets(config: Path | None, roster: Path | None) -> list[Essentials]:
     """The butlers named: ``--roster``'s folders, else ``-c`` (or the current folder)."""
     if roster is None:
         return [address(config)]
     if config is not None:
         fail("give either -c DIR (one butler) or --roster DIR (a roster), not both")
-    from butler.roster_folders import glance_each
+    from butler.roster_folders import essentials_each
 
     try:
-        found = [g for g in glance_each(roster) if not isinstance(g, Exception)]
+        found = [g for g in essentials_each(roster) if not isinstance(g, Exception)]
     except UserError as exc:
         fail(str(exc))
     if not found:
@@ -129,7 +129,7 @@ def _targets(config: Path | None, roster: Path | None) -> list[Glance]:
 Served = list[tuple["Daemon", list[str]]]
 
 
-def _served(targets: list[Glance], named: bool) -> Served:
+def _served(targets: list[Essentials], named: bool) -> Served:
     """The daemons serving ``targets``; one named alone (``named``) must be served alone."""
     from butler.daemons import daemon_of
 
@@ -151,7 +151,7 @@ def _served(targets: list[Glance], named: bool) -> Served:
     return found
 
 
-def _once_serving(found: Served, targets: dict[str, Glance]) -> Served:
+def _once_serving(found: Served, targets: dict[str, Essentials]) -> Served:
     """``found``, each daemon waited for until it serves: a signal in its start would kill it
     before it could drain, with its database half-open."""
     from butler import daemons

@@ -49,7 +49,7 @@ def test(config: ConfigOption = None, channel: ChannelOption = None) -> None:
         else:
             from butler.store.opening import open_store
 
-            opened = await open_store(cfg.glance())
+            opened = await open_store(cfg.essentials())
             try:
                 tests = await test_channels(cfg, CredentialStore(opened.db), channel)
             finally:

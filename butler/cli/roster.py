@@ -29,7 +29,7 @@ from butler.errors import UserError
 
 if TYPE_CHECKING:
     from butler.config import ButlerConfig
-    from butler.glance import Glance
+    from butler.essentials import Essentials
 
 app = sub_app()
 
@@ -70,13 +70,13 @@ def load_roster(roster: Path, only: str | None, database_url: str | None = None)
         fail(str(exc))
 
 
-def plain_butlers(roster: Path, only: str | None) -> list[Glance]:
+def plain_butlers(roster: Path, only: str | None) -> list[Essentials]:
     """The roster's butlers read plainly (cheap): those whose folder is clear."""
-    from butler.glance import glance
+    from butler.essentials import read_essentials
     from butler.roster_folders import butler_folders
 
     try:
-        found = [glance(folder) for folder in butler_folders(roster)]
+        found = [read_essentials(folder) for folder in butler_folders(roster)]
     except UserError:
         return []  # the full load says what is wrong
     chosen = names(only)
@@ -116,11 +116,11 @@ def up(
 @app.command("list", epilog=LIST_EPILOG)
 def list_butlers(roster: RosterOption = Path("roster")) -> None:
     """Show the roster's butlers: port, runtime, schedules and whether each is up."""
-    from butler.roster_folders import glance_each
+    from butler.roster_folders import essentials_each
     from butler.roster_status import statuses
 
     try:
-        loaded = glance_each(roster)
+        loaded = essentials_each(roster)
     except UserError as exc:
         fail(str(exc))
     butlers = [c for c in loaded if not isinstance(c, Exception)]

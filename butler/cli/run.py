@@ -57,12 +57,12 @@ def run_butler(
     allow_root: AllowRootOption = False,
 ) -> None:
     """Run one butler daemon: MCP at /mcp (streamable HTTP) and /sse, health at /health."""
-    from butler.glance import glance
+    from butler.essentials import read_essentials
 
     refuse_root(allow_root)
     check_log_level(log_level)
     check_log_format(log_format)
-    plain = glance(butler_folder(config))
+    plain = read_essentials(butler_folder(config))
     if plain is not None:  # else the load below names what is unclear
         refuse_a_second_start([replace(plain, port=port or plain.port)], "run")
     from butler.logs import setup_logging  # imports rich: only once nothing refused the start
@@ -82,14 +82,15 @@ def db_migrate(
     ] = None,
 ) -> None:
     """Apply the pending migrations to the butler's schema and exit."""
+    from butler.store.migrations import applied_count
     from butler.store.opening import open_store
 
     cfg = load(config, db_url=database_url)
 
     async def go() -> None:
-        opened = await open_store(cfg.glance())
+        opened = await open_store(cfg.essentials())
         try:
-            total = await opened.db.fetchval("SELECT count(*) FROM butler_migrations")
+            total = await applied_count(opened.db)
         finally:
             await opened.close()
         for migration in opened.applied:

@@ -30,6 +30,8 @@ WORKER_EPILOG = (
     "  butler worker --roster roster --database-url postgresql://db.lan/butler\n\n"
     "  butler worker -r roster --only general,health --database-url postgresql://db.lan/butler\n\n"
     "  butler worker -r roster --capacity 4 --database-url postgresql://db.lan/butler\n\n"
+    "  butler worker -r roster --heartbeat-timeout 120 --database-url postgresql://db.lan/butler"
+    "\n\n"
     'Serves butlers whose \\[butler.runtime] workers = "remote" or "any", from a copy of '
     "their folders: each one's sessions run here, in this machine's jail, and call back to "
     "the butler's daemon at its \\[butler] public_url (else its host and port). A butler it "
@@ -61,20 +63,31 @@ def worker(
             help="Sessions run at once for each butler (at least 2; default: the CPU count).",
         ),
     ] = None,
+    heartbeat_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--heartbeat-timeout",
+            help="Seconds without a heartbeat after which a session's worker counts as "
+            "stopped (its session is recorded failed, never run again; default 60).",
+        ),
+    ] = None,
+    poll: Annotated[
+        float | None,
+        typer.Option(
+            "--poll",
+            help="Seconds between looks at the queue when no notification came (default 30).",
+        ),
+    ] = None,
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "auto",
 ) -> None:
     """Run the sessions the roster's daemons hand to workers, on this machine."""
     from butler.logs import setup_logging
     from butler.roster import load_roster
-    from butler.workers.worker import DEFAULT_CAPACITY, serve
+    from butler.workers.worker import WorkerSettings, serve
 
     check_log_level(log_level)
-    if capacity is not None and not 2 <= capacity <= 256:
-        fail(
-            f"--capacity: expected 2 to 256 sessions at once, found {capacity} (the job queue "
-            "takes one session at a time and wants room for two)"
-        )
+    given = _settings(capacity, heartbeat_timeout, poll)
     check_log_format(log_format)
     url = database_url or os.environ.get("DATABASE_URL") or ""
     try:
@@ -82,4 +95,20 @@ def worker(
     except UserError as exc:
         fail(str(exc))
     setup_logging(log_level, log_format)  # type: ignore[arg-type]
-    run(serve(configs, url, capacity or DEFAULT_CAPACITY), signals=True)
+    run(serve(configs, url, WorkerSettings(**given)), signals=True)
+
+
+def _settings(
+    capacity: int | None, heartbeat_timeout: float | None, poll: float | None
+) -> dict[str, float]:
+    """The worker's settings the command line gives, checked (one line for a mistake)."""
+    if capacity is not None and not 2 <= capacity <= 256:
+        fail(
+            f"--capacity: expected 2 to 256 sessions at once, found {capacity} (the job queue "
+            "takes one session at a time and wants room for two)"
+        )
+    for name, seconds in (("--heartbeat-timeout", heartbeat_timeout), ("--poll", poll)):
+        if seconds is not None and not 1 <= seconds <= 86400:
+            fail(f"{name}: expected 1 to 86400 seconds, found {seconds:g}")
+    given = {"capacity": capacity, "heartbeat_timeout_s": heartbeat_timeout, "poll_s": poll}
+    return {name: value for name, value in given.items() if value is not None}

@@ -14,7 +14,7 @@ from butler.config.sandbox import SandboxConfig
 from butler.config.schedule import ScheduleConfig
 from butler.config.section import NAME_PATTERN, Section
 from butler.config.tables import DbConfig, EnvConfig, MemoryConfig, ModuleConfig, TelemetryConfig
-from butler.glance import Glance
+from butler.essentials import Essentials
 from butler.runtimes.settings import RuntimeConfig
 
 
@@ -128,9 +128,9 @@ class ButlerConfig(BaseModel):
     def db_schema(self) -> str:
         return self.butler.db.schema_ or self.butler.name.replace("-", "_")
 
-    def glance(self) -> Glance:
-        """What commands read plainly of a folder (:mod:`butler.glance`), from this load."""
-        return Glance(
+    def essentials(self) -> Essentials:
+        """What commands read plainly of a folder (:mod:`butler.essentials`), from this load."""
+        return Essentials(
             name=self.name,
             config_dir=self.config_dir,
             host=self.butler.host,

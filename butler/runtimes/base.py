@@ -10,11 +10,12 @@ Adapters know nothing of the database, the server or the tools.
 from __future__ import annotations
 
 import json
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeGuard
 
 from butler.errors import RuntimeAdapterError
 from butler.runtimes.mcp_config import McpEndpoint, butler_file
@@ -59,6 +60,19 @@ class ToolCall:
             data["error"] = self.error
         data["source"] = self.source
         return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ToolCall:
+        """The call :meth:`to_json` gave, from another process (a worker): every field
+        checked for its type, a wrong one left at its default."""
+        arguments = data.get("arguments")
+        return cls(
+            name=_text(data.get("name")) or "",
+            arguments=arguments if isinstance(arguments, dict) else {},
+            call_id=_text(data.get("id")),
+            error=_text(data.get("error")),
+            source=_text(data.get("source")) or "runtime",
+        )
 
     def key(self) -> str:
         """Identity used to merge what the runtime reported with what the server saw."""
@@ -136,6 +150,8 @@ class Invocation:
     sandbox: Sandbox | None = None
     #: The butler's folder, where owner files live (a builder's ``cwd`` is its worktree).
     config_dir: Path | None = None
+    #: Told the id of each process group the run starts, for the session to record it.
+    on_process: Callable[[int], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -166,6 +182,56 @@ class RuntimeResult:
     num_turns: int | None = None
     #: The model the runtime reported using, when it says.
     model: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as JSON: how a worker hands it back (:meth:`from_json` reads it)."""
+        return {
+            "output": self.output,
+            "tool_calls": [call.to_json() for call in self.tool_calls],
+            "usage": asdict(self.usage),
+            "cost_usd": self.cost_usd,
+            "runtime_session_id": self.runtime_session_id,
+            "error": self.error,
+            "num_turns": self.num_turns,
+            "model": self.model,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RuntimeResult:
+        """The result :meth:`to_json` gave, from another process (a worker, which is not
+        trusted): every field checked for its type, a wrong one left at its default."""
+        calls = data.get("tool_calls")
+        usage = data.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        cost = data.get("cost_usd")
+        turns = data.get("num_turns")
+        return cls(
+            output=_text(data.get("output")) or "",
+            tool_calls=[
+                ToolCall.from_json(call)
+                for call in (calls if isinstance(calls, list) else [])
+                if isinstance(call, dict)
+            ],
+            usage=Usage(**{name: _count(usage.get(name)) for name in asdict(Usage())}),
+            cost_usd=float(cost) if _number(cost) else None,
+            runtime_session_id=_text(data.get("runtime_session_id")),
+            error=_text(data.get("error")),
+            num_turns=int(turns) if _number(turns) else None,
+            model=_text(data.get("model")),
+        )
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _number(value: object) -> TypeGuard[int | float]:
+    """A finite JSON number (not a boolean, which Python counts as one)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _count(value: object) -> int:
+    return int(value) if _number(value) else 0
 
 
 class RuntimeFailure(RuntimeAdapterError):

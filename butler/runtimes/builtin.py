@@ -1,7 +1,7 @@
 """The built-in runtime types, as ``module:Class``: a table that imports nothing.
 
 Apart from :mod:`butler.runtimes.registry` (which imports the adapters' base)
-so that a command reading a butler folder plainly (:mod:`butler.glance`) can
+so that a command reading a butler folder plainly (:mod:`butler.essentials`) can
 tell a built-in runtime type without importing any adapter.
 """
 

@@ -100,7 +100,7 @@ class ExternalAdapter(RuntimeAdapter):
     ) -> str:
         """Run one contract call; ``keep`` leaves what it started running (spawn, resume)."""
         lines: list[str] = []
-        process = RuntimeProcess()
+        process = RuntimeProcess(invocation.on_process)
         started.append(process)
         env = {
             **invocation.env,

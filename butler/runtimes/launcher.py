@@ -27,7 +27,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from butler.runtimes.launch_main import EXIT_FILE, PID_FILE
+from butler.runtimes.launch_main import EXIT_FILE
 from butler.security.private_files import write_private
 
 SPEC_FILE = "launch.spec"
@@ -69,14 +69,6 @@ def write_launcher(
         f"import launch_main\nlaunch_main.main({str(spec_path)!r}, sys.argv[1:])\n"
     )
     return write_private(script, text, how="exclusive", executable=True)
-
-
-def read_pid(folder: Path) -> int | None:
-    """The pid a launcher in ``folder`` recorded, if it got that far."""
-    try:
-        return int((folder / PID_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
 
 
 def read_exit(folder: Path) -> dict[str, int | None] | None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import os
 import signal
 import threading
@@ -36,19 +35,6 @@ KILL_GRACE_S = 3.0
 STDERR_LIMIT = 64 * 1024
 #: Longest stdout line handed on whole; a longer one is cut, marked, and the rest skipped.
 LINE_LIMIT = 16 * 1024 * 1024
-
-
-#: Told the pid of each runtime process group as it starts, so the session that
-#: owns it can record it (a daemon killed outright leaves the group behind).
-PROCESS_STARTED: contextvars.ContextVar[Callable[[int], None] | None] = contextvars.ContextVar(
-    "butler_process_started", default=None
-)
-
-
-def _started(pid: int) -> None:
-    hook = PROCESS_STARTED.get()
-    if hook is not None:
-        hook(pid)
 
 
 @dataclass(frozen=True)
@@ -165,11 +151,18 @@ async def _collect(stream: asyncio.StreamReader) -> str:
     return b"".join(chunks).decode("utf-8", errors="replace")[:STDERR_LIMIT]
 
 
-class RuntimeProcess:
-    """One runtime subprocess in its own process group."""
+def _nobody(pgid: int) -> None:
+    """No one records the process group (a run outside any session: ``ask``, a benchmark)."""
 
-    def __init__(self) -> None:
+
+class RuntimeProcess:
+    """One runtime subprocess in its own process group; ``on_start`` is told the group's
+    id as it starts, so that the session owning it can record it (a daemon or worker
+    killed outright leaves the group behind)."""
+
+    def __init__(self, on_start: Callable[[int], None] | None = None) -> None:
         self.pgid: int | None = None
+        self._on_start = on_start or _nobody
 
     async def run(
         self,
@@ -204,7 +197,7 @@ class RuntimeProcess:
             limit=LINE_LIMIT,
         )
         self.pgid = proc.pid
-        _started(proc.pid)
+        self._on_start(proc.pid)
         assert proc.stdout is not None and proc.stderr is not None
         stderr_task = asyncio.create_task(_collect(proc.stderr))
         try:
@@ -302,7 +295,6 @@ async def run_captured(
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
     )
-    _started(proc.pid)
     assert proc.stdout is not None and proc.stderr is not None
     stdout = asyncio.create_task(proc.stdout.read())
     stderr = asyncio.create_task(proc.stderr.read())

@@ -123,7 +123,7 @@ class SubprocessAdapter(RuntimeAdapter):
             write_files(command.files, (invocation.home, invocation.workdir))
         except ConfigFileError as exc:
             raise RuntimeFailure(str(exc)) from None
-        process = RuntimeProcess()
+        process = RuntimeProcess(invocation.on_process)
         parser = self.parser(invocation, process)
         relay = Relay(progress)
 

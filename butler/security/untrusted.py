@@ -182,15 +182,6 @@ def exists(root: Path, relative: str | PurePosixPath) -> bool:
     return True
 
 
-def is_folder(root: Path, relative: str | PurePosixPath) -> bool:
-    """Whether ``root/relative`` is a folder reached with no link on the way."""
-    try:
-        with folder(root, relative):
-            return True
-    except OSError:
-        return False
-
-
 def names(root: Path, relative: str | PurePosixPath = "", limit: int = MAX_NAMES) -> list[str]:
     """The names in the folder ``root/relative`` (at most ``limit``), sorted; ``[]`` when it
     is missing or is no folder reached without a link."""

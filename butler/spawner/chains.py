@@ -33,14 +33,14 @@ REFUSED_KEY = "chain_refused"
 
 
 @dataclass(frozen=True)
-class Link:
+class ChainPlace:
     """Where a new session stands: its chain's root trigger and its distance from it."""
 
     root_id: uuid.UUID | None = None
     depth: int = 0
 
 
-ROOT = Link()
+ROOT = ChainPlace()
 
 
 class Chains:
@@ -54,8 +54,8 @@ class Chains:
         self._admitting: Counter[uuid.UUID] = Counter()
 
     @contextlib.asynccontextmanager
-    async def admit(self, caller_id: str | None) -> AsyncIterator[Link]:
-        """The link of a session asked for by ``caller_id`` (a root when None).
+    async def admit(self, caller_id: str | None) -> AsyncIterator[ChainPlace]:
+        """The place of a session asked for by ``caller_id`` (a root when None).
 
         Raises :class:`Rejected` past a bound, recorded on the caller's row. The
         child is counted until the block ends: write its row inside it.
@@ -67,7 +67,7 @@ class Chains:
             root, depth = await self._place(uuid.UUID(caller_id))
             self._admitting[root] += 1
         try:
-            yield Link(root, depth)
+            yield ChainPlace(root, depth)
         finally:
             self._admitting[root] -= 1
             if self._admitting[root] <= 0:

@@ -29,17 +29,11 @@ from typing import Any
 
 import asyncpg
 
-from butler.errors import DatabaseError
 from butler.security.private_files import replace_private, write_private
-from butler.store.outages import UNREACHABLE
+from butler.store.outages import FIRST_BACKOFF_S, MAX_BACKOFF_S, UNREACHABLE
 from butler.store.sessions import SessionOutcome, SessionStore
 
 log = logging.getLogger(__name__)
-
-#: Errors that mean "the database cannot take this right now", worth retrying.
-TRANSIENT = (*UNREACHABLE, DatabaseError)
-FIRST_BACKOFF_S = 0.2
-MAX_BACKOFF_S = 10.0
 
 
 class Journal:
@@ -158,7 +152,7 @@ class CompletionWriter:
     async def _attempt(self, session_id: str, outcome: SessionOutcome) -> bool:
         try:
             await self.sessions.complete(uuid.UUID(session_id), outcome)
-        except TRANSIENT as exc:
+        except UNREACHABLE as exc:
             log.warning(
                 "session completion not written yet, will retry: %s",
                 exc,
@@ -175,7 +169,7 @@ class CompletionWriter:
             # Nor would the next start: a worker's result left for this session would
             # be taken over and refused again at every start. Without it, that start
             # fails the row as it fails any other left open.
-            with contextlib.suppress(*TRANSIENT, asyncpg.PostgresError):
+            with contextlib.suppress(*UNREACHABLE, asyncpg.PostgresError):
                 await self.sessions.drop_handed_result(uuid.UUID(session_id))
         try:
             await asyncio.to_thread(self.journal.remove, session_id)

@@ -12,8 +12,8 @@ import os
 
 from butler.config import ButlerConfig
 from butler.errors import ConfigError
-from butler.spawner.patience import through_outage
 from butler.store.credentials import CredentialStore
+from butler.store.outages import through_outage
 
 CORE_API_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"

@@ -9,8 +9,10 @@ the starting daemon does not fail it (the recovery fails the other open rows).
 Before it serves, for each one:
 
 - a result already handed back is recorded as a live wait records it
-  (:func:`~butler.spawner.remote.wait_for_worker`, then the row's completion
-  with the tool calls merged, the resumed share of its usage, its episode);
+  (:func:`~butler.spawner.remote.wait_for_worker`, then
+  :meth:`~butler.spawner.closing.Closing.ended`, as for every session: the
+  row's completion with the tool calls merged, the resumed share of its usage,
+  its episode);
 - else its token, which the job holds and the runtime on its worker still
   presents, works again here, and the result is waited for again as long as
   the session may still run: its own time limit and ``PICKUP_GRACE_S``,
@@ -26,21 +28,15 @@ wait as it ends a live one.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from butler.runtimes.base import RuntimeAdapter, RuntimeResult
-from butler.spawner.admission import Admission
+from butler.runtimes.base import RuntimeResult
 from butler.spawner.lifecycle import SessionLifecycle
-from butler.spawner.recall import remember
-from butler.spawner.remote import PICKUP_GRACE_S, wait_for_worker, withdraw
-from butler.spawner.result import Ending, SpawnerResult, spawner_result
-from butler.spawner.usage import recorded_share
-from butler.store.memory import Memory
-from butler.store.session_jobs import SessionJob, SessionJobs
+from butler.spawner.remote import PICKUP_GRACE_S, Job, wait_for_worker, withdraw
+from butler.store.session_jobs import SessionJobs
 
 log = logging.getLogger(__name__)
 
@@ -53,38 +49,30 @@ class Handed:
     session_id: str
     row: dict[str, Any]
     job_id: int | None = None
-    job: SessionJob | None = None
+    job: Job | None = None
 
 
 class HandedOver:
-    """Finds the sessions an earlier daemon of this butler handed to workers, and sees
-    each one to its recorded end here."""
+    """Finds the sessions an earlier daemon of this butler handed to workers, and waits
+    for each one's result again; the spawner records how each ended
+    (:meth:`~butler.spawner.spawner.Spawner.follow_handed_over`), as it records every
+    session's end."""
 
     def __init__(
-        self,
-        lifecycle: SessionLifecycle,
-        jobs: SessionJobs,
-        adapter: RuntimeAdapter,
-        memory: Memory | None,
-        admission: Admission,
-        tasks: set[asyncio.Task[SpawnerResult]],
+        self, lifecycle: SessionLifecycle, jobs: SessionJobs, cumulative: frozenset[str]
     ) -> None:
         self.lifecycle = lifecycle
         self.config = lifecycle.config
         self.jobs = jobs
         #: What the runtime reports as a resumed conversation's totals (usage.py).
-        self.cumulative = adapter.cumulative_on_resume
-        self.memory = memory
-        self._admission = admission
-        #: The spawner's own sessions: a drain waits for these as for the others.
-        self._tasks = tasks
+        self.cumulative = cumulative
         #: Taken over at start, waited for once the butler serves.
         self._kept: list[Handed] = []
 
     async def take_over(self) -> list[str]:
         """Keep every open session the workers have; their ids. Done before the server
         accepts: their tokens work, and their calls count, from the start. The waits
-        begin in :meth:`follow`, once the butler serves."""
+        begin once the butler serves (:meth:`kept`)."""
         found = await self._find()
         for handed in found:
             if handed.job is not None and handed.job.token:
@@ -93,15 +81,12 @@ class HandedOver:
         self._kept = found
         return [handed.session_id for handed in found]
 
-    def follow(self) -> None:
-        """Start waiting for the sessions :meth:`take_over` kept. Called once the butler
-        serves: a start that fails before (another butler of the roster refused, say)
-        cancels nothing, and leaves their rows open for the next start."""
+    def kept(self) -> list[Handed]:
+        """What :meth:`take_over` kept, handed out once: waited for from when the butler
+        serves (a start that fails before, another butler of the roster refused, say,
+        cancels nothing and leaves their rows open for the next start)."""
         kept, self._kept = self._kept, []
-        for handed in kept:
-            task = asyncio.create_task(self._follow(handed))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        return kept
 
     async def _find(self) -> list[Handed]:
         dropped = await self.jobs.forget_closed()
@@ -110,7 +95,7 @@ class HandedOver:
         rows = await self.lifecycle.sessions.unfinished()
         if not rows:
             return []
-        queued, back = await self.jobs.in_queue(), await self.jobs.handed_back()
+        queued, back = _by_session(await self.jobs.in_queue()), await self.jobs.handed_back()
         found = []
         for row in rows:
             sid = str(row["id"])
@@ -120,34 +105,13 @@ class HandedOver:
                 found.append(Handed(sid, row, *queued[sid]))
         return found
 
-    async def _follow(self, handed: Handed) -> SpawnerResult:
-        """Wait for the session's result (holding a slot) and record how it ended."""
-        sid, row = handed.session_id, handed.row
-        started = time.monotonic() - max(0.0, float(row["elapsed_s"]))
-        end = Ending()
-        try:
-            with end.caught(self.config, sid):
-                # A result already handed back needs no slot: it is recorded at once.
-                async with self._admission.slot() if handed.job else contextlib.nullcontext():
-                    result = await self._result(handed, time.monotonic() - started)
-                    end.result = result
-                    parent = await self._resumed(row)
-                    end.result = await recorded_share(
-                        self.lifecycle, self.cumulative, sid, result, parent
-                    )
-        finally:
-            calls = end.result.tool_calls
-            outcome = await self.lifecycle.complete(sid, end.outcome(started), calls)
-        if outcome.success:
-            await remember(self.config, self.memory, row["id"], row["prompt"], outcome.output)
-        return spawner_result(sid, outcome)
-
-    async def _result(self, handed: Handed, since_start: float) -> RuntimeResult:
+    async def result(self, handed: Handed, since_start: float) -> RuntimeResult:
         """The worker's result; while the job is in the queue, waited for until the
         session's own bound from its start, ``since_start`` seconds ago (the wait for a
         slot included); a result handed back already is read at once."""
         job = handed.job
-        limit = ((job.timeout_s if job else None) or self.config.runtime.timeout_s) + PICKUP_GRACE_S
+        timeout_s = job.session.timeout_s if job else None
+        limit = (timeout_s or self.config.runtime.timeout_s) + PICKUP_GRACE_S
         elapsed = since_start if job is not None else None
         try:
             return await wait_for_worker(
@@ -158,10 +122,10 @@ class HandedOver:
                 await asyncio.shield(withdraw(self.jobs, handed.job_id))
             raise
 
-    async def _resumed(self, row: dict[str, Any]) -> dict[str, Any] | None:
+    async def resumed(self, row: Mapping[str, Any]) -> dict[str, Any] | None:
         """The row of the session this one resumed, if any: a session asked for by another
         records its resumed one in its metadata, its parent being the asker
-        (``Spawner._recorded_session``); only those are of source ``trigger``."""
+        (:meth:`Session.admitted`); only those are of source ``trigger``."""
         if not self.cumulative:
             return None
         if row["trigger_source"] == "trigger":
@@ -169,3 +133,15 @@ class HandedOver:
         else:
             parent = row["parent_session_id"]
         return await self.lifecycle.sessions.get(str(parent)) if parent else None
+
+
+def _by_session(in_queue: dict[int, bytes]) -> dict[str, tuple[int, Job]]:
+    """The jobs in the queue by their session's id, with their job ids."""
+    found = {}
+    for job_id, payload in in_queue.items():
+        try:
+            job = Job.decode(payload)
+        except ValueError:
+            continue  # not a session's job: every payload the daemon wrote decodes
+        found[job.session.id] = (job_id, job)
+    return found

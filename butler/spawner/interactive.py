@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 import shutil
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -39,12 +40,13 @@ from butler.runtimes.mcp_config import ConfigFileError, write_files
 from butler.sandbox import Jail
 from butler.security.private_files import private_folder
 from butler.spawner import survivors
-from butler.spawner.chains import Chains
+from butler.spawner.chains import ChainPlace, Chains
 from butler.spawner.endings import Exit, end_of, interactive_outcome, now_iso
-from butler.spawner.invocation import InvocationRequest, build_invocation
+from butler.spawner.invocation import build_invocation
 from butler.spawner.lifecycle import SessionLifecycle
 from butler.spawner.runtime_choice import adapter_for
 from butler.spawner.sandboxing import jail_invocation
+from butler.spawner.session import Session
 from butler.store.credentials import CredentialStore
 from butler.store.sessions import SessionOutcome
 from butler.telemetry import trace_id_of, tracer
@@ -76,6 +78,22 @@ class InteractiveRequest:
     writable: tuple[Path, ...] = ()
     #: The running session that asked for it: the new session is its child, in its chain.
     caller_session_id: str | None = None
+
+    def session(self, chain: ChainPlace | None = None) -> Session:
+        """The session this request asks for, as the session path describes every one:
+        the asking session's child, at its ``chain`` place, when a session asked."""
+        chain = chain or ChainPlace()
+        return Session(
+            id=str(uuid.uuid4()),
+            prompt=self.prompt,
+            source=self.trigger_source,
+            type=self.session_type,
+            metadata=dict(self.metadata),
+            parent_id=self.caller_session_id,
+            root_id=str(chain.root_id) if chain.root_id else None,
+            depth=chain.depth,
+            writable=self.writable,
+        )
 
 
 @dataclass(frozen=True)
@@ -191,20 +209,12 @@ class InteractiveSessions:
             "butler.interactive": True,
         }
         with tracer().start_as_current_span("butler.session", attributes=attributes) as span:
-            async with self._chains.admit(request.caller_session_id) as link:
-                new = self._lifecycle.new(
-                    request.prompt,
-                    request.trigger_source,
-                    request.session_type,
-                    request.metadata,
-                    parent_id=request.caller_session_id,
-                    trace_id=trace_id_of(span),
-                    adapter=adapter,
-                )
-                new = replace(new, root_id=link.root_id, chain_depth=link.depth)
-                sid = str(new.id)
+            async with self._chains.admit(request.caller_session_id) as place:
+                session = request.session(place)
+                new = self._lifecycle.new(session, trace_id_of(span), adapter)
+                sid = session.id
                 span.set_attribute("butler.session_id", sid)
-                invocation = await self._prepare(request, sid, adapter)
+                invocation = await self._prepare(request, session, adapter)
                 await self._lifecycle.create(new, otel_context.get_current())
             started = InteractiveStart(sid, request.folder, adapter, invocation)
             try:
@@ -217,9 +227,10 @@ class InteractiveSessions:
             await self._lifecycle.running(sid)
 
     async def _prepare(
-        self, request: InteractiveRequest, session_id: str, adapter: RuntimeAdapter
+        self, request: InteractiveRequest, session: Session, adapter: RuntimeAdapter
     ) -> Invocation:
         """Folder, invocation and jail of the runtime; nothing is left when it fails."""
+        session_id = session.id
         shutil.rmtree(request.folder, ignore_errors=True)  # a pruned builder's leftovers
         private_folder(request.folder / RUNTIME_DIR)
         try:
@@ -227,14 +238,11 @@ class InteractiveSessions:
                 self._config,
                 adapter,
                 self._credentials,
-                InvocationRequest(
-                    session_id=session_id,
-                    prompt=request.prompt,
-                    cwd=request.cwd,
-                    workdir=request.folder / RUNTIME_DIR,
-                    role=request.role,
-                ),
+                session,
                 self._lifecycle.tokens,
+                cwd=request.cwd,
+                workdir=request.folder / RUNTIME_DIR,
+                role=request.role,
             )
             if self._sandbox == "bwrap":
                 invocation, self._jails[session_id] = await jail_invocation(

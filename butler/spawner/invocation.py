@@ -1,7 +1,8 @@
-"""The one place a request for a run becomes an :class:`Invocation`.
+"""The one place a session's run becomes an :class:`Invocation`.
 
-Every feature that starts a runtime (trigger, schedule, builder, contract
-session, resume) describes what it wants in an :class:`InvocationRequest`;
+Every run of a runtime (trigger, schedule, builder, contract session, resume;
+in the daemon or on a worker) starts from its :class:`~butler.spawner.session.Session`
+and where this run happens (its folders, the butler's address from there);
 :func:`build_invocation` adds what the butler decides: the environment
 allow-list, the session's private home, the MCP endpoint the runtime calls
 back on, and the composed system prompt. So a change to what every runtime
@@ -11,7 +12,6 @@ gets (a session token, a sandbox) is made here once.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -21,6 +21,7 @@ from butler.runtimes.base import Invocation, McpEndpoint, RuntimeAdapter
 from butler.spawner.environment import build_runtime_env
 from butler.spawner.homes import session_home
 from butler.spawner.prompt import compose_system_prompt
+from butler.spawner.session import Session
 from butler.store.credentials import CredentialStore
 from butler.telemetry import current_traceparent
 
@@ -30,33 +31,6 @@ class TokenIssuer(Protocol):
     the token the daemon gave a worker with its job."""
 
     def issue(self, session_id: str) -> str: ...
-
-
-@dataclass(frozen=True)
-class InvocationRequest:
-    """What a feature asks of one run; the butler's config decides the rest."""
-
-    session_id: str
-    prompt: str
-    #: Where the runtime runs (the butler folder, or a builder's worktree).
-    cwd: Path
-    #: The run's private folder: MCP config, prompt files, launch spec.
-    workdir: Path
-    #: Text appended to the butler's system prompt (a builder's role).
-    role: str = ""
-    #: Memory context appended to the system prompt, when the butler keeps memory.
-    memory: str | None = None
-    #: The session whose home seeds this one's (a resume).
-    parent_id: str | None = None
-    #: The runtime's own session id to continue (a resume).
-    resume: str | None = None
-    max_turns: int | None = None
-    timeout_s: float | None = None
-    #: Another model than the runtime's configured one.
-    model: str | None = None
-    #: Where the runtime calls its butler when not on the daemon's machine (a worker's
-    #: run: ``config.callback_url``); None is the daemon's own address.
-    base_url: str | None = None
 
 
 def mcp_endpoint(config: ButlerConfig, token: str, base_url: str | None = None) -> McpEndpoint:
@@ -90,33 +64,47 @@ async def build_invocation(
     config: ButlerConfig,
     adapter: RuntimeAdapter,
     credentials: CredentialStore,
-    request: InvocationRequest,
+    session: Session,
     tokens: TokenIssuer,
+    *,
+    cwd: Path,
+    workdir: Path,
+    placed: str = "",
+    memory: str | None = None,
+    role: str = "",
+    base_url: str | None = None,
 ) -> Invocation:
-    """Everything one run needs; a missing required credential is a ConfigError.
+    """Everything one run of ``session`` needs; a missing required credential is a
+    ConfigError.
 
-    Issues the session's capability token from ``tokens``; the lifecycle revokes
-    it when the session completes.
+    The run happens in ``cwd`` (the butler folder, or a builder's worktree) with
+    ``workdir`` its private folder (MCP config, prompt files, launch spec);
+    ``placed`` is what its workspace adds to the prompt (the attachments placed
+    there), ``memory`` and ``role`` what the system prompt gets after the butler's
+    own, and ``base_url`` where the runtime calls its butler when not on the
+    daemon's machine (a worker's run: ``config.callback_url``). Issues the
+    session's capability token from ``tokens``; the lifecycle revokes it when
+    the session completes.
     """
     rt = config.runtime
-    patience = request.timeout_s or rt.timeout_s
+    patience = session.timeout_s or rt.timeout_s
     env = await build_runtime_env(config, credentials, current_traceparent(), patience)
     # Includes are read from disk and may be large: expand them off the event loop.
-    system = await asyncio.to_thread(system_prompt, config, adapter, request.memory, request.role)
+    system = await asyncio.to_thread(system_prompt, config, adapter, memory, role)
     return Invocation(
-        prompt=request.prompt,
+        prompt=session.prompt + placed,
         system_prompt=system,
-        cwd=request.cwd,
-        workdir=request.workdir,
-        home=session_home(config, request.session_id, request.parent_id),
+        cwd=cwd,
+        workdir=workdir,
+        home=session_home(config, session.id, session.resumed_id),
         env=env,
-        mcp=mcp_endpoint(config, tokens.issue(request.session_id), request.base_url),
-        max_turns=request.max_turns or rt.max_turns,
-        timeout_s=request.timeout_s or rt.timeout_s,
+        mcp=mcp_endpoint(config, tokens.issue(session.id), base_url),
+        max_turns=session.max_turns or rt.max_turns,
+        timeout_s=session.timeout_s or rt.timeout_s,
         # Another runtime than the butler's (a builder's --runtime) has its own model and args.
-        model=request.model or (rt if adapter.type_name == rt.type else adapter.config).model,
+        model=session.model or (rt if adapter.type_name == rt.type else adapter.config).model,
         args=tuple((rt if adapter.type_name == rt.type else adapter.config).args),
-        resume=request.resume,
+        resume=session.resume,
         cache_dir=data_root() / "cache",
         max_output_bytes=config.butler.max_output_bytes,
         config_dir=config.config_dir,

@@ -28,9 +28,10 @@ from butler.errors import DatabaseError
 from butler.paths import butler_dir
 from butler.runtimes.base import RuntimeAdapter, ToolCall
 from butler.security.session_tokens import SessionTokens
-from butler.spawner.completions import TRANSIENT, CompletionWriter
+from butler.spawner.completions import CompletionWriter
 from butler.spawner.ledger import ToolCallLedger, merge_tool_calls
-from butler.spawner.patience import through_outage
+from butler.spawner.session import Session
+from butler.store.outages import UNREACHABLE, through_outage
 from butler.store.sessions import NewSession, SessionOutcome, SessionStore
 from butler.telemetry import SessionMetrics
 
@@ -64,28 +65,23 @@ class SessionLifecycle:
         return len(self._waiting_for_database)
 
     def new(
-        self,
-        prompt: str,
-        source: str,
-        type: str,
-        metadata: dict[str, Any] | None = None,
-        parent_id: str | None = None,
-        trace_id: str | None = None,
-        adapter: RuntimeAdapter | None = None,
-        model: str | None = None,
+        self, session: Session, trace_id: str | None = None, adapter: RuntimeAdapter | None = None
     ) -> NewSession:
-        """A session not yet recorded, of this butler's runtime unless ``adapter`` is
-        another's, on that runtime's model unless ``model``."""
+        """The row of ``session``, not yet recorded: of this butler's runtime unless
+        ``adapter`` is another's, on that runtime's model unless the session names one."""
         default = adapter.config.model if adapter else self.config.runtime.model
         return NewSession(
-            prompt=prompt,
-            trigger_source=source,
+            prompt=session.prompt,
+            trigger_source=session.source,
             runtime=adapter.type_name if adapter else self.runtime,
-            model=model or default,
-            type=type,
-            parent_session_id=uuid.UUID(parent_id) if parent_id else None,
+            model=session.model or default,
+            type=session.type,
+            parent_session_id=uuid.UUID(session.parent_id) if session.parent_id else None,
             trace_id=trace_id,
-            metadata=dict(metadata or {}),
+            metadata=dict(session.metadata),
+            id=uuid.UUID(session.id),
+            root_id=uuid.UUID(session.root_id) if session.root_id else None,
+            chain_depth=session.depth,
         )
 
     async def create(
@@ -121,7 +117,7 @@ class SessionLifecycle:
             await through_outage(
                 lambda: self.sessions.mark_running(uuid.UUID(session_id)), patience, waiting
             )
-        except TRANSIENT as exc:
+        except UNREACHABLE as exc:
             raise DatabaseError(
                 f"the database stayed unreachable for {patience:g} s while this "
                 f"session waited to start ({type(exc).__name__}: {exc}); it did "

@@ -92,11 +92,7 @@ class Orphans:
 
 async def reap_orphans(sessions: SessionStore) -> Orphans:
     """Kill the runtime groups of sessions a stopped daemon left open; say what was found."""
-    rows = await sessions.db.fetch(
-        "SELECT id, runtime, metadata FROM sessions WHERE status IN ('pending', 'running')"
-        " AND metadata ? $1",
-        PGID_KEY,
-    )
+    rows = await sessions.unfinished_with(PGID_KEY)
     reaped = 0
     for row in rows:
         meta = row["metadata"]

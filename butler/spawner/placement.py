@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
 
 from butler.config import ButlerConfig
-from butler.spawner.request import TriggerRequest
+from butler.spawner.session import Session
 from butler.store.workers import WorkerRows
 
 log = logging.getLogger(__name__)
@@ -42,12 +42,12 @@ class Placement:
         return self.mode != "any"
 
     @contextlib.asynccontextmanager
-    async def place(self, request: TriggerRequest) -> AsyncIterator[Place]:
+    async def place(self, session: Session) -> AsyncIterator[Place]:
         """Where the session goes; a local slot is held inside when it is ``"here"``."""
         if self.mode != "any":
             yield "worker" if self.mode == "remote" else "here"
             return
-        if not request.writable and self._here.locked():
+        if not session.writable and self._here.locked():
             if await self._alive():
                 yield "either"
                 return

@@ -2,30 +2,34 @@
 
 The daemon admits and records the session as always, then, for a butler whose
 ``[butler.runtime] workers`` is ``"remote"``, issues the session's token and
-hands the run to the job queue (:func:`run_on_worker`) instead of starting the
-runtime itself. A worker picks the job and runs it (``butler.workers.execution``)
-through the same steps a local run takes (memory, a private workspace with the
-attachments, ``build_invocation``, the jail, the adapter, the time limit), and
-hands the result back; the daemon completes the row through its lifecycle,
-merging the tool calls its own server saw. See docs/scaling.md.
+hands the run to the job queue (:func:`run_on_worker`: a :class:`Job`, the
+:class:`~butler.spawner.session.Session` whole as JSON) instead of starting the
+runtime itself. A worker picks the job (:mod:`butler.workers.worker`) and runs
+it through the same function a local run takes
+(:class:`~butler.spawner.execution.Execution`, by :mod:`.worker_runs`), and
+hands back how it ended (an :class:`~butler.spawner.result.Ending` as JSON);
+the daemon completes the row as it completes every session, merging the tool
+calls its own server saw. See docs/scaling.md.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
+import json
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from butler.config import ButlerConfig
 from butler.errors import ButlerError
-from butler.runtimes.base import RuntimeFailure, RuntimeResult, ToolCall, Usage
+from butler.runtimes.base import RuntimeFailure, RuntimeResult
 from butler.security.session_tokens import SessionTokens
 from butler.spawner.placement import Placement
-from butler.spawner.request import TriggerRequest
+from butler.spawner.result import Ending
+from butler.spawner.session import Session
 from butler.store.outages import UNREACHABLE
-from butler.store.session_jobs import SessionJob, SessionJobs
+from butler.store.session_jobs import SessionJobs
 
 log = logging.getLogger(__name__)
 
@@ -33,55 +37,69 @@ log = logging.getLogger(__name__)
 PICKUP_GRACE_S = 60.0
 
 
-def job_for(request: TriggerRequest, session_id: str, parent: dict | None) -> SessionJob:
-    """The job a worker runs for ``request``; its token is issued when it is enqueued."""
-    if request.writable:
+@dataclass(frozen=True)
+class Job:
+    """A session handed to the workers, as the queue carries it: the session whole, and
+    the token its runtime calls the butler with (issued by the daemon when it is
+    enqueued, revoked when the session completes)."""
+
+    session: Session
+    token: str
+
+    def encode(self) -> bytes:
+        return json.dumps({"session": self.session.to_json(), "token": self.token}).encode()
+
+    @classmethod
+    def decode(cls, payload: bytes) -> Job:
+        """The job :meth:`encode` gave; ValueError for anything else."""
+        try:
+            data = json.loads(payload)
+            session, token = data["session"], data["token"]
+        except (TypeError, KeyError, ValueError) as exc:
+            raise ValueError(f"not a session's job: {type(exc).__name__}") from None
+        if not isinstance(session, dict) or not isinstance(token, str):
+            raise ValueError("not a session's job: its session or token is of the wrong type")
+        return cls(Session.from_json(session), token)
+
+
+def refuse_writable(session: Session) -> None:
+    """Raise :class:`ButlerError` when ``session`` writes folders of the daemon's machine."""
+    if session.writable:
         # A headless builder's worktree: a folder of the daemon's disk, which a worker on
         # another machine cannot write (its own copy would be lost with its workspace).
         raise ButlerError(
             "this butler runs its sessions on workers ([butler.runtime] workers = "
             '"remote"), and this session writes folders of the daemon\'s machine '
-            f"({', '.join(str(p) for p in request.writable)}), which a worker cannot reach: "
+            f"({', '.join(str(p) for p in session.writable)}), which a worker cannot reach: "
             "spawn the builder without headless (an interactive builder runs in the "
             'daemon), or set workers = "local" for this butler'
         )
-    return SessionJob(
-        session_id=session_id,
-        prompt=request.full_prompt(),
-        token="",
-        max_turns=request.max_turns,
-        timeout_s=request.timeout_s,
-        model=request.model,
-        resume=parent["runtime_session_id"] if parent else None,
-        parent_id=str(parent["id"]) if parent else None,
-        files=tuple(file.to_json() for file in request.files),
-    )
 
 
 async def run_on_worker(
     config: ButlerConfig,
     jobs: SessionJobs,
     tokens: SessionTokens,
-    job: SessionJob,
+    session: Session,
     here: tuple[Placement, Callable[[], Awaitable[RuntimeResult]]] | None = None,
 ) -> RuntimeResult:
-    """Hand ``job`` to the workers and wait for its result; with ``here`` (workers =
+    """Hand ``session`` to the workers and wait for its result; with ``here`` (workers =
     "any", every local slot busy), run it here instead if a local slot comes first.
 
     Raises :class:`RuntimeFailure` with what the runtime produced when it failed,
-    and when no worker reported within the session's time limit and a grace.
+    and when no worker reported within the session's time limit and a grace;
+    :class:`ButlerError` for a session a worker cannot run (it writes folders here).
     """
-    token = tokens.issue(job.session_id)
-    job = dataclasses.replace(job, token=token)
-    job_id = await jobs.enqueue(job)
-    limit = (job.timeout_s or config.runtime.timeout_s) + PICKUP_GRACE_S
-    waiting = asyncio.ensure_future(jobs.wait_result(job.session_id))
+    refuse_writable(session)
+    job_id = await jobs.enqueue(Job(session, tokens.issue(session.id)).encode())
+    limit = (session.timeout_s or config.runtime.timeout_s) + PICKUP_GRACE_S
+    waiting = asyncio.ensure_future(jobs.wait_result(session.id))
     taken_back = False
     try:
         if here is not None:
             taken_back = await here[0].here_first(waiting, lambda: withdraw(jobs, job_id))
         if not taken_back:
-            return await wait_for_worker(config, jobs, job.session_id, job_id, limit, waiting)
+            return await wait_for_worker(config, jobs, session.id, job_id, limit, waiting)
     except asyncio.CancelledError:
         # Cancelled (a drain, its caller gone): no worker may start it afterwards.
         await asyncio.shield(withdraw(jobs, job_id))
@@ -145,13 +163,13 @@ async def _late_result(jobs: SessionJobs, session_id: str) -> tuple[str, dict[st
 
 
 def result_of(worker: str, handed: dict[str, Any]) -> RuntimeResult:
-    """The runtime's result as the worker handed it back; raises :class:`RuntimeFailure`
-    (with what it produced) when it failed there."""
-    result = _result_of(handed.get("result") or {})
-    if handed.get("status") != "succeeded":
-        error = handed.get("error") or "the runtime failed on its worker"
-        raise RuntimeFailure(f"{error} (on worker {worker})", result)
-    return result
+    """The runtime's result as the worker handed it back (an :class:`Ending` as JSON);
+    raises :class:`RuntimeFailure` (with what it produced) when it failed there."""
+    end = Ending.from_json(handed)
+    if end.status != "succeeded":
+        error = end.error or "the runtime failed on its worker"
+        raise RuntimeFailure(f"{error} (on worker {worker})", end.result)
+    return end.result
 
 
 async def _run_here(
@@ -171,27 +189,3 @@ async def withdraw(jobs: SessionJobs, job_id: int) -> bool:
     except Exception as exc:  # the database away: the job stays, but its token is revoked
         log.warning("job %s not withdrawn: %s: %s", job_id, type(exc).__name__, exc)
         return False
-
-
-def _result_of(data: dict[str, Any]) -> RuntimeResult:
-    calls = [
-        ToolCall(
-            name=str(call.get("name", "")),
-            arguments=call.get("arguments") or {},
-            call_id=call.get("id"),
-            error=call.get("error"),
-            source=call.get("source", "runtime"),
-        )
-        for call in data.get("tool_calls") or []
-    ]
-    usage = data.get("usage") or {}
-    return RuntimeResult(
-        output=str(data.get("output") or ""),
-        tool_calls=calls,
-        usage=Usage(**{k: int(usage.get(k) or 0) for k in dataclasses.asdict(Usage())}),
-        cost_usd=data.get("cost_usd"),
-        runtime_session_id=data.get("runtime_session_id"),
-        error=data.get("error"),
-        num_turns=data.get("num_turns"),
-        model=data.get("model"),
-    )

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -67,13 +67,16 @@ class Ending:
 
     One mapping for every session the daemon records, whether its runtime ran here
     or on a worker, and whether this daemon started it or took it over from one
-    killed before (handed_over.py): the same failure reads the same on its row.
+    killed before (handed_over.py): the same failure reads the same on its row. A
+    worker hands its run's ending back as JSON (:meth:`to_json`, :meth:`from_json`).
     """
 
     status: str = "failed"
     error: str | None = None
     #: The runtime's result, or what it produced before it failed.
     result: RuntimeResult = field(default_factory=RuntimeResult)
+    #: When the run's time began (monotonic: this process's own, never sent as JSON).
+    started: float = field(default_factory=time.monotonic, compare=False)
 
     @contextlib.contextmanager
     def caught(self, config: ButlerConfig, session_id: str) -> Iterator[Ending]:
@@ -95,31 +98,39 @@ class Ending:
             log.exception("session %s crashed", session_id)
             self.error = f"internal error: {type(exc).__name__}: {exc}"
 
-    def outcome(self, started: float) -> SessionOutcome:
-        """The row's outcome, the run having started at ``started`` (monotonic)."""
-        return outcome_of(self.status, self.error, self.result, started)
+    def to_json(self) -> dict[str, Any]:
+        """The ending as JSON: what a worker hands back to the daemon."""
+        return {"status": self.status, "error": self.error, "result": self.result.to_json()}
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Ending:
+        """The ending :meth:`to_json` gave, from a worker (not trusted): a status other
+        than ``succeeded`` is a failure, a field of the wrong type is left out."""
+        result, error = data.get("result"), data.get("error")
+        return cls(
+            status="succeeded" if data.get("status") == "succeeded" else "failed",
+            error=error if isinstance(error, str) else None,
+            result=RuntimeResult.from_json(result if isinstance(result, dict) else {}),
+        )
 
-def outcome_of(
-    status: str, error: str | None, result: RuntimeResult, started: float
-) -> SessionOutcome:
-    """The row's outcome of a run that ended with ``status`` after starting at ``started``."""
-    usage = result.usage
-    return SessionOutcome(
-        status=status,
-        success=status == "succeeded",
-        output=result.output,
-        error=error,
-        tool_calls=[],  # the lifecycle fills them in, merged with the server's
-        duration_ms=int((time.monotonic() - started) * 1000),
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cache_read_tokens=usage.cache_read_tokens,
-        cache_write_tokens=usage.cache_write_tokens,
-        cost_usd=result.cost_usd,
-        runtime_session_id=result.runtime_session_id,
-        model=result.model,
-    )
+    def outcome(self) -> SessionOutcome:
+        """The row's outcome: the run's time counted from :attr:`started`."""
+        usage = self.result.usage
+        return SessionOutcome(
+            status=self.status,
+            success=self.status == "succeeded",
+            output=self.result.output,
+            error=self.error,
+            tool_calls=[],  # the lifecycle fills them in, merged with the server's
+            duration_ms=int((time.monotonic() - self.started) * 1000),
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            cost_usd=self.result.cost_usd,
+            runtime_session_id=self.result.runtime_session_id,
+            model=self.result.model,
+        )
 
 
 def spawner_result(session_id: str, outcome: SessionOutcome) -> SpawnerResult:

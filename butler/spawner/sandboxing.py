@@ -28,7 +28,15 @@ from pathlib import Path
 from butler.config import ButlerConfig, SandboxConfig
 from butler.runtimes.base import Invocation, RuntimeFailure
 from butler.runtimes.settings import RuntimeConfig
-from butler.sandbox import Jail, JailRequest, jail_policy, jail_targets, probe, start_jail
+from butler.sandbox import (
+    Jail,
+    JailRequest,
+    jail_policy,
+    jail_targets,
+    probe,
+    resolve_mode,
+    start_jail,
+)
 from butler.sandbox.egress import Target
 from butler.sandbox.policy import BUILDERS_DIR, JailPolicy, bwrap_argv
 from butler.sandbox.pool import JailPool, Shape, WarmJail, pool_size
@@ -126,6 +134,13 @@ async def record_summary(jail: Jail, record: Recorder | None) -> None:
         await record({"sandbox": jail.summary()})
     except Exception as exc:  # the row is a record; the session's outcome stands
         log.warning("could not record the sandbox summary: %s", exc)
+
+
+def sandbox_mode(config: ButlerConfig) -> str:
+    """What ``config``'s runtimes run in on this machine, ``"bwrap"`` or ``"none"``
+    (:func:`butler.sandbox.resolve_mode`): decided once by whoever runs its sessions."""
+    where = f"{config.config_dir / 'butler.toml'}: [butler.sandbox]"
+    return resolve_mode(config.butler.sandbox, where)
 
 
 def open_pool(config: ButlerConfig, mode: str) -> JailPool | None:

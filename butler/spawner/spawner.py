@@ -1,41 +1,36 @@
 """The spawner: a trigger becomes one recorded, locked-down runtime session.
 
-Runtime-agnostic: it knows runtimes only through :class:`RuntimeAdapter`. For
-each trigger it admits or refuses (:mod:`.admission`), records the session
-before the runtime starts and completes it whatever happened
-(:mod:`.lifecycle`), and runs the session's runtime here (:mod:`.local`: its
-invocation in a private workspace, jailed, under a time limit) or on a worker
-(:mod:`.remote`). Interactive sessions (a
-builder's runtime in tmux) take the same steps through :meth:`Spawner.interactive`
-(:mod:`.interactive`), which the spawner also adopts and finishes.
+Runtime-agnostic: it knows runtimes only through :class:`RuntimeAdapter`. It is
+what the rest of butler calls: a trigger is admitted or refused at once, its
+session described once, recorded before its runtime starts, run here or on a
+worker and completed whatever happened (:mod:`.headless`); an interactive
+session (a builder's runtime in tmux) is started, adopted and finished through
+the same lifecycle (:mod:`.interactive`). Both share one :class:`SessionLifecycle`
+(the rows, the tokens, the completion journal) and one admission; a drain ends
+them all.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-from dataclasses import replace
+import dataclasses
 from pathlib import Path
 from typing import Any
 
-from opentelemetry import context as otel_context
-from opentelemetry.trace import Status, StatusCode
-
-from butler.config import ButlerConfig
-from butler.errors import ButlerError, Rejected
+from butler.errors import Rejected
 from butler.paths import butler_dir
-from butler.runtimes.base import ProgressSink, RuntimeAdapter, RuntimeResult
-from butler.sandbox import resolve_mode
+from butler.runtimes.base import ProgressSink
 from butler.sandbox.folders import sweep_jail_folders
 from butler.sandbox.pool import sweep_warm_homes
 from butler.security.session_tokens import SessionTokens
 from butler.spawner.activity import Activity
-from butler.spawner.admission import Admission, Reservation, validate_trigger_source
-from butler.spawner.chains import Chains, Link
+from butler.spawner.admission import Admission
+from butler.spawner.chains import Chains
 from butler.spawner.completions import CompletionWriter
-from butler.spawner.handed_over import HandedOver
-from butler.spawner.homes import discard_home, prune_homes
+from butler.spawner.execution import TIMEOUT_GRACE_S, Execution
+from butler.spawner.headless import HeadlessSessions
+from butler.spawner.homes import prune_homes
 from butler.spawner.interactive import (
     InteractiveEnd,
     InteractiveRequest,
@@ -44,75 +39,53 @@ from butler.spawner.interactive import (
 )
 from butler.spawner.ledger import ToolCallLedger
 from butler.spawner.lifecycle import SessionLifecycle
-from butler.spawner.local import TIMEOUT_GRACE_S, LocalRuns
-from butler.spawner.placement import Place, Placement
-from butler.spawner.recall import remember
-from butler.spawner.remote import job_for, run_on_worker
 from butler.spawner.request import TriggerRequest
 from butler.spawner.result import (
     CLIENT_GONE,
     SHUTDOWN,
-    Ending,
     SpawnerResult,
     queued,
     rejected,
-    spawner_result,
 )
-from butler.spawner.resume import resumable
-from butler.spawner.usage import recorded_share
+from butler.spawner.sandboxing import open_pool
 from butler.spawner.workspace import sweep_leftovers
-from butler.store.credentials import CredentialStore
-from butler.store.memory import Memory
-from butler.store.session_jobs import SessionJobs
-from butler.store.sessions import SessionOutcome, SessionStore
-from butler.store.workers import WorkerRows
-from butler.telemetry import trace_id_of, tracer
+from butler.store.sessions import SessionOutcome
 
 
 class Spawner:
     """Runs triggers of one butler through its runtime adapter."""
 
-    def __init__(
-        self,
-        config: ButlerConfig,
-        adapter: RuntimeAdapter,
-        sessions: SessionStore,
-        credentials: CredentialStore,
-        ledger: ToolCallLedger | None = None,
-        memory: Memory | None = None,
-    ) -> None:
-        self.config = config
-        self.adapter = adapter
-        self.sessions = sessions
-        self.credentials = credentials
+    def __init__(self, runs: Execution, ledger: ToolCallLedger | None = None) -> None:
+        """A spawner that runs its butler's sessions as ``runs`` says (assembled by
+        :meth:`Execution.over`), keeping warm jails for them when it may."""
+        config, adapter, sessions = runs.config, runs.adapter, runs.sessions
+        self.config, self.adapter, self.sessions = config, adapter, sessions
+        self.credentials, self.memory = runs.credentials, runs.memory
         self.ledger = ledger or ToolCallLedger()
         self.activity = Activity()
-        self.memory = memory
         rt = config.runtime
         self._admission = Admission(rt.max_concurrent_sessions, rt.max_queued_sessions)
-        self._tasks: set[asyncio.Task[SpawnerResult]] = set()
-        self._chains = Chains(config, sessions)
         self._lifecycle = SessionLifecycle(
             config, sessions, self.ledger, adapter.type_name, lambda: self._admission.waiting
         )
         #: What runtimes run in: "bwrap" (jailed) or "none"; decided once, at start.
-        self._sandbox = resolve_mode(
-            config.butler.sandbox, f"{config.config_dir / 'butler.toml'}: [butler.sandbox]"
-        )
-        self._jobs = SessionJobs(sessions.db)
-        self._placement = Placement(config, WorkerRows(sessions.db))
-        self._interactive = InteractiveSessions(
-            config, adapter, credentials, self._lifecycle, self._sandbox, self._chains
-        )
-        self._here = LocalRuns(
-            config, adapter, credentials, sessions, memory, self._lifecycle, self._sandbox
-        )
+        self._sandbox = runs.sandbox
+        #: The chains of sessions asked for by sessions, headless or interactive.
+        chains = Chains(config, sessions)
         #: Warm jails this butler's sessions take theirs from; closed by :meth:`drain`.
-        self._pool = self._here.pool
-        #: Sessions an earlier daemon handed to workers, waited for again (recovery.py).
-        self.handed_over = HandedOver(
-            self._lifecycle, self._jobs, adapter, memory, self._admission, self._tasks
+        self._pool = open_pool(config, self._sandbox)
+        self._headless = HeadlessSessions(
+            dataclasses.replace(runs, pool=self._pool),
+            self._lifecycle,
+            self._admission,
+            chains,
+            self.activity,
         )
+        self._interactive = InteractiveSessions(
+            config, adapter, self.credentials, self._lifecycle, self._sandbox, chains
+        )
+        #: Sessions an earlier daemon handed to workers, taken over by recovery.py.
+        self.handed_over = self._headless.handed_over
 
     @property
     def sandbox(self) -> str:
@@ -131,7 +104,8 @@ class Spawner:
 
     def sweep(self) -> list[Path]:
         """Remove workspaces and jail folders left by a crashed daemon, and old session homes."""
-        swept = sweep_leftovers(self._here.workspace_prefix) + prune_homes(self.config)
+        prefix = self._headless.runs.workspace_prefix
+        swept = sweep_leftovers(prefix) + prune_homes(self.config)
         return swept + sweep_jail_folders() + sweep_warm_homes(butler_dir(self.config) / "homes")
 
     @property
@@ -199,146 +173,13 @@ class Spawner:
         Raises :class:`Rejected` when the request is refused, and
         :class:`SessionNotFound` when it resumes a session that cannot be resumed.
         """
-        try:
-            validate_trigger_source(request.trigger_source)
-        except ValueError as exc:
-            raise Rejected(str(exc)) from None
-        reservation = self._admission.reserve()
-        try:
-            async with self._chains.admit(request.caller_session_id) as link:
-                parent = await resumable(self.sessions, self.adapter, request.resume_session_id)
-                recorded: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-                session = self._recorded_session(
-                    request, parent, link, progress, recorded, reservation
-                )
-                task = asyncio.create_task(session)
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
-                task.add_done_callback(lambda _: reservation.release())  # however it ended
-                await asyncio.wait([recorded, task], return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:
-            reservation.release()  # harmless once the session holds it
-            raise
-        if not recorded.done():
-            task.result()  # the session failed before it was recorded: raise why
-            raise ButlerError("session ended before it was recorded")
-        return recorded.result(), task
+        return await self._headless.start(request, progress)
 
-    async def _recorded_session(
-        self,
-        request: TriggerRequest,
-        parent: dict | None,
-        link: Link,
-        progress: ProgressSink | None,
-        recorded: asyncio.Future[str],
-        reservation: Reservation,
-    ) -> SpawnerResult:
-        with tracer().start_as_current_span(
-            "butler.session",
-            attributes={
-                "butler.name": self.config.name,
-                "butler.trigger_source": request.trigger_source,
-                "butler.runtime": self.adapter.type_name,
-            },
-        ) as span:
-            metadata, parent_id = dict(request.metadata), parent["id"] if parent else None
-            if request.caller_session_id:  # the session that asked is the parent
-                if parent_id:
-                    metadata["resumed_session_id"] = parent_id
-                parent_id = request.caller_session_id
-            new = self._lifecycle.new(
-                request.full_prompt(),
-                request.trigger_source,
-                request.session_type,
-                metadata,
-                parent_id=parent_id,
-                trace_id=trace_id_of(span),
-                model=request.model,
-            )
-            new = replace(new, root_id=link.root_id, chain_depth=link.depth)
-            span.set_attribute("butler.session_id", str(new.id))
-            # A free slot is taken before the row is written, so the row is written as
-            # running: one statement (and one dead row version) fewer per session. Not
-            # where the placement may still wait for a local slot (workers = "any"):
-            # that session is pending until it has a place.
-            taken = self._placement.never_waits() and await self._admission.take_if_free(
-                reservation
-            )
-            try:
-                sid = await self._lifecycle.create(new, otel_context.get_current(), running=taken)
-            except BaseException:
-                if taken:
-                    self._admission.give_back()
-                raise
-            recorded.set_result(sid)
-            outcome = await self._execute(sid, request, parent, progress, reservation, taken)
-            if outcome.error:
-                span.set_status(Status(StatusCode.ERROR, outcome.error))
-            if outcome.success:
-                await remember(
-                    self.config, self.memory, new.id, request.full_prompt(), outcome.output
-                )
-            return spawner_result(sid, outcome)
-
-    async def _execute(
-        self,
-        sid: str,
-        request: TriggerRequest,
-        parent: dict | None,
-        progress: ProgressSink | None,
-        reservation: Reservation,
-        taken: bool = False,
-    ) -> SessionOutcome:
-        """Wait for a slot (unless ``taken``, and the row written as running), run the
-        runtime, and record the outcome whatever happens."""
-        started = time.monotonic()
-        end = Ending()
-        try:
-            with end.caught(self.config, sid):
-                if progress and not taken:  # nothing is awaited before the taken slot is held
-                    await progress("queued")
-                # A session waiting for a place (workers = "any", no live worker) is queued.
-                async with (
-                    self._admission.slot(reservation, taken=taken),
-                    self._placement.place(request) as place,
-                ):
-                    if not taken:
-                        await self._lifecycle.running(sid, request.timeout_s)
-                    elif progress:  # the caller hears the same steps either way
-                        await progress("queued")
-                    started = time.monotonic()
-                    if progress:
-                        await progress("running")
-                    watched = self.activity.watch(sid, progress)
-                    end.result = await self._run(request, sid, parent, watched, place)
-                    fields = self.adapter.cumulative_on_resume
-                    end.result = await recorded_share(
-                        self._lifecycle, fields, sid, end.result, parent
-                    )
-        finally:
-            self.activity.close(sid)
-            if not self.adapter.supports_resume:  # nothing will read its home again
-                discard_home(self.config, sid)
-            outcome = await self._lifecycle.complete(
-                sid, end.outcome(started), end.result.tool_calls
-            )
-        return outcome
-
-    async def _run(
-        self,
-        request: TriggerRequest,
-        sid: str,
-        parent: dict | None,
-        progress: ProgressSink | None,
-        place: Place,
-    ) -> RuntimeResult:
-        if place == "here":
-            return await self._here.run(request, sid, parent, progress)
-        job = job_for(request, sid, parent)  # the worker names itself on the row
-        here = (self._placement, lambda: self._here.run(request, sid, parent, progress))
-        return await run_on_worker(
-            self.config, self._jobs, self.session_tokens, job, here if place == "either" else None
-        )
+    def follow_handed_over(self) -> None:
+        """Wait again for the sessions an earlier daemon handed to workers (taken over by
+        :func:`~butler.spawner.recovery.recover`), each holding a slot while its job is
+        in the queue, and record how each ended. Called once the butler serves."""
+        self._headless.follow_handed_over()
 
     def interactive(
         self, request: InteractiveRequest
@@ -368,8 +209,8 @@ class Spawner:
         return how many were cancelled."""
         self.stop_accepting()
         still: set[asyncio.Task[SpawnerResult]] = set()
-        if self._tasks:
-            _, still = await asyncio.wait(set(self._tasks), timeout=timeout)
+        if self._headless.tasks:
+            _, still = await asyncio.wait(set(self._headless.tasks), timeout=timeout)
         for task in still:
             task.cancel(SHUTDOWN)
         if still:
@@ -377,7 +218,7 @@ class Spawner:
                 await asyncio.wait(still, timeout=TIMEOUT_GRACE_S)
         # completions the database has not taken yet stay journalled for the next start
         await self._lifecycle.completions.flush(TIMEOUT_GRACE_S)
-        await self._jobs.close()
+        await self._headless.close()
         if self._pool is not None:
             await self._pool.close()
         return len(still)

@@ -9,26 +9,21 @@ the jail (whose egress proxy lets through only the butler's MCP address and
 the runtime's model API) and the time limit. What differs is only what belongs
 to the daemon's machine: the token is given, not issued; the runtime's process group
 goes to the caller (the worker's ledger) rather than the row, since only the
-worker's machine can end it; and the result is returned as JSON for the daemon
-to record.
+worker's machine can end it; and how the run ended is returned (an
+:class:`~butler.spawner.result.Ending`) for the daemon to record.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from butler.config import ButlerConfig
 from butler.errors import ButlerError
-from butler.runtimes.base import RuntimeFailure, RuntimeResult
-from butler.runtimes.process import PROCESS_STARTED
-from butler.spawner.execution import Execution, SessionRun
-from butler.spawner.homes import discard_home
-from butler.spawner.workspace import SessionFile
-from butler.store.session_jobs import SessionJob
+from butler.runtimes.base import RuntimeFailure
+from butler.spawner.execution import Execution
+from butler.spawner.result import Ending
+from butler.spawner.session import Session
 
 
 class GivenToken:
@@ -41,27 +36,11 @@ class GivenToken:
         return self._token
 
 
-@contextlib.contextmanager
-def process_hook(hook: Callable[[int], None]) -> Iterator[None]:
-    """Tell ``hook`` the pid of each runtime process group started inside the block."""
-    token = PROCESS_STARTED.set(hook)
-    try:
-        yield
-    finally:
-        PROCESS_STARTED.reset(token)
-
-
-def handed(status: str, error: str | None, result: RuntimeResult) -> dict[str, Any]:
-    """What goes back to the daemon: the outcome and the runtime's result, as JSON."""
-    data = dataclasses.asdict(result)
-    data["tool_calls"] = [call.to_json() for call in result.tool_calls]
-    return {"status": status, "error": error, "result": data}
-
-
 @dataclass
 class WorkerRuns:
     """Runs one butler's picked sessions on this machine, each in a workspace of its own
-    (``execution`` is made by the worker, its sandbox decided once when it starts)."""
+    (``execution`` is made by the worker, its sandbox decided once when it starts and
+    its runtimes calling the butler across the network, at ``config.callback_url``)."""
 
     execution: Execution
 
@@ -69,34 +48,18 @@ class WorkerRuns:
     def config(self) -> ButlerConfig:
         return self.execution.config
 
-    async def run(self, job: SessionJob, started: Callable[[int], None]) -> dict[str, Any]:
-        """Run ``job``'s runtime here; what to hand back. ``started`` is told its process."""
-        status, error, result = "failed", None, RuntimeResult()
+    async def run(self, session: Session, token: str, started: Callable[[int], None]) -> Ending:
+        """Run ``session``'s runtime here with the daemon's ``token``; how it ended, to
+        hand back. ``started`` is told its process. The daemon explains a failure
+        (preflight.explain) when it records it."""
+        end = Ending()
         try:
-            with process_hook(started):
-                result = await self.execution.run(self._session_run(job), GivenToken(job.token))
-            status = "succeeded"
+            end.result = await self.execution.run(session, GivenToken(token), on_process=started)
+            end.status = "succeeded"
         except RuntimeFailure as exc:
-            error, result = str(exc), exc.partial
+            end.error, end.result = str(exc), exc.partial
         except ButlerError as exc:  # a cause named for the user (a full temp folder): as is
-            error = str(exc)
+            end.error = str(exc)
         except Exception as exc:  # the daemon records it; the worker goes on with the next
-            error = f"internal error on the worker: {type(exc).__name__}: {exc}"
-        finally:
-            if not self.execution.adapter.supports_resume:  # nothing will read its home again
-                discard_home(self.config, job.session_id)
-        return handed(status, error, result)
-
-    def _session_run(self, job: SessionJob) -> SessionRun:
-        return SessionRun(
-            session_id=job.session_id,
-            prompt=job.prompt,
-            files=tuple(SessionFile.from_json(entry) for entry in job.files),
-            parent_id=job.parent_id,
-            resume=job.resume,
-            max_turns=job.max_turns,
-            timeout_s=job.timeout_s,
-            model=job.model,
-            # The runtime calls its butler across the network, not on loopback.
-            base_url=self.config.callback_url,
-        )
+            end.error = f"internal error on the worker: {type(exc).__name__}: {exc}"
+        return end

@@ -76,11 +76,3 @@ class SenderStore:
             sender,
         )
         return gone is not None
-
-    async def pending_codes(self, channel: str) -> int:
-        """How many codes of ``channel`` could still be redeemed."""
-        return await self.db.fetchval(
-            "SELECT count(*) FROM channel_pairing_codes"
-            " WHERE channel = $1 AND used_at IS NULL AND expires_at > now()",
-            channel,
-        )

@@ -9,7 +9,6 @@ found again at the next start.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -234,13 +233,3 @@ class ConversationStore:
             channel,
             position,
         )
-
-    async def sessions_of(self, channel: str, sender: str) -> Sequence[str]:
-        """Every session a sender's messages went to (a sender resumes only these)."""
-        rows = await self.db.fetch(
-            "SELECT DISTINCT session_id FROM channel_messages WHERE channel = $1"
-            " AND sender = $2 AND session_id IS NOT NULL",
-            channel,
-            sender,
-        )
-        return [str(row["session_id"]) for row in rows]

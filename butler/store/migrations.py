@@ -90,6 +90,11 @@ async def migrate(db: Database, folder: Traversable | None = None) -> list[Migra
     return applied_now
 
 
+async def applied_count(db: Database) -> int:
+    """How many migrations the butler's schema has recorded."""
+    return int(await db.fetchval("SELECT count(*) FROM butler_migrations"))
+
+
 async def _all_applied(conn: asyncpg.Connection, pending: list[Migration]) -> bool:
     """Whether every migration is recorded already (none is ever taken back)."""
     try:

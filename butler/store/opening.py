@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from butler.glance import Glance
+from butler.essentials import Essentials
 from butler.store.budget import Budget
 from butler.store.db import Database, redact_dsn
 from butler.store.embedded import EmbeddedPostgres
@@ -67,7 +67,7 @@ async def start_embedded() -> tuple[EmbeddedPostgres, str]:
 
 
 async def open_store(
-    butler: Glance,
+    butler: Essentials,
     dsn: str | None = None,
     *,
     serving: bool = False,
@@ -85,7 +85,7 @@ async def open_store(
     no connection open for its own sake, and its health checks are asked on
     the leases' connection while it has none.
     """
-    assert butler.db_schema is not None, "a glance whose schema is unclear: load the folder"
+    assert butler.db_schema is not None, "essentials whose schema is unclear: load the folder"
     embedded = None
     dsn = dsn or butler.db_url
     if not dsn:

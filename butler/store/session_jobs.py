@@ -1,11 +1,10 @@
 """Sessions handed to workers: PgQueuer's job table in the butler's schema, and the
 results workers hand back (migration 016, docs/scaling.md).
 
-A job holds what a worker needs to run the session's runtime and nothing it can
-find itself (the butler's folder is on the worker too): the prompt, the limits,
-and the session's token, which the daemon issued and revokes when the session
-completes. The database already holds the credentials store and every row, so
-the token lives nowhere new.
+A job's payload is the spawner's to write and read (``butler.spawner.remote.Job``:
+the session as it was admitted, and its token, which the daemon issued and
+revokes when the session completes); here it is bytes. The database already
+holds the credentials store and every row, so the token lives nowhere new.
 
 A worker's result goes to ``session_results`` and a NOTIFY wakes the daemon,
 which completes the row through its own lifecycle. NOTIFY is best effort (a
@@ -17,8 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import json
 import uuid
 from typing import Any
 
@@ -35,30 +32,6 @@ RESULTS_CHANNEL = "butler_session_results"
 POLL_S = 2.0
 
 
-@dataclasses.dataclass(frozen=True)
-class SessionJob:
-    """One session for a worker to run."""
-
-    session_id: str
-    prompt: str
-    token: str
-    max_turns: int | None = None
-    timeout_s: float | None = None
-    model: str | None = None
-    resume: str | None = None
-    parent_id: str | None = None
-    #: The session's attachments, each ``SessionFile.to_json()``: the worker places them.
-    files: tuple[dict[str, str], ...] = ()
-
-    def encode(self) -> bytes:
-        return json.dumps(dataclasses.asdict(self)).encode()
-
-    @classmethod
-    def decode(cls, payload: bytes) -> SessionJob:
-        fields = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in json.loads(payload).items() if k in fields})
-
-
 class SessionJobs:
     """Enqueue sessions for workers and collect what they hand back, for one butler."""
 
@@ -70,8 +43,8 @@ class SessionJobs:
         self._queue: asyncpg.Connection | None = None
         self._queueing = asyncio.Lock()
 
-    async def enqueue(self, job: SessionJob) -> int:
-        """Put the session in the queue; a worker with room picks it at once (NOTIFY).
+    async def enqueue(self, payload: bytes) -> int:
+        """Put a session's job in the queue; a worker with room picks it at once (NOTIFY).
 
         Returns the job's id in PgQueuer's table."""
         async with self._queueing:
@@ -87,7 +60,7 @@ class SessionJobs:
             # whose sessions run on workers enqueues (benchmarks/startup.py).
             from pgqueuer import AsyncpgDriver, Queries
 
-            ids = await Queries(AsyncpgDriver(self._queue)).enqueue(ENTRYPOINT, job.encode())
+            ids = await Queries(AsyncpgDriver(self._queue)).enqueue(ENTRYPOINT, payload)
         return int(ids[0])
 
     async def withdraw(self, job_id: int) -> bool:
@@ -156,22 +129,15 @@ class SessionJobs:
         )
         return (row["worker"], row["result"]) if row else None
 
-    async def in_queue(self) -> dict[str, tuple[int, SessionJob]]:
-        """The sessions whose job is still in the queue, waiting or picked by a worker:
-        each one's job id and job."""
+    async def in_queue(self) -> dict[int, bytes]:
+        """The jobs still in the queue, waiting or picked by a worker: each one's payload
+        by its id."""
         rows = await self.db.fetch(
             "SELECT id, payload FROM pgqueuer WHERE entrypoint = $1"
             " AND status IN ('queued', 'picked') ORDER BY id",
             ENTRYPOINT,
         )
-        found = {}
-        for row in rows:
-            try:
-                job = SessionJob.decode(row["payload"])
-            except (TypeError, ValueError, AttributeError):
-                continue  # not a session's job: every payload the daemon wrote decodes
-            found[job.session_id] = (int(row["id"]), job)
-        return found
+        return {int(row["id"]): bytes(row["payload"] or b"") for row in rows}
 
     async def handed_back(self) -> set[str]:
         """The sessions whose result a worker handed back and no daemon recorded yet."""

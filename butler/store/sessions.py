@@ -335,6 +335,16 @@ class SessionStore:
         )
         return [dict(row) for row in rows]
 
+    async def unfinished_with(self, key: str) -> list[dict[str, Any]]:
+        """Rows left pending or running whose metadata holds ``key``: their id, runtime
+        and metadata."""
+        rows = await self.db.fetch(
+            "SELECT id, runtime, metadata FROM sessions WHERE status IN ('pending', 'running')"
+            " AND metadata ? $1",
+            key,
+        )
+        return [dict(row) for row in rows]
+
     async def fail_unfinished(self, reason: str, keep: Collection[str] = ()) -> int:
         """Close rows a crashed daemon left pending or running, but those in ``keep``;
         return how many."""

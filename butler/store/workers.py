@@ -14,10 +14,12 @@ who holds what.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import asyncpg
 from pgqueuer import AsyncpgDriver, Queries
 
 from butler.store.db import Database
@@ -130,3 +132,13 @@ def merge(listings: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
                 for key in ("heartbeat_at", "silent_s", "status"):
                     seen[key] = row[key]
     return sorted(merged.values(), key=lambda r: (r["status"] != "up", r["host"], r["name"]))
+
+
+async def have_workers_table(conn: asyncpg.Connection, schemas: Iterable[str]) -> set[str]:
+    """Those of ``schemas`` that have a ``workers`` table (migration 017), asked on
+    ``conn`` without creating any schema."""
+    found = set()
+    for schema in schemas:
+        if await conn.fetchval("SELECT to_regclass(format('%I.workers', $1::text))", schema):
+            found.add(schema)
+    return found

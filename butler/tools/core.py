@@ -16,7 +16,7 @@ from butler import __version__
 from butler.config.watch import restart_needed
 from butler.context import ButlerContext
 from butler.errors import UserError
-from butler.spawner.completions import TRANSIENT
+from butler.store.outages import UNREACHABLE
 from butler.tools.limits import IfVersion, StateKey, StatePrefix, StateValue
 from butler.tools.tenancy import state_of
 
@@ -78,7 +78,7 @@ async def status_of(butler: ButlerContext) -> dict[str, Any]:
     if database:
         try:
             builders = await butler.builders.running()
-        except TRANSIENT:  # the database went away since the ping: say so, as the ping would
+        except UNREACHABLE:  # the database went away since the ping: say so, as the ping would
             database = False
     spawner = butler.spawner
     return {

@@ -23,8 +23,7 @@ from typing import Self
 import asyncpg
 from pgqueuer import AsyncpgPoolDriver
 
-from butler.spawner.completions import FIRST_BACKOFF_S, MAX_BACKOFF_S
-from butler.store.outages import UNREACHABLE
+from butler.store.outages import FIRST_BACKOFF_S, MAX_BACKOFF_S, UNREACHABLE
 
 log = logging.getLogger(__name__)
 

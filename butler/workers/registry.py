@@ -22,7 +22,7 @@ import asyncpg
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, UserError
 from butler.store.db import Database, redact_dsn
-from butler.store.workers import WorkerRow, WorkerRows, merge
+from butler.store.workers import WorkerRow, WorkerRows, have_workers_table, merge
 
 log = logging.getLogger(__name__)
 
@@ -116,13 +116,7 @@ async def _with_workers_table(
             f"{exc}; expected the database the butlers' daemons and workers share"
         ) from None
     try:
-        found = [
-            config
-            for config in configs
-            if await conn.fetchval(
-                "SELECT to_regclass(format('%I.workers', $1::text))", config.db_schema
-            )
-        ]
+        found = await have_workers_table(conn, [config.db_schema for config in configs])
     finally:
         await conn.close()
-    return found
+    return [config for config in configs if config.db_schema in found]

@@ -22,12 +22,11 @@ from pathlib import Path
 from pgqueuer import Queries
 
 from butler.config import ButlerConfig
-from butler.runtimes.base import RuntimeResult
 from butler.runtimes.registry import adapter_class
 from butler.sandbox.folders import sweep_jail_folders
 from butler.spawner.homes import discard_home, prune_homes
 from butler.spawner.orphans import reap
-from butler.spawner.worker_runs import handed
+from butler.spawner.result import Ending
 from butler.spawner.workspace import sweep_leftovers
 from butler.store.db import Database
 from butler.store.session_jobs import SessionJobs
@@ -36,14 +35,13 @@ from butler.workers import ledger
 log = logging.getLogger(__name__)
 
 
-def found_at_restart(entry: ledger.Entry, worker: str) -> dict[str, object]:
-    """The result of a session whose worker was killed, as the next one on its machine finds it."""
-    error = (
-        f"the worker {entry.worker} stopped while this session ran; the next worker on its "
-        f"machine ({worker}) found it at its start; it is not run again, since its runtime "
-        "may have acted already"
+def found_at_restart(entry: ledger.Entry, worker: str) -> Ending:
+    """How a session ended whose worker was killed, as the next one on its machine finds it."""
+    return Ending(
+        error=f"the worker {entry.worker} stopped while this session ran; the next worker on "
+        f"its machine ({worker}) found it at its start; it is not run again, since its "
+        "runtime may have acted already"
     )
-    return handed("failed", error, RuntimeResult())
 
 
 @dataclass
@@ -71,7 +69,7 @@ async def sweep_after_killed(
             swept.killed += 1
         if await jobs.open(entry.session_id):
             # The runtime's own result when it ended before its worker did; else the stop.
-            result = entry.result or found_at_restart(entry, worker)
+            result = entry.result or found_at_restart(entry, worker).to_json()
             await jobs.put_result(entry.session_id, worker, result)
             swept.recorded.append(entry.session_id)
         # Out of the queue: once recorded, the job is no one's to pick again.

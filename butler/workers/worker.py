@@ -30,23 +30,18 @@ from datetime import timedelta
 import asyncpg
 import httpx
 from pgqueuer import Queries, QueueManager
-from pgqueuer.models import Job
+from pgqueuer.models import Job as QueuedJob
 
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, UserError
-from butler.runtimes.registry import get_adapter
-from butler.sandbox import resolve_mode
 from butler.spawner.execution import Execution
-from butler.spawner.remote import PICKUP_GRACE_S
+from butler.spawner.remote import PICKUP_GRACE_S, Job
 from butler.spawner.worker_runs import WorkerRuns
-from butler.store.credentials import CredentialStore
 from butler.store.db import Database, quote_ident
-from butler.store.memory import PostgresMemory
-from butler.store.session_jobs import ENTRYPOINT, SessionJob, SessionJobs
-from butler.store.sessions import SessionStore
+from butler.store.session_jobs import ENTRYPOINT, SessionJobs
+from butler.workers.claim import HEARTBEAT_TIMEOUT_S, claim
+from butler.workers.handback import run_claimed
 from butler.workers.listen import RelisteningDriver
-from butler.workers.picked import run_picked
-from butler.workers.pickup import HEARTBEAT_TIMEOUT, admitted
 from butler.workers.registry import Registry
 from butler.workers.sweep import sweep_after_killed
 
@@ -54,12 +49,24 @@ log = logging.getLogger(__name__)
 
 #: Pooled connections of each butler's queue, for its queries (its LISTEN has its own).
 QUEUE_CONNECTIONS = 2
-#: How often PgQueuer looks at the queue when no NOTIFY woke it (its own default; the
-#: tests lengthen it, to show that work is taken by NOTIFY, also after an outage).
-POLL = timedelta(seconds=float(os.environ.get("BUTLER_WORKER_POLL_S") or 30))
+#: How often PgQueuer looks at the queue when no NOTIFY woke it (its own default).
+POLL_S = 30.0
 #: Sessions a worker runs at once for each butler when ``--capacity`` does not say: at
 #: least 2, since PgQueuer wants twice its batch (we take one job at a time, to spread).
 DEFAULT_CAPACITY = max(2, os.cpu_count() or 2)
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """How a worker takes work, from its command line (``butler worker --help``)."""
+
+    #: Sessions run at once for each butler.
+    capacity: int = DEFAULT_CAPACITY
+    #: A picked session whose worker sent no heartbeat for this long is taken as
+    #: stopped (recorded, never run again); the worker beats twice as often.
+    heartbeat_timeout_s: float = HEARTBEAT_TIMEOUT_S
+    #: How often the queue is looked at when no NOTIFY woke the worker.
+    poll_s: float = POLL_S
 
 
 def worker_name() -> str:
@@ -97,13 +104,17 @@ class Worker:
     """Runs the sessions of ``configs`` that their daemons hand to workers."""
 
     def __init__(
-        self, configs: list[ButlerConfig], database_url: str, capacity: int = DEFAULT_CAPACITY
+        self,
+        configs: list[ButlerConfig],
+        database_url: str,
+        settings: WorkerSettings = WorkerSettings(),
     ) -> None:
         self.configs = configs
         self.database_url = database_url
+        self.settings = settings
         self.name = worker_name()
         self.served: list[Served] = []
-        self.registry = Registry(self.name, capacity, HEARTBEAT_TIMEOUT.total_seconds() / 2)
+        self.registry = Registry(self.name, settings.capacity, settings.heartbeat_timeout_s / 2)
 
     async def start(self) -> list[str]:
         """Connect to each butler that can be served; return one line per one that cannot."""
@@ -139,33 +150,25 @@ class Worker:
 
         queries = Queries(RelisteningDriver(queue, listening))
         manager = QueueManager(queries)
-        sandbox = resolve_mode(
-            config.butler.sandbox, f"{config.config_dir / 'butler.toml'}: [butler.sandbox]"
-        )
         jobs = SessionJobs(db)
-        runs = WorkerRuns(
-            Execution(
-                config,
-                get_adapter(config.runtime.type, config.runtime, config.roster_dir),
-                CredentialStore(db, dict(os.environ)),
-                SessionStore(db, config.butler.max_output_bytes),
-                PostgresMemory(db, config.butler.memory.max_episodes),
-                sandbox,
-            )
-        )
+        # The runtime calls its butler across the network, not on loopback.
+        runs = WorkerRuns(Execution.over(config, db, base_url=config.callback_url))
         await sweep_after_killed(config, db, queries, self.name)
 
         @manager.entrypoint(ENTRYPOINT, concurrency_limit=config.runtime.max_concurrent_sessions)
-        async def session(job: Job) -> None:
-            if job.payload is None:
+        async def session(queued: QueuedJob) -> None:
+            try:
+                job = Job.decode(queued.payload or b"")
+            except ValueError as exc:  # only the daemon writes jobs: nothing to run
+                log.error("job %s dropped: %s", queued.id, exc, extra={"butler": config.name})
                 return
-            picked = SessionJob.decode(job.payload)
-            sid = picked.session_id
+            sid = job.session.id
             log.info("session picked", extra={"butler": config.name, "session_id": sid})
-            bound = (picked.timeout_s or config.runtime.timeout_s) + PICKUP_GRACE_S
-            if not await admitted(jobs, self.name, picked, bound):
+            bound = (job.session.timeout_s or config.runtime.timeout_s) + PICKUP_GRACE_S
+            silence = self.settings.heartbeat_timeout_s
+            if not await claim(jobs, self.name, sid, bound, silence):
                 return
-            await run_picked(runs, jobs, self.name, picked, int(job.id))
+            await run_claimed(runs, jobs, self.name, job, int(queued.id))
 
         return Served(config, db, queue, manager)
 
@@ -182,8 +185,8 @@ class Worker:
         runs = [
             asyncio.create_task(
                 served.manager.run(
-                    dequeue_timeout=POLL,
-                    heartbeat_timeout=HEARTBEAT_TIMEOUT,
+                    dequeue_timeout=timedelta(seconds=self.settings.poll_s),
+                    heartbeat_timeout=timedelta(seconds=self.settings.heartbeat_timeout_s),
                     batch_size=1,
                     max_concurrent_tasks=capacity,
                 )
@@ -210,7 +213,7 @@ class Worker:
 
 
 async def serve(
-    configs: list[ButlerConfig], database_url: str, capacity: int = DEFAULT_CAPACITY
+    configs: list[ButlerConfig], database_url: str, settings: WorkerSettings = WorkerSettings()
 ) -> None:
     """The worker's life: refuse what it cannot serve in one line each, then take work."""
     if not database_url:
@@ -218,7 +221,7 @@ async def serve(
             "butler worker: no database: give --database-url (or DATABASE_URL) naming the "
             "PostgreSQL the butlers' daemons use"
         )
-    worker = Worker(configs, database_url, capacity)
+    worker = Worker(configs, database_url, settings)
     refused = await worker.start()
     for line in refused:
         log.error(line)

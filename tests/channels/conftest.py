@@ -25,18 +25,16 @@ from butler.channels.pairing import issue
 from butler.channels.service import ChannelService
 from butler.config import ButlerConfig, load_config
 from butler.config.switchboard import load_switchboard
-from butler.runtimes.registry import get_adapter
 from butler.spawner.spawner import Spawner
 from butler.store.channel_senders import SenderStore
 from butler.store.conversations import ConversationStore
 from butler.store.credentials import CredentialStore
 from butler.store.db import Database, quote_ident
-from butler.store.sessions import SessionStore
 from tests.conftest import TEST_DSN
 from tests.fakes.discord_api import FakeDiscord
 from tests.fakes.slack_api import FakeSlack
 from tests.fakes.telegram_api import TOKEN, FakeTelegram
-from tests.helpers import eventually, free_port, wait_until, write_butler
+from tests.helpers import eventually, free_port, spawner_over, wait_until, write_butler
 
 AGENT = Path(__file__).with_name("agent.py")
 DESCRIPTIONS = {
@@ -148,8 +146,7 @@ async def start_roster(db: Database, roster: Path) -> AsyncIterator[Callable[...
         credentials = CredentialStore(db, {"TELEGRAM_BOT_TOKEN": TOKEN, **(environ or {})})
         spawners = {}
         for config in configs:
-            adapter = get_adapter(config.runtime.type, config.runtime, config.roster_dir)
-            spawners[config.name] = Spawner(config, adapter, SessionStore(db), credentials)
+            spawners[config.name] = spawner_over(config, db, credentials=credentials)
         switchboard = load_switchboard(roster, [c.name for c in configs])
         hosts = [Host(c, db, spawners[c.name]) for c in configs]
         services = build_services(hosts, switchboard)

@@ -19,8 +19,14 @@ from butler.store.credentials import CredentialStore
 from butler.store.db import Database
 from butler.store.embedded import EmbeddedPostgres
 from butler.store.migrations import migrate
-from butler.store.sessions import SessionStore
-from tests.helpers import TEST_TOKEN, DaemonProcess, eventually, free_port, write_butler
+from tests.helpers import (
+    TEST_TOKEN,
+    DaemonProcess,
+    eventually,
+    free_port,
+    spawner_over,
+    write_butler,
+)
 from tests.outage import fill, small_disk
 
 pytestmark = pytest.mark.slow
@@ -50,7 +56,7 @@ def _spawner(roster: Path, db: Database, runtime: dict) -> Spawner:
     folder = write_butler(roster, "tester", port=free_port(), schema=db.schema, runtime=runtime)
     config = load_config(folder)
     adapter = get_adapter("command", config.runtime)
-    return Spawner(config, adapter, SessionStore(db), CredentialStore(db, {}))
+    return spawner_over(config, db, adapter=adapter, credentials=CredentialStore(db, {}))
 
 
 async def _statuses(db: Database) -> dict[str, int]:

@@ -18,8 +18,7 @@ from butler.store.credentials import CredentialStore
 from butler.store.db import Database
 from butler.store.embedded import EmbeddedPostgres
 from butler.store.migrations import migrate
-from butler.store.sessions import SessionStore
-from tests.helpers import eventually, free_port, write_butler
+from tests.helpers import eventually, free_port, spawner_over, write_butler
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +35,7 @@ def _spawner(roster: Path, db: Database) -> Spawner:
     folder = write_butler(roster, "tester", port=free_port(), schema=db.schema, runtime=runtime)
     config = load_config(folder)
     adapter = get_adapter("command", RuntimeConfig(**runtime))
-    return Spawner(config, adapter, SessionStore(db), CredentialStore(db, {}))
+    return spawner_over(config, db, adapter=adapter, credentials=CredentialStore(db, {}))
 
 
 async def _runtime_started(db: Database, sid: str) -> bool:

@@ -11,14 +11,13 @@ from pathlib import Path
 import pytest
 
 from butler.config import load_config
-from butler.runtimes.registry import get_adapter
-from butler.spawner.spawner import Spawner, TriggerRequest
+from butler.spawner.spawner import TriggerRequest
 from butler.store.credentials import CredentialStore
 from butler.store.db import Database
 from butler.store.embedded import EmbeddedPostgres
 from butler.store.migrations import migrate
 from butler.store.sessions import NewSession, SessionStore
-from tests.helpers import free_port, write_butler
+from tests.helpers import free_port, spawner_over, write_butler
 
 pytestmark = pytest.mark.slow
 
@@ -64,9 +63,7 @@ async def test_a_session_admitted_just_before_an_outage_waits_for_the_database_a
     )
     config = load_config(folder)
     sessions = _StopsAfterAdmission(db, server, own_postgres)
-    spawner = Spawner(
-        config, get_adapter("command", config.runtime), sessions, CredentialStore(db, {})
-    )
+    spawner = spawner_over(config, db, sessions=sessions, credentials=CredentialStore(db, {}))
     try:
         result = await asyncio.wait_for(spawner.trigger(TriggerRequest("go")), 120)
         assert sessions.outage is not None  # the outage did happen, after the admission

@@ -265,8 +265,8 @@ async def test_memory_failure_does_not_block_the_session(make_spawner, caplog):
             raise ConnectionError("memory store down")
 
     adapter = FakeAdapter()
-    spawner = make_spawner(adapter, extra="\n[butler.memory]\nenabled = true\n")
-    spawner.memory = BrokenMemory()
+    memory = "\n[butler.memory]\nenabled = true\n"
+    spawner = make_spawner(adapter, extra=memory, memory=BrokenMemory())
     result = await spawner.trigger(TriggerRequest("x"))
     assert result.success
     assert adapter.invocations[0].system_prompt.strip() == "You are a test butler."

@@ -9,7 +9,7 @@ from opentelemetry import trace
 
 from butler.config import RuntimeConfig
 from butler.runtimes.registry import get_adapter
-from butler.spawner import spawner as spawner_module
+from butler.spawner import headless as headless_module
 from butler.spawner.spawner import TriggerRequest
 from tests.fakes.runtime import FAKE_CLAUDE
 
@@ -46,7 +46,7 @@ async def test_traceparent_reaches_the_runtime_and_trace_id_is_recorded(
 
 
 async def test_no_trace_context_no_traceparent_and_still_spawned(make_spawner, monkeypatch):
-    monkeypatch.setattr(spawner_module, "tracer", lambda: trace.NoOpTracer())
+    monkeypatch.setattr(headless_module, "tracer", lambda: trace.NoOpTracer())
     spawner = _fake_cli(make_spawner)
     result = await spawner.trigger(TriggerRequest("do it"))
     assert result.success

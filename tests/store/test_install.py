@@ -15,10 +15,10 @@ import asyncpg
 import pytest
 
 from butler.config import load_config
-from butler.daemon import open_database
 from butler.store.db import Database
 from butler.store.install import InstallTaken
 from butler.store.migrations import discover, migrate
+from butler.store.opening import open_store
 from tests.conftest import TEST_DSN
 from tests.helpers import REPO, DaemonProcess, free_port, write_butler
 
@@ -34,24 +34,26 @@ def two_folders(tmp_path: Path, name: str, schema: str | None = None) -> tuple[P
 
 async def test_two_butlers_of_one_name_from_two_folders_never_share_a_schema(tmp_path, schema_name):
     first, second = two_folders(tmp_path, schema_name)  # the schema is the butler's name
-    opened = await open_database(load_config(first, db_url=TEST_DSN))
+    opened = await open_store(load_config(first, db_url=TEST_DSN).essentials())
     await opened.db.execute("INSERT INTO state (key, value) VALUES ('mine', '1')")
     await opened.close()
     with pytest.raises(InstallTaken) as refused:
-        await open_database(load_config(second, db_url=TEST_DSN))
+        await open_store(load_config(second, db_url=TEST_DSN).essentials())
     line = str(refused.value)
     assert "\n" not in line and str(first.resolve()) in line and str(second.resolve()) in line
     assert "[butler.db] schema" in line
-    again = await open_database(load_config(first, db_url=TEST_DSN))  # its own folder still opens
+    again = await open_store(
+        load_config(first, db_url=TEST_DSN).essentials()
+    )  # its own folder still opens
     await again.close()
 
 
 async def test_naming_the_schema_shares_its_data_on_purpose(tmp_path, schema_name):
     first, second = two_folders(tmp_path, schema_name, schema=schema_name)
-    opened = await open_database(load_config(first, db_url=TEST_DSN))
+    opened = await open_store(load_config(first, db_url=TEST_DSN).essentials())
     await opened.db.execute("INSERT INTO state (key, value) VALUES ('shared', '1')")
     await opened.close()
-    moved = await open_database(load_config(second, db_url=TEST_DSN))
+    moved = await open_store(load_config(second, db_url=TEST_DSN).essentials())
     try:
         assert await moved.db.fetchval("SELECT value FROM state WHERE key = 'shared'") == 1
     finally:
@@ -79,7 +81,7 @@ async def test_a_database_made_by_the_current_code_upgrades_and_keeps_its_data(
     finally:
         await old.close()
     folder = write_butler(tmp_path / "roster", schema_name, port=free_port())
-    opened = await open_database(load_config(folder, db_url=TEST_DSN))
+    opened = await open_store(load_config(folder, db_url=TEST_DSN).essentials())
     try:
         assert 15 in [m.version for m in opened.applied]
         assert await opened.db.fetchval("SELECT value FROM state WHERE key = 'kept'") == 42
@@ -119,11 +121,11 @@ def test_a_second_daemon_for_the_same_butler_is_refused_naming_pid_and_host(
 async def test_the_lease_is_let_go_when_the_daemon_closes(tmp_path, schema_name):
     folder = write_butler(tmp_path / "roster", schema_name, port=free_port())
     config = load_config(folder, db_url=TEST_DSN)
-    opened = await open_database(config, serving=True)
+    opened = await open_store(config.essentials(), serving=True)
     with pytest.raises(InstallTaken, match=f"pid {os.getpid()}"):
-        await open_database(config, serving=True)
+        await open_store(config.essentials(), serving=True)
     await opened.close()
-    again = await open_database(config, serving=True)
+    again = await open_store(config.essentials(), serving=True)
     try:
         conn = await asyncpg.connect(TEST_DSN, server_settings={"search_path": schema_name})
         row = await conn.fetchrow("SELECT holder_pid, holder_host FROM butler_install")

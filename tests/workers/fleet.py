@@ -8,16 +8,26 @@ the test's namespace, so a worker on any link reaches that one address.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import asyncpg
+import uvicorn
 
-from tests.helpers import REPO, DaemonProcess
+from butler.config import load_config
+from butler.context import ButlerContext
+from butler.daemon import assemble
+from butler.http_limits import JsonRpcBodyLimit
+from butler.server import build_app
+from butler.store.opening import open_store
+from tests.helpers import REPO, DaemonProcess, eventually
 from tests.workers.machines import Machine
 
 SCHEMA = "fleet_test"
@@ -84,10 +94,12 @@ def start_worker(
     only: str = "fleet",
     capacity: int | None = 2,
     env: dict[str, str] | None = None,
+    args: tuple[str, ...] = (),
 ) -> subprocess.Popen[str]:
-    """``butler worker`` on ``place`` for the butler ``only``; its output goes to
-    ``data``/worker.log (a file, not a pipe nobody reads while it runs: a full pipe
-    would stop the worker mid-session). ``capacity`` None leaves the worker's default."""
+    """``butler worker`` on ``place`` for the butler ``only``, with ``args`` added; its
+    output goes to ``data``/worker.log (a file, not a pipe nobody reads while it runs: a
+    full pipe would stop the worker mid-session). ``capacity`` None leaves the worker's
+    default."""
     data.mkdir(parents=True, exist_ok=True)
     argv = place.argv(
         sys.executable, "-m", "butler.cli", "worker", "--roster", str(roster), "--only", only
@@ -95,11 +107,37 @@ def start_worker(
     argv += ["--database-url", dsn, "--log-format", "json"]
     if capacity is not None:
         argv += ["--capacity", str(capacity)]
+    argv += args
     everything = {**os.environ, **(env or {}), "BUTLER_DATA_DIR": str(data)}
     with (data / "worker.log").open("w") as log:
         return subprocess.Popen(
             argv, cwd=REPO, env=everything, stdout=log, stderr=subprocess.STDOUT, text=True
         )
+
+
+@asynccontextmanager
+async def served(folder: Path, dsn: str, host: str) -> AsyncIterator[ButlerContext]:
+    """The butler of ``folder`` opened, assembled and served at ``host``, in this loop
+    (as ``butler run`` does): for a test that reaches into the daemon's spawner."""
+    config = load_config(folder)
+    opened = await open_store(config.essentials(), dsn, serving=True)
+    try:
+        butler = await assemble(config, opened.db)
+        app = JsonRpcBodyLimit(build_app(butler))
+        server = uvicorn.Server(
+            uvicorn.Config(app, host=host, port=config.butler.port, log_config=None)
+        )
+        task = asyncio.create_task(server.serve())
+        await eventually(lambda: server.started or task.done(), timeout=30)
+        assert not task.done(), task
+        try:
+            yield butler
+        finally:
+            server.should_exit = True
+            await task
+            await butler.spawner.drain(0)
+    finally:
+        await opened.close()
 
 
 def stop(worker: subprocess.Popen[str] | None) -> None:

@@ -256,7 +256,8 @@ async def test_a_start_that_never_serves_leaves_the_sessions_it_took_back_open(
     refused, say) must not end what it took back from the workers: their rows stay open,
     their jobs queued, for the next start."""
     from butler.config import load_config
-    from butler.daemon import assemble, open_database
+    from butler.daemon import assemble
+    from butler.store.opening import open_store
 
     first = _lone_butler(tmp_path, schema_name).start()
     sessions, queue = (f"{quote_ident(schema_name)}.{table}" for table in ("sessions", "pgqueuer"))
@@ -265,7 +266,7 @@ async def test_a_start_that_never_serves_leaves_the_sessions_it_took_back_open(
         await eventually(lambda: _one(f"SELECT id FROM {queue}"), timeout=30)
         _kill(first)
         config = load_config(first.config_dir, db_url=TEST_DSN)
-        opened = await open_database(config)
+        opened = await open_store(config.essentials())
         try:
             butler = await assemble(config, opened.db)  # recovers, takes the session back
             await butler.spawner.drain(1)  # and the start ends before serving

@@ -57,7 +57,7 @@ async def test_workers_listed_with_their_load_a_killed_one_lost_a_session_names_
     release = tmp_path / "release"
     # A row beat each 10 s, lost after 30 s; a job's heartbeat each 10 s (PgQueuer re-picks
     # it after 20 s): long enough that a loaded machine's delays lose nothing.
-    beats = {"BUTLER_WORKER_HEARTBEAT_S": "20"}
+    beats = ("--heartbeat-timeout", "20")
     try:
         with machine() as first, machine() as second:
             for place in (first, second):
@@ -68,8 +68,8 @@ async def test_workers_listed_with_their_load_a_killed_one_lost_a_session_names_
             daemon = start_daemon(folder, port, dsn)
             one = two = None
             try:
-                one = start_worker(first, roster, dsn, tmp_path / "one", capacity=2, env=beats)
-                two = start_worker(second, roster, dsn, tmp_path / "two", capacity=3, env=beats)
+                one = start_worker(first, roster, dsn, tmp_path / "one", capacity=2, args=beats)
+                two = start_worker(second, roster, dsn, tmp_path / "two", capacity=3, args=beats)
                 await eventually(lambda: len(listed(roster, dsn)) == 2, timeout=60, interval=0.5)
                 async with butler_client(f"{daemon.url}/mcp", timeout=120) as client:
                     call = asyncio.create_task(client.call_tool("trigger", {"prompt": "held"}))

@@ -7,7 +7,7 @@ import asyncio
 
 import asyncpg
 
-from butler.workers import picked
+from butler.workers import handback
 
 
 class _RefusingJobs:
@@ -22,13 +22,13 @@ class _RefusingJobs:
 
 
 async def test_a_session_whose_row_cannot_be_looked_at_runs_to_its_result(monkeypatch):
-    monkeypatch.setattr(picked, "WATCH_S", 0.05)
+    monkeypatch.setattr(handback, "WATCH_S", 0.05)
     jobs = _RefusingJobs()
 
     async def run() -> dict:
         await asyncio.sleep(0.5)  # the runtime, while the watcher's looks fail
         return {"status": "succeeded"}
 
-    result = await picked._unless_closed(run(), jobs, "a-session")  # type: ignore[arg-type]
+    result = await handback._unless_closed(run(), jobs, "a-session")  # type: ignore[arg-type]
     assert jobs.looks >= 3
     assert result == {"status": "succeeded"}

@@ -91,10 +91,15 @@ class _Daemon(DaemonProcess):
 
 
 def _worker(
-    place: Machine, roster: Path, dsn: str, data: Path, env: dict[str, str] | None = None
+    place: Machine,
+    roster: Path,
+    dsn: str,
+    data: Path,
+    env: dict[str, str] | None = None,
+    args: tuple[str, ...] = (),
 ) -> subprocess.Popen[str]:
     """``butler worker`` for the butler ``tester``, at its default capacity."""
-    return start_worker(place, roster, dsn, data, only="tester", capacity=None, env=env)
+    return start_worker(place, roster, dsn, data, only="tester", capacity=None, env=env, args=args)
 
 
 def worker_log(tmp_path: Path) -> str:
@@ -222,7 +227,7 @@ async def test_a_killed_workers_session_is_recorded_failed_by_the_next_worker_ne
                     first.kill()  # kill -9: no drain, no goodbye
                     first.wait(30)
                     second = _worker(
-                        place, roster, dsn, tmp_path / "second", {"BUTLER_WORKER_HEARTBEAT_S": "3"}
+                        place, roster, dsn, tmp_path / "second", args=("--heartbeat-timeout", "3")
                     )
                     answer = (await asyncio.wait_for(call, 120)).structured_content
                 assert not answer["success"]

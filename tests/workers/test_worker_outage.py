@@ -93,8 +93,8 @@ async def test_after_a_database_outage_a_worker_is_woken_by_new_work_again_not_b
             worker = None
             try:
                 # PgQueuer's poll made longer than the test: only a NOTIFY brings it work.
-                slow_poll = {"BUTLER_WORKER_POLL_S": "3600"}
-                worker = _worker(place, folder.parent, dsn, tmp_path / "data", slow_poll)
+                slow_poll = ("--poll", "3600")
+                worker = _worker(place, folder.parent, dsn, tmp_path / "data", args=slow_poll)
                 async with butler_client(f"{daemon.url}/mcp", timeout=180) as client:
                     before = await client.call_tool("trigger", {"prompt": "before"})
                     assert before.structured_content["success"], before.structured_content

@@ -6,8 +6,8 @@ import tempfile
 
 from butler.config import load_config
 from butler.spawner.execution import Execution
+from butler.spawner.session import Session
 from butler.spawner.worker_runs import WorkerRuns
-from butler.store.session_jobs import SessionJob
 from tests.fakes.runtime import FakeAdapter
 
 
@@ -19,8 +19,9 @@ async def test_a_cause_named_for_the_user_reaches_the_daemon_as_it_was_said(
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "gone"))
     config = load_config(butler_dir)
     runs = WorkerRuns(Execution(config, FakeAdapter(config.runtime), None, None, None, "none"))  # type: ignore[arg-type]
-    job = SessionJob(session_id="00000000-0000-0000-0000-000000000001", prompt="p", token="t")
-    handed = await runs.run(job, lambda pid: None)
-    assert handed["status"] == "failed"
-    assert handed["error"].startswith("cannot create the session's workspace in "), handed
-    assert "set TMPDIR to a folder with room" in handed["error"]
+    session = Session(id="00000000-0000-0000-0000-000000000001", prompt="p")
+    end = await runs.run(session, "t", lambda pid: None)
+    assert end.status == "failed"
+    assert end.error is not None
+    assert end.error.startswith("cannot create the session's workspace in "), end
+    assert "set TMPDIR to a folder with room" in end.error

@@ -11,22 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
 
 import pytest
-import uvicorn
 
-from butler.config import load_config
-from butler.context import ButlerContext
-from butler.daemon import assemble, open_database
-from butler.http_limits import JsonRpcBodyLimit
-from butler.server import build_app
 from butler.spawner.request import TriggerRequest
 from butler.spawner.workspace import SessionFile
 from butler.store.embedded import EmbeddedPostgres
-from tests.helpers import eventually, free_port, require_jail
+from tests.helpers import free_port, require_jail
+from tests.workers.fleet import served
 from tests.workers.machines import machine
 from tests.workers.test_worker import _worker
 from tests.workers.test_worker_jail import probe_butler
@@ -34,30 +26,6 @@ from tests.workers.test_worker_jail import probe_butler
 pytestmark = pytest.mark.slow
 
 MEMORY = "[butler.memory]\nenabled = true\n"
-
-
-@asynccontextmanager
-async def served(folder: Path, dsn: str, host: str) -> AsyncIterator[ButlerContext]:
-    """The butler of ``folder`` opened, assembled and served at ``host``, in this loop."""
-    config = load_config(folder)
-    opened = await open_database(config, dsn, serving=True)
-    try:
-        butler = await assemble(config, opened.db)
-        app = JsonRpcBodyLimit(build_app(butler))
-        server = uvicorn.Server(
-            uvicorn.Config(app, host=host, port=config.butler.port, log_config=None)
-        )
-        task = asyncio.create_task(server.serve())
-        await eventually(lambda: server.started or task.done(), timeout=30)
-        assert not task.done(), task
-        try:
-            yield butler
-        finally:
-            server.should_exit = True
-            await task
-            await butler.spawner.drain(0)
-    finally:
-        await opened.close()
 
 
 async def test_a_session_on_a_worker_gets_its_attachments_and_memory_and_a_builder_is_refused(

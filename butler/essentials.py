@@ -9,7 +9,7 @@ most of its CPU time.
 
 What is read is checked as the full load checks it. Anything not plainly
 there (a parse error, a missing name, a port that is not a number, a runtime
-that is not built in) makes :func:`glance` return None, or leaves that one
+that is not built in) makes :func:`read_essentials` return None, or leaves that one
 field None, and the command loads the folder fully so that the mistake is
 named exactly as ``butler run`` names it. The rest of the file is not
 checked here: ``butler run`` (or ``butler list``'s status) says what else is wrong.
@@ -39,7 +39,7 @@ ROSTER_RUNTIMES = "agent_runtime.json"
 
 
 @dataclass(frozen=True)
-class Glance:
+class Essentials:
     """What a command reads of a butler folder; a field left None was not plain."""
 
     name: str
@@ -65,7 +65,7 @@ class Glance:
         return f"http://{host}:{self.port}"
 
 
-def glance(config_dir: Path) -> Glance | None:
+def read_essentials(config_dir: Path) -> Essentials | None:
     """The folder's plain settings, the environment's overrides applied; None if unclear."""
     folder = Path(config_dir).expanduser().resolve()
     try:
@@ -91,7 +91,7 @@ def glance(config_dir: Path) -> Glance | None:
     if not isinstance(host if host is not None else "", str):
         return None
     url, schema = _database(table, name)
-    return Glance(
+    return Essentials(
         name=name,
         config_dir=folder,
         host=host or DEFAULT_HOST,

@@ -28,7 +28,7 @@ REPLY_RETRY_S = 300.0
 TYPING_EVERY_S = 4.0
 
 
-class Link:
+class LiveChannel:
     """A channel, its state, the router that picks its butlers, and where its replies are kept."""
 
     def __init__(

@@ -17,12 +17,11 @@ from collections.abc import Coroutine
 from typing import Any
 
 from butler.processes import start_ticks
-from butler.spawner.completions import TRANSIENT
-from butler.spawner.patience import through_outage
-from butler.spawner.remote import PICKUP_GRACE_S
+from butler.spawner.remote import PICKUP_GRACE_S, Job
+from butler.spawner.result import Ending
 from butler.spawner.worker_runs import WorkerRuns
-from butler.store.outages import UNREACHABLE
-from butler.store.session_jobs import SessionJob, SessionJobs
+from butler.store.outages import UNREACHABLE, through_outage
+from butler.store.session_jobs import SessionJobs
 from butler.workers import ledger
 
 log = logging.getLogger(__name__)
@@ -31,17 +30,18 @@ log = logging.getLogger(__name__)
 WATCH_S = 2.0
 
 
-async def run_picked(
-    runs: WorkerRuns, jobs: SessionJobs, worker: str, job: SessionJob, job_id: int
+async def run_claimed(
+    runs: WorkerRuns, jobs: SessionJobs, worker: str, job: Job, job_id: int
 ) -> None:
-    """Run ``job`` (claimed by ``worker``) and hand its result to the daemon."""
+    """Run ``job``'s session (claimed by ``worker``) and hand its ending to the daemon."""
+    session = job.session
     entry = ledger.Entry(
         owner=os.getpid(),
         owner_ticks=ledger.owner_ticks(),
         worker=worker,
         butler=runs.config.name,
         schema=runs.config.db_schema,
-        session_id=job.session_id,
+        session_id=session.id,
         job_id=job_id,
         runtime=runs.config.runtime.type,
     )
@@ -51,24 +51,25 @@ async def run_picked(
         nonlocal entry
         entry = ledger.started(entry, pid, start_ticks(pid))
 
-    result = await _unless_closed(runs.run(job, started), jobs, job.session_id)
-    if result is None:
+    end = await _unless_closed(runs.run(session, job.token, started), jobs, session.id)
+    if end is None:
         log.warning(
             "the session was closed while it ran here: its runtime is ended",
-            extra={"session_id": job.session_id},
+            extra={"session_id": session.id},
         )
         ledger.forget(entry)
         return
+    result = end.to_json()
     entry = ledger.ended(entry, result)
-    bound = (job.timeout_s or runs.config.runtime.timeout_s) + PICKUP_GRACE_S
-    if await hand_back(jobs, worker, job.session_id, result, bound):
+    bound = (session.timeout_s or runs.config.runtime.timeout_s) + PICKUP_GRACE_S
+    if await hand_back(jobs, worker, session.id, result, bound):
         ledger.forget(entry)
     # else: kept with its result; this machine's next worker hands it back (sweep.py)
 
 
 async def _unless_closed(
-    run: Coroutine[Any, Any, dict[str, Any]], jobs: SessionJobs, session_id: str
-) -> dict[str, Any] | None:
+    run: Coroutine[Any, Any, Ending], jobs: SessionJobs, session_id: str
+) -> Ending | None:
     """What ``run`` returns; None when the session's row closed first (``run`` is then
     cancelled, which ends its runtime)."""
     running = asyncio.ensure_future(run)
@@ -123,7 +124,7 @@ async def hand_back(
     try:
         await through_outage(lambda: jobs.put_result(session_id, worker, result), bound_s, away)
         return True
-    except TRANSIENT:
+    except UNREACHABLE:
         log.error(
             "the database stayed away: the session's result is kept on this worker's disk "
             "and handed back when it starts again",

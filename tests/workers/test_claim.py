@@ -6,35 +6,35 @@ from __future__ import annotations
 
 import uuid
 
-from butler.store.session_jobs import SessionJob, SessionJobs
+from butler.store.session_jobs import SessionJobs
 from butler.store.sessions import NewSession, SessionStore
-from butler.workers.pickup import admitted
+from butler.workers.claim import claim
 
 
-async def _session(db) -> tuple[SessionJobs, SessionJob]:
+async def _session(db) -> tuple[SessionJobs, str]:
     sid = str(await SessionStore(db).create(NewSession("summarise", "external", "fake")))
-    return SessionJobs(db), SessionJob(session_id=sid, prompt="summarise", token="t")
+    return SessionJobs(db), sid
 
 
 async def test_a_claim_whose_reply_an_outage_lost_is_this_pickups_own_and_runs(db):
-    jobs, job = await _session(db)
-    claim, tries = jobs.claim, []
+    jobs, sid = await _session(db)
+    on_the_row, tries = jobs.claim, []
 
     async def reply_lost(*args: str) -> str | None:
         tries.append(args)
-        before = await claim(*args)
+        before = await on_the_row(*args)
         if len(tries) == 1:  # written, but the connection dropped before the reply came
             raise ConnectionResetError("connection lost")
         return before
 
     jobs.claim = reply_lost  # type: ignore[method-assign]
-    assert await admitted(jobs, "host:1", job, bound_s=30)
+    assert await claim(jobs, "host:1", sid, bound_s=30)
     assert len(tries) == 2
     assert await jobs.handed_back() == set()  # not recorded as a stopped worker's
 
 
 async def test_an_outage_at_the_rows_look_is_waited_out(db):
-    jobs, job = await _session(db)
+    jobs, sid = await _session(db)
     look, tries = jobs.open, []
 
     async def away_once(session_id: str) -> bool:
@@ -44,13 +44,13 @@ async def test_an_outage_at_the_rows_look_is_waited_out(db):
         return await look(session_id)
 
     jobs.open = away_once  # type: ignore[method-assign]
-    assert await admitted(jobs, "host:1", job, bound_s=30)
+    assert await claim(jobs, "host:1", sid, bound_s=30)
     assert len(tries) == 2
 
 
 async def test_a_session_a_stopped_worker_held_is_recorded_not_run_again(db):
-    jobs, job = await _session(db)
-    assert await jobs.claim(job.session_id, "host:1", uuid.uuid4().hex) is None
-    assert not await admitted(jobs, "host:2", job, bound_s=30)
-    worker, result = await jobs.result(job.session_id)
+    jobs, sid = await _session(db)
+    assert await jobs.claim(sid, "host:1", uuid.uuid4().hex) is None
+    assert not await claim(jobs, "host:2", sid, bound_s=30)
+    worker, result = await jobs.result(sid)
     assert worker == "host:2" and "the worker host:1 stopped" in result["error"]

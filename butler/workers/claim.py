@@ -1,4 +1,4 @@
-"""A job a worker picked: whether it runs the session, waiting out an outage meanwhile.
+"""The claim on a session a worker picked: whether it runs it, waiting out an outage meanwhile.
 
 Between PgQueuer handing over a job and the runtime's start, the worker claims
 the session on its row and checks the row is still open. An error escaping
@@ -11,39 +11,44 @@ retried after a lost reply is known for this pickup's own by its token.
 from __future__ import annotations
 
 import logging
-import os
 import uuid
-from datetime import timedelta
 
-from butler.spawner.patience import through_outage
-from butler.store.session_jobs import SessionJob, SessionJobs
+from butler.spawner.result import Ending
+from butler.store.outages import through_outage
+from butler.store.session_jobs import SessionJobs
 
 log = logging.getLogger(__name__)
 
 #: A picked session whose worker sent no heartbeat for this long is another worker's
-#: (BUTLER_WORKER_HEARTBEAT_S changes it; the tests shorten it).
-HEARTBEAT_TIMEOUT = timedelta(seconds=float(os.environ.get("BUTLER_WORKER_HEARTBEAT_S") or 60))
+#: (``butler worker --heartbeat-timeout``).
+HEARTBEAT_TIMEOUT_S = 60.0
 
 
-def stopped(worker: str) -> dict[str, object]:
-    """The result of a session whose worker stopped while it ran."""
-    seconds = HEARTBEAT_TIMEOUT.total_seconds()
-    return {
-        "status": "failed",
-        "error": f"the worker {worker} stopped while this session ran (no heartbeat for "
-        f"{seconds:g} s); it is not run again, since its runtime may have acted already",
-        "result": {},
-    }
+def stopped(worker: str, heartbeat_timeout_s: float) -> Ending:
+    """How a session ended whose worker stopped while it ran (no heartbeat for
+    ``heartbeat_timeout_s``)."""
+    return Ending(
+        error=f"the worker {worker} stopped while this session ran (no heartbeat for "
+        f"{heartbeat_timeout_s:g} s); it is not run again, since its runtime may have "
+        "acted already"
+    )
 
 
-async def admitted(jobs: SessionJobs, worker: str, job: SessionJob, bound_s: float) -> bool:
-    """Whether ``worker`` runs the session ``job`` is for: claimed here and still open.
+async def claim(
+    jobs: SessionJobs,
+    worker: str,
+    session_id: str,
+    bound_s: float,
+    heartbeat_timeout_s: float = HEARTBEAT_TIMEOUT_S,
+) -> bool:
+    """Whether ``worker`` runs the session ``session_id``: claimed here and still open.
 
     A session another worker held when it stopped is recorded as stopped, never run a
-    second time (its runtime may have acted already); one whose row is closed is not
-    run (nobody waits for it). An outage is waited out for up to ``bound_s``.
+    second time (its runtime may have acted already; it came round again after
+    ``heartbeat_timeout_s`` without a heartbeat); one whose row is closed is not run
+    (nobody waits for it). An outage is waited out for up to ``bound_s``.
     """
-    sid, pickup = job.session_id, uuid.uuid4().hex
+    sid, pickup = session_id, uuid.uuid4().hex
 
     def away(exc: BaseException) -> None:
         log.warning("the database is away at a pickup: waiting (%s)", type(exc).__name__)
@@ -51,7 +56,7 @@ async def admitted(jobs: SessionJobs, worker: str, job: SessionJob, bound_s: flo
     before = await through_outage(lambda: jobs.claim(sid, worker, pickup), bound_s, away)
     if before is not None:
         if await through_outage(lambda: jobs.open(sid), bound_s, away):
-            result = stopped(before)
+            result = stopped(before, heartbeat_timeout_s).to_json()
             await through_outage(lambda: jobs.put_result(sid, worker, result), bound_s, away)
         return False
     if not await through_outage(lambda: jobs.open(sid), bound_s, away):

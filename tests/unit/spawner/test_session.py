@@ -1,0 +1,107 @@
+"""A session is described once, at admission, and that description crosses to a worker
+as JSON whole: what the request asked, resolved, in one frozen value."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from pathlib import Path
+
+import pytest
+
+from butler.spawner.chains import ChainPlace
+from butler.spawner.remote import Job
+from butler.spawner.request import TriggerRequest
+from butler.spawner.session import Session
+from butler.spawner.workspace import SessionFile
+
+PARENT = {"id": "6a1f3c2e-0000-4000-8000-000000000001", "runtime_session_id": "rt-parent"}
+CALLER = "6a1f3c2e-0000-4000-8000-000000000002"
+ROOT = uuid.UUID("6a1f3c2e-0000-4000-8000-000000000003")
+
+
+def test_admission_resolves_the_request_into_the_session_it_describes():
+    note = SessionFile("a.txt", b"hi", "text/plain")
+    request = TriggerRequest(
+        prompt="do it",
+        context="you are asked by a chat",
+        trigger_source="route",
+        max_turns=3,
+        timeout_s=40,
+        session_type="route",
+        metadata={"conversation_id": "c-1"},
+        caller_session_id=CALLER,
+        writable=(Path("/w"),),
+        model="cheap",
+        files=(note,),
+    )
+    session = Session.admitted(request, PARENT, ChainPlace(ROOT, 2))
+    assert uuid.UUID(session.id)
+    assert session.prompt == "you are asked by a chat\n\ndo it"
+    assert (session.source, session.type, session.model) == ("route", "route", "cheap")
+    # Asked for by a session that resumes another: the asker is the parent, the resumed
+    # one is on the row, and its home and conversation are what the runtime continues.
+    assert session.parent_id == CALLER
+    assert session.metadata == {"conversation_id": "c-1", "resumed_session_id": PARENT["id"]}
+    assert (session.resumed_id, session.resume) == (PARENT["id"], "rt-parent")
+    assert (session.root_id, session.depth) == (str(ROOT), 2)
+    assert (session.max_turns, session.timeout_s) == (3, 40)
+    assert session.files == (note,) and session.writable == (Path("/w"),)
+    assert request.metadata == {"conversation_id": "c-1"}  # the request is left as it was
+
+
+def test_a_fresh_root_session_has_no_parent_and_no_chain():
+    session = Session.admitted(TriggerRequest(prompt="hello"))
+    assert session.parent_id is None and session.root_id is None and session.depth == 0
+    assert session.resumed_id is None and session.resume is None
+
+
+def test_a_resumed_session_without_an_asker_has_its_resumed_one_as_parent():
+    session = Session.admitted(TriggerRequest(prompt="again"), PARENT)
+    assert session.parent_id == PARENT["id"] and "resumed_session_id" not in session.metadata
+
+
+def test_a_session_crosses_to_a_worker_whole_in_its_job():
+    session = Session.admitted(
+        TriggerRequest(prompt="p", timeout_s=30, files=(SessionFile("b.bin", b"\x00\xff"),)),
+        PARENT,
+    )
+    job = Job.decode(Job(session, "token").encode())
+    assert job == Job(session, "token")
+    assert isinstance(job.session.timeout_s, float)
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"not json",
+        b'{"token": "t"}',
+        b'{"session": [], "token": "t"}',
+        b'{"session": {"id": "x", "prompt": "p"}, "token": 5}',
+        b'{"session": {"prompt": "p"}, "token": "t"}',
+        b'{"session": {"id": "x", "prompt": "p", "max_turns": "9"}, "token": "t"}',
+        b'{"session": {"id": "x", "prompt": "p", "max_turns": true}, "token": "t"}',
+        b'{"session": {"id": "x", "prompt": "p", "metadata": []}, "token": "t"}',
+        b'{"session": {"id": "x", "prompt": "p", "files": [{"name": "../x"}]}, "token": "t"}',
+        b'{"session": {"id": "x", "prompt": "p", "writable": "/"}, "token": "t"}',
+    ],
+)
+def test_a_job_that_is_not_a_sessions_is_refused_in_one_error(payload):
+    with pytest.raises(ValueError):
+        Job.decode(payload)
+
+
+def test_a_field_a_newer_daemon_added_is_left_out_by_an_older_worker():
+    data = {**Session(id="x", prompt="p").to_json(), "from_the_future": 1}
+    assert Session.from_json(data) == Session(id="x", prompt="p")
+
+
+def test_a_field_added_to_the_session_needs_no_code_to_cross_as_json():
+    """A new field of a plain type is read and written from the field itself."""
+
+    @dataclasses.dataclass(frozen=True)
+    class Grown(Session):
+        priority: int | None = None
+
+    grown = Grown(id="x", prompt="p", priority=3)
+    assert Grown.from_json(grown.to_json()) == grown
