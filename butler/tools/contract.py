@@ -57,7 +57,10 @@ def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         With ``dedupe_key``, a pending or running session started with the same
         key is returned instead of starting a second one.
         """
-        meta = dict(metadata or {})
+        # The dedupe key is the argument's alone: a key written in the metadata would be
+        # found by find_active unprefixed, and a chat sender's session would plant the
+        # session an owner's (or another person's) next start with that key joins.
+        meta = {k: v for k, v in (metadata or {}).items() if k != "dedupe_key"}
         async with starting:
             if dedupe_key:
                 dedupe_key = meta["dedupe_key"] = own_key(dedupe_key)
