@@ -55,11 +55,7 @@ def dns(*keys: DkimKey, **extra: bytes):
 def passes_for_alice(raw: bytes, txt, verified_by: str | None = None) -> bool:
     """Whether the butler would take ``raw`` for a proven message of Alice's."""
     found = inbound_of(raw, 1, "1", "butler@home.test", None)
-    return (
-        found is not None
-        and found.sender == ALICE
-        and prove(raw, verified_by, txt).proven
-    )
+    return found is not None and found.sender == ALICE and prove(raw, verified_by, txt).proven
 
 
 @pytest.mark.parametrize(
@@ -73,9 +69,7 @@ def passes_for_alice(raw: bytes, txt, verified_by: str | None = None) -> bool:
         f"<{ALICE}>@home.test",
     ],
 )
-def test_an_address_outside_the_angle_brackets_of_the_from_line_is_never_the_sender(
-    home, written
-):
+def test_an_address_outside_the_angle_brackets_of_the_from_line_is_never_the_sender(home, written):
     """The provider checked (and signed for) what is between the angle brackets, or found no
     address at all; the butler read Alice's address out of the display name."""
     raw = home.sign(mail(sender=written))
@@ -164,7 +158,7 @@ def sign_without_from(key: DkimKey, raw: bytes) -> bytes:
     ``sign`` refuses to, so its parts are put together here)."""
     from cryptography.hazmat.primitives import serialization
 
-    pem = key._key.private_bytes(  # noqa: SLF001 - the test's own key
+    pem = key._key.private_bytes(  # the test's own key
         serialization.Encoding.PEM,
         serialization.PrivateFormat.TraditionalOpenSSL,
         serialization.NoEncryption(),
@@ -188,7 +182,13 @@ def sign_without_from(key: DkimKey, raw: bytes) -> bytes:
 
 @pytest.mark.parametrize(
     "server",
-    ["mx.home.test.evil.test", "evil-mx.home.test", "mx.home.tes", "mx.home.test.", "x mx.home.test"],
+    [
+        "mx.home.test.evil.test",
+        "evil-mx.home.test",
+        "mx.home.tes",
+        "mx.home.test.",
+        "x mx.home.test",
+    ],
 )
 def test_a_verdict_of_a_server_whose_name_only_looks_like_the_trusted_one_is_not_its(server):
     message = parse(mail(Authentication_Results=f"{server}; dmarc=pass header.from=home.test"))
