@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,9 @@ from butler.spawner.workspace import SessionFile, Workspace
 from butler.store.credentials import CredentialStore
 from butler.store.memory import Memory
 from butler.store.sessions import SessionStore
+from butler.store.tenants import tenant_of
+
+log = logging.getLogger(__name__)
 
 #: Extra seconds the spawner grants an adapter past its own timeout to clean up.
 TIMEOUT_GRACE_S = 10.0
@@ -74,10 +78,23 @@ class Execution:
     def workspace_prefix(self) -> str:
         return f"butler_{self.config.name}_"
 
+    async def _writes_own_folder(self, session_id: str) -> bool:
+        """Whether the session may write its butler folder: the owner's may; one a chat's
+        sender started (and each its chain starts) reads it only, unless the owner set
+        ``[butler.channels] sender_scope = "butler"``. A row that cannot be read counts
+        as a sender's."""
+        scope = self.config.butler.channels.sender_scope
+        try:
+            return await tenant_of(self.sessions.db, session_id, scope) is None
+        except Exception as exc:
+            log.warning("whose session this is could not be read; its folder is read-only: %s", exc)
+            return False
+
     async def run(
         self, run: SessionRun, tokens: TokenIssuer, progress: ProgressSink | None = None
     ) -> RuntimeResult:
         memory = await memory_context(self.config, self.memory, run.session_id)
+        own_folder = await self._writes_own_folder(run.session_id)
         workspace = Workspace(self.workspace_prefix).create()
         try:
             placed = await asyncio.to_thread(workspace.place, run.files)
@@ -110,6 +127,7 @@ class Execution:
                 # What the jail's proxy refused goes on the session's row.
                 record=functools.partial(self.sessions.update_metadata, uuid.UUID(run.session_id)),
                 pool=self.pool,
+                own_folder=own_folder,
             ) as invocation:
                 try:
                     async with asyncio.timeout(invocation.timeout_s + TIMEOUT_GRACE_S):
