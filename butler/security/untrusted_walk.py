@@ -5,11 +5,14 @@ in its butler folder, what a builder left in its repository's ``.git``):
 no link is followed or entered, each folder is opened from its parent's
 descriptor, and the walk is bounded in entries and depth, so a tree a
 runtime made to be large or deep costs a bounded look and says it stopped.
+A folder the runtime closed to its owner is opened to its owner (the
+daemon's user) to be looked into, never passed over unsaid.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
@@ -65,11 +68,45 @@ def _walk(
     for name in sorted(n for n, kind in kinds.items() if kind == "dir"):
         if depth <= 0:
             raise Unfinished(f"{where / name}: deeper than the walk may go")
-        try:
-            inner = os.open(name, _DIR_FLAGS, dir_fd=fd)
-        except OSError:
+        inner = _enter(fd, name, where / name)
+        if inner is None:
             continue  # gone, or swapped for a link since it was listed
         try:
             yield from _walk(inner, where / name, budget, depth - 1)
         finally:
             os.close(inner)
+
+
+def _enter(fd: int, name: str, where: PurePosixPath) -> int | None:
+    """The folder ``name`` below ``fd``, opened to list; None when it is gone or a link.
+
+    A folder closed to its owner is opened to its owner first: the daemon's user owns
+    what its jails wrote, and a runtime may ``chmod`` it. ``chmod 100`` leaves a folder
+    passable to the owner's git (which needs its search bit only) but not listable, so
+    passed over, it hid a repository from the look. Raises :class:`Unfinished` when it
+    still cannot be read (another user's), so that is said rather than passed over.
+    """
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=fd)
+    except PermissionError:
+        pass
+    except OSError:
+        return None
+    try:
+        _open_to_owner(fd, name)
+        return os.open(name, _DIR_FLAGS, dir_fd=fd)
+    except OSError as exc:
+        raise Unfinished(f"{where}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _open_to_owner(fd: int, name: str) -> None:
+    """Give the folder ``name`` below ``fd`` its owner's read, write and search bits, when
+    this user owns it; through a descriptor of the folder itself (``O_PATH``, which needs
+    no permission on it), so no link is followed."""
+    handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+    try:
+        found = os.fstat(handle)
+        if found.st_uid == os.geteuid():
+            os.chmod(f"/proc/self/fd/{handle}", stat.S_IMODE(found.st_mode) | stat.S_IRWXU)
+    finally:
+        os.close(handle)
