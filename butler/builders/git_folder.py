@@ -22,7 +22,7 @@ import os
 import stat
 from pathlib import Path, PurePosixPath
 
-from butler.sandbox.git_view import OBJECT_FOLDERS
+from butler.sandbox.git_view import OBJECT_FOLDERS, WORKTREE_CONFIG
 from butler.security import untrusted, untrusted_walk
 
 #: The parts of ``.git`` a builder's jail writes (or wrote, before the jail was narrowed).
@@ -42,6 +42,16 @@ def make_object_folders(repo: Path) -> None:
         mode = stat.S_IMODE(os.fstat(fd).st_mode)
     for name in OBJECT_FOLDERS:
         untrusted.make_folders(repo, objects / name, mode)
+
+
+def make_worktree_config(repo: Path, name: str) -> None:
+    """An empty ``config.worktree`` in the builder's worktree folder ``.git/worktrees/<name>``
+    unless one is there: the builder's jail binds it read-only (a mount point it can
+    neither write, remove nor rename over), so it holds no setting of the builder's for
+    the owner's git in the worktree (read when ``extensions.worktreeConfig`` is on)."""
+    relative = PurePosixPath(".git", "worktrees", name, WORKTREE_CONFIG)
+    if not untrusted.exists(repo, relative):
+        untrusted.write(repo, relative, b"", 0o644)
 
 
 def redirected(repo: Path) -> str | None:
