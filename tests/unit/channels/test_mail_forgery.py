@@ -228,3 +228,13 @@ def test_a_mail_with_no_message_id_is_a_thread_of_its_own(home):
     raw = home.sign(mail().replace(b"Message-ID: <1@home.test>\n", b""))
     found = inbound_of(raw, 7, "9", "butler@home.test", None)
     assert found is not None and found.sender == ALICE and found.thread == "<9.7@butler>"
+
+
+def test_a_lookalike_from_domain_signed_by_its_owner_is_another_address():
+    """``alice@hοme.test`` (a Greek omicron) is never Alice's, even signed by whoever holds
+    that domain (written in raw UTF-8 it is not even proven: the parser keeps its bytes
+    undecoded, and they make no domain)."""
+    lookalike = "hοme.test".encode("idna").decode()
+    key = DkimKey(lookalike)
+    raw = key.sign(mail(sender="Alice <alice@hοme.test>"))
+    assert sender_of(parse(raw)) != ALICE and not passes_for_alice(raw, dns(key))
