@@ -70,6 +70,8 @@ def redirected(repo: Path) -> str | None:
                 found = _odd(where, kinds)
                 if found is not None:
                     return found
+        except untrusted_walk.Unreadable as exc:
+            return f"{exc}: git, the owner's too, would fail there"
         except untrusted_walk.Unfinished:
             return (
                 f"{start} holds more than {MAX_ENTRIES:,} entries to check; pack the "

@@ -25,6 +25,10 @@ class Unfinished(Refused):
     """A :func:`walk` stopped at its bound: more entries, or deeper folders, than it may look at."""
 
 
+class Unreadable(Unfinished):
+    """A folder below the root that cannot be opened, even to its owner (another user's)."""
+
+
 def kind_of(entry: os.DirEntry[str]) -> str:
     """``"dir"``, ``"file"``, ``"link"`` or ``"other"`` (a FIFO, a socket, a device): what
     ``entry`` is itself, never what a link names."""
@@ -39,7 +43,12 @@ def kind_of(entry: os.DirEntry[str]) -> str:
 
 
 def walk(
-    root: Path, start: str | PurePosixPath = "", *, max_entries: int, max_depth: int
+    root: Path,
+    start: str | PurePosixPath = "",
+    *,
+    max_entries: int,
+    max_depth: int,
+    unread: list[PurePosixPath] | None = None,
 ) -> Iterator[tuple[PurePosixPath, dict[str, str]]]:
     """``(folder, {name: kind})`` for ``root/start`` and each real folder below it, top down,
     as ``os.walk`` does: a name the caller deletes from the dict is not entered.
@@ -48,14 +57,20 @@ def walk(
     from its parent's descriptor (one swapped for a link meanwhile is passed over).
     Raises :class:`Unfinished` past ``max_entries`` entries in all or ``max_depth``
     folders below ``start``: what was yielded before stands, the rest was not seen.
+    A folder that cannot be opened even to its owner raises :class:`Unreadable`, or
+    with ``unread`` is added to it and passed over, the walk going on.
     """
     budget = [max_entries]
     with folder(root, start) as fd:
-        yield from _walk(fd, PurePosixPath(start), budget, max_depth)
+        yield from _walk(fd, PurePosixPath(start), budget, max_depth, unread)
 
 
 def _walk(
-    fd: int, where: PurePosixPath, budget: list[int], depth: int
+    fd: int,
+    where: PurePosixPath,
+    budget: list[int],
+    depth: int,
+    unread: list[PurePosixPath] | None,
 ) -> Iterator[tuple[PurePosixPath, dict[str, str]]]:
     kinds: dict[str, str] = {}
     with os.scandir(fd) as entries:
@@ -68,11 +83,17 @@ def _walk(
     for name in sorted(n for n, kind in kinds.items() if kind == "dir"):
         if depth <= 0:
             raise Unfinished(f"{where / name}: deeper than the walk may go")
-        inner = _enter(fd, name, where / name)
+        try:
+            inner = _enter(fd, name, where / name)
+        except Unreadable:
+            if unread is None:
+                raise
+            unread.append(where / name)
+            continue
         if inner is None:
             continue  # gone, or swapped for a link since it was listed
         try:
-            yield from _walk(inner, where / name, budget, depth - 1)
+            yield from _walk(inner, where / name, budget, depth - 1, unread)
         finally:
             os.close(inner)
 
@@ -83,7 +104,7 @@ def _enter(fd: int, name: str, where: PurePosixPath) -> int | None:
     A folder closed to its owner is opened to its owner first: the daemon's user owns
     what its jails wrote, and a runtime may ``chmod`` it. ``chmod 100`` leaves a folder
     passable to the owner's git (which needs its search bit only) but not listable, so
-    passed over, it hid a repository from the look. Raises :class:`Unfinished` when it
+    passed over, it hid a repository from the look. Raises :class:`Unreadable` when it
     still cannot be read (another user's), so that is said rather than passed over.
     """
     try:
@@ -96,7 +117,7 @@ def _enter(fd: int, name: str, where: PurePosixPath) -> int | None:
         _open_to_owner(fd, name)
         return os.open(name, _DIR_FLAGS, dir_fd=fd)
     except OSError as exc:
-        raise Unfinished(f"{where}: cannot be read ({exc.strerror or exc})") from None
+        raise Unreadable(f"{where}: cannot be read ({exc.strerror or exc})") from None
 
 
 def _open_to_owner(fd: int, name: str) -> None:

@@ -95,3 +95,28 @@ def test_a_repository_behind_a_folder_closed_to_its_owner_is_disarmed(nobodys_fo
     seen = as_nobody(session_then_daemon_then_owner)
     assert seen["stolen"] is False, seen
     assert seen["disarmed"] == ["notes/.git/HEAD", "reports/2024/.git/HEAD"], seen
+
+
+def test_another_users_folder_it_cannot_read_is_said_and_the_look_goes_on(nobodys_folder: Path):
+    """A folder of another user's in the butler folder (root's, writable but not listable by
+    the daemon's user) cannot be opened to its owner: the look says so and looks at the
+    rest, rather than passing over it unsaid or stopping there."""
+    folder = nobodys_folder
+    foreign = folder / "aaa"
+    foreign.mkdir(mode=0o733)
+    foreign.chmod(0o733)  # root's: others may write and pass, not list
+
+    def session_then_daemon() -> dict:
+        (foreign / "evil").mkdir()
+        git(foreign / "evil", "init", "-q")
+        (folder / "zzz").mkdir()
+        git(folder / "zzz", "init", "-q")
+        look = disarm(folder, BUTLER_FOLDER_KEEPS)
+        return {
+            "disarmed": sorted(str(d.path.relative_to(folder)) for d in look.disarmed),
+            "unfinished": look.unfinished,
+        }
+
+    seen = as_nobody(session_then_daemon)
+    assert seen["disarmed"] == ["zzz/.git/HEAD"], seen
+    assert seen["unfinished"] == "aaa cannot be read", seen
