@@ -238,3 +238,9 @@ def test_a_lookalike_from_domain_signed_by_its_owner_is_another_address():
     key = DkimKey(lookalike)
     raw = key.sign(mail(sender="Alice <alice@hοme.test>"))
     assert sender_of(parse(raw)) != ALICE and not passes_for_alice(raw, dns(key))
+
+
+def test_a_sender_or_reply_to_line_naming_alice_changes_nothing(home):
+    raw = home.sign(mail(sender="Mallory <mallory@home.test>", Sender=ALICE, Reply_To=ALICE))
+    found = inbound_of(raw, 1, "1", "butler@home.test", None)
+    assert found is not None and found.sender == found.chat == "mallory@home.test"
