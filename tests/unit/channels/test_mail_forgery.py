@@ -18,19 +18,9 @@ import pytest
 
 from butler.channels.mail_auth import prove, trusted_verdict
 from butler.channels.mail_format import inbound_of, parse, sender_of
-from tests.servers.dkim import DkimKey
+from tests.servers.dkim import DkimKey, dns
 
 ALICE = "alice@home.test"
-
-
-@pytest.fixture(scope="module")
-def home() -> DkimKey:
-    return DkimKey("home.test")
-
-
-@pytest.fixture(scope="module")
-def evil() -> DkimKey:
-    return DkimKey("evil.test")
 
 
 def mail(sender: str = f"Alice <{ALICE}>", body: str = "what is due today?", **more: str) -> bytes:
@@ -44,12 +34,6 @@ def mail(sender: str = f"Alice <{ALICE}>", body: str = "what is due today?", **m
     message.set_content(body)
     # The From line as the forger typed it, bytes for bytes (the library would tidy it).
     return bytes(message).replace(b"From: placeholder@home.test", b"From: " + sender.encode())
-
-
-def dns(*keys: DkimKey, **extra: bytes):
-    records = {name: value for key in keys for name, value in key.records().items()}
-    records.update({name.replace("__", "."): value for name, value in extra.items()})
-    return lambda name: [records[name]] if name in records else []
 
 
 def passes_for_alice(raw: bytes, txt, verified_by: str | None = None) -> bool:
