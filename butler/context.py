@@ -17,6 +17,7 @@ from butler.store.state import StateStore
 
 if TYPE_CHECKING:
     from butler.channels.service import ChannelService
+    from butler.channels.web import WebChat
     from butler.scheduler import Scheduler
 
 
@@ -39,9 +40,25 @@ class ButlerContext:
     notifier: Notifier = None  # type: ignore[assignment]
     #: The chat channels this butler keeps (its own and, as home, the switchboard's).
     channels: ChannelService | None = None
+    _web_chat: WebChat | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.builders is None:
             self.builders = BuilderManager(self.config, self.spawner, self.sessions)
         if self.notifier is None:
             self.notifier = Notifier(self.config, DeliveryStore(self.db), self.spawner.credentials)
+
+    @property
+    def web_chat(self) -> WebChat:
+        """The owner's web chat with this butler (``/chat/``), built at its first use: the
+        chat's first page, or a tool handing its person a file (``send_file``)."""
+        if self._web_chat is None:
+            from butler.channels.web import WebChat
+            from butler.store.conversations import ConversationStore
+
+            description = self.config.butler.description or ""
+            conversations = ConversationStore(self.db)
+            self._web_chat = WebChat(
+                self.config.name, description, self.spawner, conversations, self.sessions
+            )
+        return self._web_chat

@@ -13,18 +13,22 @@ import hashlib
 import json
 import logging
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import platformdirs
 
+from butler.processes import owner_mark
 from butler.security.private_files import replace_private, write_private
 
 log = logging.getLogger(__name__)
 
 #: In a butler's data folder: which install (its butler.toml's folder) it belongs to.
 INSTALL_FILE = "install.json"
+#: In a butler's data folder: which process serves it, and where (:func:`note_serving`).
+SERVING_FILE = "serving.json"
 
 
 class Install(Protocol):
@@ -93,22 +97,49 @@ def _claimed(path: Path, folder: str) -> bool:
 
 def _holder(marker: Path) -> str | None:
     """The folder an ``install.json`` names; None when it is unreadable or not ours."""
-    try:
-        fd = os.open(marker, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as file:
-            found = json.loads(file.read(64 * 1024))
-    except (OSError, ValueError):
-        return None
-    holder = found.get("folder") if isinstance(found, dict) else None
+    holder = read_note(marker).get("folder")
     return holder if isinstance(holder, str) else None
 
 
 def serving_file(butler: Install) -> Path:
-    """Where a running butler notes the address it serves on (read by the roster dashboard)."""
-    return butler_dir(butler) / "serving.json"
+    """Where a butler's daemon notes which process it is and where it serves.
+
+    Read by the roster dashboard (the address), and by ``butler stop``,
+    ``restart`` and a second start (the process, :mod:`butler.daemons`).
+    """
+    return butler_dir(butler) / SERVING_FILE
 
 
-def note_serving(butler: Install, host: str, port: int) -> None:
-    """Note in the butler's data folder where it serves (replaced whole, never half-written)."""
-    note = {"host": host, "port": port, "pid": os.getpid()}
-    replace_private(serving_file(butler), json.dumps(note))
+def note_serving(butler: Install, host: str, port: int, **more: object) -> None:
+    """Note in the butler's data folder that this process serves it at ``host:port``.
+
+    Replaced whole, never half-written. What this process noted before (at
+    its start: how it was started) is kept; ``more`` adds to it. The state is
+    ``serving`` unless ``more`` says otherwise.
+    """
+    path = serving_file(butler)
+    note: dict[str, object] = {}
+    earlier = read_note(path)
+    if earlier.get("pid") == os.getpid():
+        note.update(earlier)
+    note.update(host=host, port=port, pid=os.getpid(), process=owner_mark())
+    note.update({"state": "serving", "since": time.time(), **more})
+    replace_private(path, json.dumps(note))
+
+
+def forget_serving(butler: Install) -> None:
+    """Remove the butler's note if this process wrote it (a stopped daemon's last step)."""
+    path = serving_file(butler)
+    if read_note(path).get("pid") == os.getpid():
+        path.unlink(missing_ok=True)
+
+
+def read_note(path: Path) -> dict[str, object]:
+    """A small JSON note of the data folder as written; ``{}`` when missing or unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as file:
+            found = json.loads(file.read(64 * 1024))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}

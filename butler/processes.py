@@ -35,6 +35,15 @@ def start_ticks(pid: int) -> int | None:
         return None
 
 
+def exited(pid: int) -> bool:
+    """Whether the process has ended: gone, or a zombie its parent has not reaped yet."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return not pid_alive(pid)
+    return stat.rsplit(b")", 1)[1].split()[:1] == [b"Z"]
+
+
 def owner_mark(pid: int | None = None) -> str:
     """``PID.START`` for ``pid`` (this process by default), or ``PID`` when its start is unread."""
     pid = os.getpid() if pid is None else pid

@@ -74,9 +74,7 @@ class SuiteDatabase:
         return self.dsn
 
     def _start_embedded(self) -> str:
-        # As root the server runs as a system user that must be able to enter the folder.
         self._folder = Path(tempfile.mkdtemp(prefix="butler-test-pg-"))
-        self._folder.chmod(0o755)
         self.embedded = EmbeddedPostgres(self._folder / "pgdata")
         # Also when imported outside pytest (the benchmarks import the fixtures).
         atexit.register(self.close)

@@ -24,8 +24,8 @@ from tests.helpers import require_tool
 
 @pytest.fixture
 async def own_postgres() -> AsyncIterator[Path]:
-    """A private PostgreSQL data folder this test may stop and start (under /tmp: root's
-    server runs as a system user that must traverse every parent)."""
+    """A private PostgreSQL data folder this test may stop and start (a short path: the
+    server's socket goes in it)."""
     root = Path(tempfile.mkdtemp(prefix="butler-outage-"))
     yield root / "pgdata"
     for proc in psutil.process_iter(["name", "cmdline"]):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -24,6 +25,8 @@ BUTLER = Path(sys.executable).with_name("butler")
 SCRIPT = (
     'case "$1" in '
     "fail) echo 'the model API key is missing: set ANTHROPIC_API_KEY' >&2; exit 3;; "
+    "login) echo 'Not logged in · Please run /login'; exit 1;; "
+    "long) printf 'a very long error %.0s' $(seq 40) >&2; exit 3;; "
     "slow) until [ -e release ]; do sleep 0.1; done; echo 'done slowly';; "
     '*) echo "You asked: $1";; esac'
 )
@@ -61,10 +64,12 @@ def test_trigger_prints_the_answer_and_sessions_lists_it(daemon):
     rows = json.loads(listed.stdout)
     assert [(r["status"], r["trigger_source"]) for r in rows] == [("succeeded", "external")]
     table = butler("sessions", "-c", folder)
-    assert rows[0]["id"] in table.stdout and "succeeded" in table.stdout
+    # The id's first digits, as the dashboard shows them: what butler logs takes.
+    assert rows[0]["id"][:8] in table.stdout and "succeeded" in table.stdout
+    assert rows[0]["id"] not in table.stdout
 
 
-def test_a_failed_session_is_its_error_in_the_terminal_and_exit_1(daemon):
+def test_a_failed_session_is_its_error_in_the_terminal_exit_1_and_logs_shows_it_exit_0(daemon):
     folder = str(daemon.config_dir)
     failed = butler("trigger", "-c", folder, "fail")
     assert failed.returncode == 1
@@ -74,14 +79,71 @@ def test_a_failed_session_is_its_error_in_the_terminal_and_exit_1(daemon):
     rows = json.loads(butler("sessions", "-c", folder, "--json").stdout)
     session = rows[0]["id"]
     table = butler("sessions", "-c", folder, "--status", "failed")
-    line = next(line for line in table.stdout.splitlines() if session in line)
+    line = next(line for line in table.stdout.splitlines() if session[:8] in line)
     assert "failed" in line and "ANTHROPIC_API_KEY" in line  # the error's first line
+    assert f"butler logs {session[:8]} -c {folder}" in failed.stderr  # an id that pastes
 
-    shown = butler("logs", session, "-c", folder)
-    assert shown.returncode == 1
+    shown = butler("logs", session[:8], "-c", folder)
+    assert shown.returncode == 0, shown.stderr  # shown as asked: it is the session that failed
     assert "prompt:\n  fail" in shown.stdout
     assert "the model API key is missing" in shown.stdout
     assert "tool calls (0):" in shown.stdout
+
+
+def test_a_failed_runtime_s_login_notice_is_never_printed_as_the_answer(daemon):
+    folder = str(daemon.config_dir)
+    failed = butler("trigger", "-c", folder, "login")
+    assert failed.returncode == 1
+    assert failed.stdout == ""  # a script reading the answer gets none
+    assert "the runtime printed, before it failed:\n  Not logged in" in failed.stderr
+    session = json.loads(butler("sessions", "-c", folder, "--json").stdout)[0]["id"]
+    shown = butler("logs", session, "-c", folder).stdout
+    assert "answer:" not in shown
+    assert "printed before it ended (no answer):\n  Not logged in" in shown
+
+
+def in_a_terminal(*args: str, columns: int) -> list[str]:
+    """``butler ARGS`` on a terminal ``columns`` wide; the lines it drew."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    primary, secondary = pty.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "COLUMNS")}
+    proc = subprocess.Popen(
+        [str(BUTLER), *args], stdout=secondary, stderr=secondary, env=env, cwd=REPO
+    )
+    os.close(secondary)
+    seen = bytearray()
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:  # the terminal closed: the command exited
+            break
+        if not chunk:
+            break
+        seen.extend(chunk)
+    proc.wait(timeout=60)
+    os.close(primary)
+    text = seen.decode(errors="replace")
+    return [line for line in text.replace("\x1b", "").splitlines() if line.strip()]
+
+
+def test_the_sessions_table_fits_the_terminal_one_line_per_session(daemon):
+    folder = str(daemon.config_dir)
+    for prompt in ("long", "hello", "fail"):
+        butler("trigger", "-c", folder, prompt)
+    for columns in (80, 110):
+        lines = in_a_terminal("sessions", "-c", folder, columns=columns)
+        drawn = [line for line in lines if "│" in line]
+        plain = [re.sub(r"\[[0-9;]*m", "", line) for line in drawn]
+        assert all(len(line) <= columns for line in plain), "\n".join(plain)
+        rows = [line for line in plain if re.search(r"│ [0-9a-f]{8} ", line)]
+        assert len(rows) == 3, "\n".join(plain)  # one line each: nothing wrapped
+        assert sum("…" in row for row in rows) == 2  # the errors, cut to what fits
+    assert any("a very long" in row for row in rows)
 
 
 def test_the_prompt_can_come_from_stdin(daemon):

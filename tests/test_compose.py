@@ -176,10 +176,15 @@ def test_every_roster_butler_has_a_service_on_its_own_port():
     assert set(services) == {*ROSTER, "postgres", "lgtm"}
 
 
+def by_default(value: str) -> str:
+    """A compose value with each ``${VAR:-default}`` as it reads when .env does not set VAR."""
+    return _VARIABLE.sub(lambda m: m.group(3) or "", value)
+
+
 def test_butlers_start_after_a_healthy_database_and_are_health_checked():
     services = compose_file()["services"]
     postgres = services["postgres"]
-    assert postgres["image"].startswith("postgres:16.")
+    assert by_default(postgres["image"]).startswith("postgres:16.")
     assert "pg_isready" in " ".join(postgres["healthcheck"]["test"])
     assert any(v.endswith(":/var/lib/postgresql/data") for v in postgres["volumes"])
     assert services["lgtm"]["image"].startswith("grafana/otel-lgtm:")
@@ -245,9 +250,24 @@ def test_the_dockerfile_installs_the_clis_from_the_pinned_lock_file():
 
 def test_every_image_is_pinned_to_a_patch_release():
     images = base_images()
-    images += [s["image"] for n, s in compose_file()["services"].items() if n not in ROSTER]
+    services = compose_file()["services"]
+    images += [by_default(s["image"]) for n, s in services.items() if n not in ROSTER]
     for image in images:
         assert PINNED.match(image), f"{image}: expected an exact version tag"
+
+
+def test_the_base_images_are_the_dockerfile_s_unless_env_names_those_butler_images_made():
+    from butler.images import VARIABLES
+
+    args = compose_file()["x-butler"]["build"]["args"]
+    # Every base image argument of the Dockerfile, with the Dockerfile's own default.
+    arguments = [rest.partition("=") for word, rest in dockerfile_instructions() if word == "ARG"]
+    defaults = {name: value for name, _, value in arguments if name.endswith("_IMAGE")}
+    assert {name: by_default(value) for name, value in args.items()} == defaults
+    # Each variable `butler images` sets in .env is one the compose file reads.
+    text = COMPOSE.read_text(encoding="utf-8")
+    for variable in VARIABLES.values():
+        assert f"${{{variable}:-" in text, variable
 
 
 def test_the_dockerfile_asks_for_what_builders_and_the_jail_need_and_one_claude():

@@ -11,7 +11,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 import tomllib
 import uuid
@@ -24,7 +23,6 @@ import psutil
 import pytest
 
 from butler import __version__
-from butler.store.embedded import default_pgdata, private_parents
 from tests.helpers import (
     REPO,
     DaemonProcess,
@@ -181,16 +179,9 @@ def postgres_serving(pgdata: Path) -> list[psutil.Process]:
 
 
 @pytest.fixture
-def data_dir() -> Iterator[Path]:
-    """A butler data folder the embedded server's system user can reach.
-
-    As root the server runs as a system user that must traverse every parent
-    of its data. pytest's temp root is private (0700) and pytest makes it so
-    again whenever another pytest starts, so this folder sits under /tmp.
-    """
-    path = Path(tempfile.mkdtemp(prefix="butler-embedded-"))
-    # Opened by its owner on purpose: butler itself never widens a private folder.
-    path.chmod(0o755)
+def data_dir(tmp_path: Path) -> Iterator[Path]:
+    """A butler data folder inside pytest's private (0700) temp tree, as a home is."""
+    path = tmp_path / "data"
     yield path
     for proc in postgres_serving(path / "pgdata"):  # a failed test leaves nothing running
         with contextlib.suppress(psutil.Error):
@@ -212,6 +203,7 @@ def test_with_no_database_configured_an_embedded_postgresql_serves_and_goes_away
     first = embedded_daemon(folder, data_dir).start(timeout=120)
     try:
         assert "embedded database started" in first.logs()
+        assert "recovered from an earlier crash" not in first.logs()  # nothing to recover
         # Not a terminal: initdb's wait is one log line, not a spinner.
         assert "initialising the embedded database" in first.logs()
         assert postgres_serving(pgdata)
@@ -244,14 +236,30 @@ def test_a_killed_daemon_does_not_keep_the_embedded_postgresql_running_for_good(
     wait_until(lambda: not postgres_serving(pgdata), timeout=30)
 
 
-def test_root_keeps_the_embedded_database_out_of_its_private_home(monkeypatch):
-    """The library opens every parent folder to its system user; root's home must stay shut."""
-    if os.geteuid() != 0:
-        pytest.skip("only root runs the embedded server as another user")
-    monkeypatch.delenv("BUTLER_DATA_DIR", raising=False)
-    pgdata = default_pgdata()
-    assert not pgdata.is_relative_to(Path.home())
-    assert private_parents(pgdata) == []
+@pytest.mark.slow
+def test_two_clones_in_two_homes_each_start_their_own_butler_of_the_same_name(tmp_path):
+    """Two checkouts side by side, each in a home of its own (root's too): each quick start
+    gets a database in its own data folder, not one machine-wide server where the second
+    clone's ``health`` would find the first's schema and be refused."""
+    daemons = []
+    try:
+        for clone in ("a", "b"):
+            home = tmp_path / f"home-{clone}"
+            home.mkdir(mode=0o700)
+            folder = write_butler(
+                tmp_path / f"clone-{clone}" / "roster", "health", port=free_port()
+            )
+            daemon = daemon_for(folder, None, env={"HOME": str(home)})
+            for name in ("DATABASE_URL", "BUTLER_DATA_DIR", "XDG_DATA_HOME"):
+                daemon.env.pop(name, None)
+            daemons.append(daemon.start(timeout=120))
+        for daemon, clone in zip(daemons, "ab", strict=True):
+            assert get_json(f"{daemon.url}/api/status")[1]["database"] is True
+            pgdata = tmp_path / f"home-{clone}" / ".local" / "share" / "butler" / "pgdata"
+            assert postgres_serving(pgdata), f"clone {clone}'s database is not in its home"
+    finally:
+        for daemon in daemons:
+            daemon.stop()
 
 
 @pytest.mark.slow

@@ -6,7 +6,9 @@ the embedded PostgreSQL starts; the health check it shows; the MCP client
 example, whose trigger runs the genuine Claude Code against the suite's fake
 model; a configuration mistake's one-line error. Every ``butler ...`` line of
 every shell block is checked against the command's ``--help``: the command
-exists and takes every option the line uses.
+exists and takes every option the line uses. Every link between the pages
+resolves, every folder of the package is in a Layout, and the README stays
+short enough to read.
 """
 
 from __future__ import annotations
@@ -35,9 +37,9 @@ _TOOL = re.compile(r"`(\w+)\(([^)]*)\)`")
 
 
 def marked(name: str) -> str:
-    """The one block of README.md marked ``name``."""
-    found = [m.group(3) for m in _MARKED.finditer(read(REPO / "README.md")) if m[1] == name]
-    assert len(found) == 1, f"README.md: expected one block marked {name}"
+    """The one block of README.md or docs/ marked ``name``."""
+    found = [m.group(3) for path in DOCS for m in _MARKED.finditer(read(path)) if m[1] == name]
+    assert len(found) == 1, f"README.md and docs/: expected one block marked {name}"
     return found[0]
 
 
@@ -131,8 +133,8 @@ def test_the_quick_start_the_health_check_and_the_mcp_client_example(quick_start
     assert trigger.stdout == "Your iron, 65mg.\n"
 
     # The tools table names real tools with their real parameters.
-    readme = read(REPO / "README.md")
-    table = readme[readme.index("Tools every butler serves:") : readme.index("## A butler")]
+    page = read(REPO / "docs" / "mcp.md")
+    table = page[page.index("Tools every butler serves:") :]
     tools = asyncio.run(served_tools(port))
     for name, params in _TOOL.findall(table):
         assert name in tools, f"README names a tool {name} the butler does not serve"
@@ -145,7 +147,7 @@ def test_a_configuration_mistake_is_the_one_line_the_readme_shows(tmp_path):
     roster = tmp_path / "roster"
     for name in ("health", "shared"):
         (roster / name).mkdir(parents=True)
-        for path in (REPO / "roster" / name).glob("*.*"):
+        for path in filter(Path.is_file, (REPO / "roster" / name).glob("*.*")):
             (roster / name / path.name).write_bytes(path.read_bytes())
     toml = roster / "health" / "butler.toml"
     toml.write_text(re.sub(r"(?m)^max_turns = \d+", 'max_turns = "many"', read(toml)))
@@ -203,3 +205,56 @@ def test_every_butler_command_in_the_docs_exists_with_its_options(path):
             assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text), (
                 f"{path.name}: `{line}`: butler {' '.join(command)} has no option {option}"
             )
+
+
+#: The README is where a stranger starts: what it is, the quick start, what next. The
+#: rest (measurements, the lockdown, every setting) is in docs/.
+README_MOST_LINES = 300
+_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def test_the_readme_is_short_enough_to_read():
+    lines = read(REPO / "README.md").splitlines()
+    assert len(lines) <= README_MOST_LINES, f"README.md has {len(lines)} lines"
+
+
+def slug(heading: str) -> str:
+    """A heading's anchor as GitHub makes it."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    text = re.sub(r"(?ms)^```.*?^```", "", read(path))  # a "#" in a code block is no heading
+    return {slug(m.group(1)) for m in re.finditer(r"(?m)^#{1,6} (.+)$", text)}
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
+def test_every_link_between_the_pages_resolves(path):
+    text = re.sub(r"(?ms)^```.*?^```", "", read(path))
+    for target in _LINK.findall(text):
+        if re.match(r"[a-z]+:", target):
+            continue  # another site: not ours to check here
+        file, _, anchor = target.partition("#")
+        found = (path.parent / file).resolve() if file else path
+        assert found.exists(), f"{path.name}: {target} links to nothing"
+        if anchor:
+            assert anchor in anchors(found), f"{path.name}: {target}: no such heading"
+
+
+def layouts() -> str:
+    """The README's Layout and docs/architecture.md's map of the layers."""
+    readme = read(REPO / "README.md")
+    architecture = read(REPO / "docs" / "architecture.md")
+    layout = readme[readme.index("## Layout") :].split("\n## ", 1)[0]
+    layers = architecture[architecture.index("## The layers") :].split("\n## ", 1)[0]
+    return layout + layers
+
+
+def test_every_folder_of_the_package_is_in_a_layout():
+    shown = layouts()
+    folders = sorted(
+        p.name for p in (REPO / "butler").iterdir() if p.is_dir() and p.name != "__pycache__"
+    )
+    missing = [name for name in folders if not re.search(rf"(?<![\w/]){name}/", shown)]
+    assert missing == [], f"folders of butler/ in no Layout: {missing}"

@@ -105,6 +105,7 @@ def test_a_wheel_in_a_fresh_venv_runs_the_quick_start(tmp_path, schema_name):
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {f"butler/migrations/{m.path.name}" for m in discover()}
     expected |= {"butler/assets/page.html", "butler/subagent/default_prompt_template.md"}
+    expected |= {"butler/images/python.Containerfile", "butler/images/postgres-entrypoint"}
     # The jail's bridge, compiled by the wheel's build (setup.py), not copied from a checkout.
     expected |= {f"butler/sandbox/bin/bridge-{sources()[1]}"}
     assert expected <= names, expected - names

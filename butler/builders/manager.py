@@ -201,7 +201,7 @@ class BuilderManager:
         for row in await self.rows():
             if row["metadata"].get("builder_id") == builder_id:
                 return row
-        raise UserError(f"no builder {builder_id!r}; `butler builders` lists them")
+        raise UserError(f"no builder {builder_id!r}; `butler builders list` lists them")
 
     async def refresh(self) -> None:
         """Bring the rows of interactive builders in line with their tmux panes."""

@@ -241,8 +241,9 @@ def _spec_plan(options: SpawnOptions, config_dir: Path, repo: Path, taken: set[s
     builder_id = options.project or ""
     if builder_id in taken or Path(spec).stem in taken:
         raise UserError(
-            f"builder {builder_id} already exists; attach with `butler attach {builder_id}`, "
-            "or remove it with `butler prune` once it has finished"
+            f"builder {builder_id} already exists; attach with "
+            f"`butler builders attach {builder_id}`, or remove it with "
+            "`butler builders prune` once it has finished"
         )
     branch = ids.branch_name(builder_id, Path(spec).stem)
     details = {"project": builder_id, "spec": spec, "plan": plan}

@@ -1,4 +1,4 @@
-"""``butler prune``: remove what finished builders leave behind.
+"""``butler builders prune``: remove what finished builders leave behind.
 
 For each builder whose runtime has ended: its tmux session, its worktree
 (kept when it holds uncommitted changes, unless forced), its branch (deleted

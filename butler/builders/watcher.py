@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 OUTPUT_LINES = 2000  #: lines of scrollback kept as a finished builder's output
 WATCH_INTERVAL_S = 1.0  #: how often the watcher looks for builders whose runtime ended
-STOPPED = "stopped with butler stop"
+STOPPED = "stopped with butler builders stop"
 
 
 class Watcher:

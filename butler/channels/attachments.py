@@ -89,14 +89,20 @@ async def fetch_all(
             data = await channel.fetch(ref, settings.max_attachment_bytes)
         except TooLarge:
             raise Refused(_too_large(ref, settings)) from None
-        if not looks_like(ref.media_type, data):
-            raise Refused(f"the {ref.kind} does not look like the {ref.media_type} it says it is")
-        note = ref.describe() if ref.size is not None else f"{ref.kind}, {ref.media_type}"
-        if ref.name:
-            note += f", sent as {one_line(ref.name, 80)!r}"
-        name = f"attachment-{number}{EXTENSIONS.get(ref.media_type, '')}"
-        files.append(SessionFile(name, data, note))
+        files.append(session_file(number, ref, data))
     return tuple(files)
+
+
+def session_file(number: int, ref: AttachmentRef, data: bytes) -> SessionFile:
+    """Attachment ``number`` of a message as the session's file; :class:`Refused` unless its
+    bytes look like the type it claims."""
+    if not looks_like(ref.media_type, data):
+        raise Refused(f"the {ref.kind} does not look like the {ref.media_type} it says it is")
+    note = ref.describe() if ref.size is not None else f"{ref.kind}, {ref.media_type}"
+    if ref.name:
+        note += f", sent as {one_line(ref.name, 80)!r}"
+    name = f"attachment-{number}{EXTENSIONS.get(ref.media_type, '')}"
+    return SessionFile(name, data, note)
 
 
 def _too_large(ref: AttachmentRef, settings: ChannelSettings) -> str:

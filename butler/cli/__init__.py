@@ -15,98 +15,175 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 from typer.core import TyperCommand, TyperGroup
 
 from butler.cli.common import Command, Group, sub_app
 
-#: Each command of ``butler``: the module under butler.cli defining it, and its help line.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "init": ("init", "Make a new butler folder: butler.toml (commented), CLAUDE.md, skills/."),
-    "run": (
+#: The panels ``butler --help`` groups its commands in, in order.
+DAEMON, SESSIONS, BUILDERS, CHANNELS, SETUP = "Daemon", "Sessions", "Builders", "Channels", "Setup"
+
+
+class Entry(NamedTuple):
+    """One command of ``butler``: where it is defined, its help line, its panel."""
+
+    #: The module under butler.cli defining it.
+    module: str
+    help: str
+    panel: str
+    #: An old spelling: the command it now is (``builders spawn``), said on stderr when used.
+    now: str | None = None
+
+
+#: Each command of ``butler``, in the order ``--help`` lists them within their panel.
+COMMANDS: dict[str, Entry] = {
+    "run": Entry(
         "run",
         "Run one butler daemon: MCP at /mcp (streamable HTTP) and /sse, health at /health.",
+        DAEMON,
     ),
-    "trigger": ("sessions", "Run one session on the running butler and print its answer."),
-    "sessions": (
-        "sessions",
-        "List the butler's recent sessions: status, source, duration, cost, error.",
+    "up": Entry("roster", "Run every butler of the roster in this one process.", DAEMON),
+    "stop": Entry(
+        "daemon",
+        "Stop a butler's daemon (or butler up's roster): its sessions drain first.",
+        DAEMON,
     ),
-    "logs": (
-        "sessions",
-        "Show one session whole: prompt, tool calls, answer or error (--follow).",
+    "restart": Entry(
+        "daemon", "Stop a butler's daemon and start it again as it was started.", DAEMON
     ),
-    "db": ("run", "Database commands."),
-    "ask": ("ask", "Answer a question from the named sources, using the default agent headless."),
-    "chat": ("ask", "Open the default agent interactively with the named sources in its folder."),
-    "sources": (
-        "ask",
-        "The sources `butler ask` and `butler chat` can read: git checkouts, folders, files.",
-    ),
-    "up": ("roster", "Run every butler of the roster in this one process."),
-    "worker": (
-        "worker",
-        "Run the sessions the roster's daemons hand to workers, on this machine.",
-    ),
-    "workers": ("workers", "List the workers serving the roster's butlers: host, load, heartbeat."),
-    "list": (
+    "list": Entry(
         "roster",
         "Show the roster's butlers: port, runtime, schedules and whether each is up.",
+        DAEMON,
     ),
-    "service": (
-        "service",
-        "Run the roster as a service of your user: a systemd user unit for butler up.",
-    ),
-    "dashboard": (
+    "dashboard": Entry(
         "dashboard",
         "Serve one page listing every butler of the roster: today's sessions, spend, what is next.",
+        DAEMON,
     ),
-    "adapter": (
+    "worker": Entry(
+        "worker", "Run the sessions the roster's daemons hand to workers, on this machine.", DAEMON
+    ),
+    "workers": Entry(
+        "workers", "List the workers serving the roster's butlers: host, load, heartbeat.", DAEMON
+    ),
+    "trigger": Entry(
+        "sessions", "Run one session on the running butler and print its answer.", SESSIONS
+    ),
+    "sessions": Entry(
+        "sessions",
+        "List the butler's recent sessions: status, source, duration, cost, error.",
+        SESSIONS,
+    ),
+    "logs": Entry(
+        "sessions",
+        "Show one session whole: prompt, tool calls, answer or error (--follow).",
+        SESSIONS,
+    ),
+    "adapter": Entry(
         "contract",
         "The adapter contract: spawn / resume / check_status sessions through files.",
+        SESSIONS,
     ),
-    "spawn": (
+    "ask": Entry(
+        "ask",
+        "Answer a question from the named sources, using the default agent headless.",
+        SESSIONS,
+    ),
+    "chat": Entry(
+        "ask",
+        "Open the default agent interactively with the named sources in its folder.",
+        SESSIONS,
+    ),
+    "sources": Entry(
+        "ask",
+        "The sources `butler ask` and `butler chat` can read: git checkouts, folders, files.",
+        SESSIONS,
+    ),
+    "builders": Entry(
         "builders",
-        "Delegate work to a builder: a task, a protocol, a spec, or a bare shell.",
+        "Builders: a butler's runtime at work in a git worktree and tmux (spawn, list, stop...).",
+        BUILDERS,
     ),
-    "attach": ("builders", "Join a builder's tmux session (detach again with Ctrl-b d)."),
-    "builders": (
-        "builders",
-        "List the butler's builders, grouped by type, from its session records.",
+    "notify": Entry(
+        "notify", "The channels through which the butler reaches its person.", CHANNELS
     ),
-    "stop": (
-        "builders",
-        "End a running builder's runtime; it is recorded cancelled (prune removes it later).",
+    "channels": Entry(
+        "channels", "Pair the people who may talk to your butlers from chat apps.", CHANNELS
     ),
-    "prune": (
-        "builders",
-        "Remove finished builders' worktrees, merged branches and tmux sessions.",
+    "init": Entry(
+        "init", "Make a new butler folder: butler.toml (commented), CLAUDE.md, skills/.", SETUP
     ),
-    "credentials": (
-        "credentials",
-        "Keys for the butler's runtimes (e.g. ANTHROPIC_API_KEY), kept in its database.",
-    ),
-    "notify": ("notify", "The channels through which the butler reaches its person."),
-    "channels": ("channels", "Pair the people who may talk to your butlers from chat apps."),
-    "token": (
+    "token": Entry(
         "token",
         "Print the butler's owner token: send it as 'Authorization: Bearer <token>'.",
+        SETUP,
     ),
+    "credentials": Entry(
+        "credentials",
+        "Keys for the butler's runtimes (e.g. ANTHROPIC_API_KEY), kept in its database.",
+        SETUP,
+    ),
+    "db": Entry("run", "Database commands.", SETUP),
+    "service": Entry(
+        "service",
+        "Run the roster as a service: a systemd unit for butler up, checked first.",
+        SETUP,
+    ),
+    "images": Entry(
+        "images",
+        "Make the compose deployment's base images on this machine (no registry needed).",
+        SETUP,
+    ),
+    # The builder commands' old spellings, listed nowhere and said to be old when used.
+    "spawn": Entry("builders", "", BUILDERS, now="builders spawn"),
+    "attach": Entry("builders", "", BUILDERS, now="builders attach"),
+    "prune": Entry("builders", "", BUILDERS, now="builders prune"),
 }
+#: ``butler stop ID``, as it was before builders had a group: ``butler builders stop ID``.
+OLD_STOP = "builders stop"
+
+EPILOG = (
+    "[bold]Examples[/bold], one per panel\n\n"
+    "  daemon:    butler run -c roster/health   (and butler stop -c roster/health)\n\n"
+    '  sessions:  butler trigger -c roster/health "What is due today?"\n\n'
+    '  builders:  butler builders spawn -c roster/general "Fix the bug in auth.py"\n\n'
+    "  channels:  butler notify test -c roster/health\n\n"
+    "  setup:     butler init finance\n\n"
+    "-c DIR names a butler's folder; inside one, it may be left out. "
+    "Every command has --help with examples."
+)
+
+
+def deprecated(old: str, now: str) -> None:
+    """Say on stderr that ``butler OLD`` is an old spelling (its output stays as it was)."""
+    typer.echo(
+        f"butler: `butler {old}` is now `butler {now}`; the old spelling will be removed "
+        "in a later release",
+        err=True,
+    )
 
 
 def real_command(name: str) -> TyperCommand | TyperGroup:
     """The command ``name`` as its module defines it (importing that module)."""
-    module = importlib.import_module(f"butler.cli.{COMMANDS[name][0]}")
-    built = typer.main.get_command(module.app)
-    if isinstance(built, TyperGroup):
-        found = built.commands.get(name)
-        if found is None:
-            raise LookupError(f"butler.cli.{COMMANDS[name][0]} defines no command {name!r}")
-        return found
-    return built
+    entry = COMMANDS[name]
+    return _defined(entry.module, (entry.now or name).split())
+
+
+def _defined(module_name: str, path: list[str]) -> TyperCommand | TyperGroup:
+    """The command at ``path`` (``["builders", "spawn"]``) of ``butler.cli.MODULE``."""
+    module = importlib.import_module(f"butler.cli.{module_name}")
+    found: Any = typer.main.get_command(module.app)
+    for step in path:
+        if not isinstance(found, TyperGroup):
+            break  # a module of one command: the command itself
+        inner = found.commands.get(step)
+        if inner is None:
+            raise LookupError(f"butler.cli.{module_name} defines no command {' '.join(path)!r}")
+        found = inner
+    return found
 
 
 class LazyGroup(Group):
@@ -116,12 +193,24 @@ class LazyGroup(Group):
         return list(COMMANDS)
 
     def get_command(self, ctx: Any, cmd_name: str) -> TyperCommand | TyperGroup | None:
-        if cmd_name not in COMMANDS:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
             return None
         if getattr(ctx, "_butler_listing", False):
             # Only the help line is wanted: a stand-in spares importing the command.
-            return Command(cmd_name, help=COMMANDS[cmd_name][1])
+            return Command(
+                cmd_name, help=entry.help, rich_help_panel=entry.panel, hidden=bool(entry.now)
+            )
+        if entry.now:
+            deprecated(cmd_name, entry.now)
         return real_command(cmd_name)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[Any, Any, list[str]]:
+        # ``butler stop ID`` stopped a builder before builders had a group of their own.
+        if args[:1] == ["stop"] and any(not a.startswith("-") for a in _positionals(args[1:])):
+            deprecated("stop ID", f"{OLD_STOP} ID")
+            return "stop", _defined("builders", OLD_STOP.split()), args[1:]
+        return super().resolve_command(ctx, args)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         ctx._butler_listing = True
@@ -131,10 +220,24 @@ class LazyGroup(Group):
             ctx._butler_listing = False
 
 
+def _positionals(args: list[str]) -> list[str]:
+    """The arguments that are neither an option nor the value of ``-c DIR`` or ``-r DIR``."""
+    found, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in ("-c", "--config", "-r", "--roster"):
+            skip = True
+        elif not arg.startswith("-"):
+            found.append(arg)
+    return found
+
+
 app = sub_app(
     name="butler",
     cls=LazyGroup,
     help="Personal AI agent daemons: one MCP server per butler, locked-down agent sessions.",
+    epilog=EPILOG,
 )
 
 

@@ -1,4 +1,4 @@
-"""``butler spawn``, ``attach``, ``builders``, ``stop`` and ``prune``: delegate work to builders.
+"""``butler builders spawn|list|attach|stop|prune``: delegate work to builders.
 
 The commands check what they can alone (the flag combinations, ``--args``,
 ``--files``), then ask the butler's running daemon over MCP, so every builder
@@ -18,45 +18,75 @@ from typing import Annotated, Any
 import typer
 
 from butler.builders.modes import NothingToSpawn, SpawnOptions, choose_mode
-from butler.cli.common import JsonOption, address, console, fail, load, sub_app, waiting
+from butler.cli.common import (
+    ConfigOption,
+    JsonOption,
+    address,
+    console,
+    fail,
+    load,
+    shown_folder,
+    sub_app,
+    waiting,
+)
 from butler.errors import ButlerError, UserError
 
 app = sub_app()
+builders_app = sub_app(
+    help="Builders: a butler's runtime at work in a git worktree and tmux (spawn, list, stop...).",
+    epilog="[bold]Examples[/bold]\n\n"
+    '  butler builders spawn -c roster/general "Fix the bug in auth.py"\n\n'
+    "  butler builders list -c roster/general\n\n"
+    "  butler builders attach task-a7f3-x9k2 -c roster/general\n\n"
+    "  butler builders stop task-a7f3-x9k2 -c roster/general\n\n"
+    "  butler builders prune -c roster/general\n\n"
+    "butler builders alone lists them, as butler builders list does. The butler's daemon "
+    "must be running. See docs/builders.md.",
+    invoke_without_command=True,
+    no_args_is_help=False,
+)
+app.add_typer(builders_app, name="builders")
 
 SPAWN_EPILOG = (
     "[bold]Modes[/bold] (exactly one)\n\n"
-    '  task:      butler spawn -c roster/general "Fix the bug in auth.py"\n\n'
-    '  task:      butler spawn -c roster/general --task "Refactor the logging" '
+    '  task:      butler builders spawn -c roster/general "Fix the bug in auth.py"\n\n'
+    '  task:      butler builders spawn -c roster/general --task "Refactor the logging" '
     "--files src/log.py,src/app.py\n\n"
-    "  protocol:  butler spawn -c roster/general --protocol cleanup\n\n"
-    "  protocol:  butler spawn -c roster/general --protocol experiment "
+    "  protocol:  butler builders spawn -c roster/general --protocol cleanup\n\n"
+    "  protocol:  butler builders spawn -c roster/general --protocol experiment "
     '--args \'{"hypothesis": "Can we use Redis?"}\'\n\n'
-    "  spec:      butler spawn -c roster/general --project 0009   (specs/0009-*.md, "
+    "  spec:      butler builders spawn -c roster/general --project 0009   (specs/0009-*.md, "
     "plans/0009-*.md)\n\n"
-    "  shell:     butler spawn -c roster/general --shell --role reviewer\n\n"
-    '  runtime:   butler spawn -c roster/general --runtime codex "Fix the bug"\n\n'
+    "  shell:     butler builders spawn -c roster/general --shell --role reviewer\n\n"
+    '  runtime:   butler builders spawn -c roster/general --runtime codex "Fix the bug"\n\n'
     "Each builder gets a branch builder/<id>, a worktree <repo>/.builders/<id> and a "
     "detached tmux session running the butler's runtime, locked down to the butler's own "
     "MCP server. The butler's daemon must be running (butler run --config roster/general). "
-    "Then: butler attach <id>, butler builders, butler prune."
+    "Then: butler builders attach ID, butler builders list, butler builders prune."
 )
 
-ConfigOption = Annotated[
-    Path,
-    typer.Option(
-        "--config", "-c", help="The butler's folder, e.g. roster/general.", show_default=False
-    ),
-]
 TaskText = Annotated[
     str | None, typer.Argument(help="The task, in words (task mode).", show_default=False)
 ]
 Opt = typer.Option
 
 
-@app.command(epilog=SPAWN_EPILOG)
+@builders_app.callback()
+def builders(
+    ctx: typer.Context,
+    config: ConfigOption = None,
+    show_all: Annotated[bool, Opt("--all", help="Include pruned builders.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Builders: a butler's runtime at work in a git worktree and tmux (spawn, list, stop...)."""
+    if ctx.invoked_subcommand is None:
+        list_builders(config, show_all, as_json)
+
+
+@builders_app.command(epilog=SPAWN_EPILOG)
 def spawn(
     ctx: typer.Context,
-    config: ConfigOption,
+    config: ConfigOption = None,
     text: TaskText = None,
     task: Annotated[str | None, Opt("--task", help="The task (task mode).")] = None,
     files: Annotated[
@@ -113,10 +143,12 @@ def spawn(
         print_spawned(found, config)
 
 
-@app.command(epilog="[bold]Example[/bold]\n\n  butler attach task-a7f3-x9k2 -c roster/general")
+@builders_app.command(
+    epilog="[bold]Example[/bold]\n\n  butler builders attach task-a7f3-x9k2 -c roster/general"
+)
 def attach(
     builder_id: Annotated[str, typer.Argument(help="The builder's id.", show_default=False)],
-    config: ConfigOption,
+    config: ConfigOption = None,
 ) -> None:
     """Join a builder's tmux session (detach again with Ctrl-b d)."""
     from butler.builders.tmux import Tmux, session_name
@@ -139,13 +171,22 @@ def attach(
     os.execvpe(argv[0], argv, env)
 
 
-@app.command(epilog="[bold]Example[/bold]\n\n  butler builders -c roster/general")
-def builders(
-    config: ConfigOption,
+@builders_app.command(
+    "list",
+    epilog="[bold]Examples[/bold]\n\n  butler builders list -c roster/general\n\n"
+    "  butler builders list -c roster/general --all --json",
+)
+def list_command(
+    config: ConfigOption = None,
     show_all: Annotated[bool, Opt("--all", help="Include pruned builders.")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """List the butler's builders, grouped by type, from its session records."""
+    list_builders(config, show_all, as_json)
+
+
+def list_builders(config: Path | None, show_all: bool, as_json: bool) -> None:
+    """``builders list``, and ``builders`` alone."""
     found = ask(address(config), "builder_list", {"include_pruned": show_all}, 30)
     if as_json:
         typer.echo(json.dumps(found, indent=2))
@@ -153,10 +194,12 @@ def builders(
     print_builders(found)
 
 
-@app.command(epilog="[bold]Example[/bold]\n\n  butler stop task-a7f3-x9k2 -c roster/general")
+@builders_app.command(
+    epilog="[bold]Example[/bold]\n\n  butler builders stop task-a7f3-x9k2 -c roster/general"
+)
 def stop(
     builder_id: Annotated[str, typer.Argument(help="The builder's id.", show_default=False)],
-    config: ConfigOption,
+    config: ConfigOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """End a running builder's runtime; it is recorded cancelled (prune removes it later)."""
@@ -167,14 +210,14 @@ def stop(
     typer.echo(f"builder {found['id']} stopped ({found['status']}); branch {found['branch']}")
 
 
-@app.command(
-    epilog="[bold]Examples[/bold]\n\n  butler prune -c roster/general\n\n"
-    "  butler prune -c roster/general --force\n\n"
+@builders_app.command(
+    epilog="[bold]Examples[/bold]\n\n  butler builders prune -c roster/general\n\n"
+    "  butler builders prune -c roster/general --force\n\n"
     "Without --force a worktree with uncommitted changes and a branch not merged into "
     "the repository's HEAD are kept."
 )
 def prune(
-    config: ConfigOption,
+    config: ConfigOption = None,
     force: Annotated[
         bool, Opt("--force", help="Also remove dirty worktrees and unmerged branches.")
     ] = False,
@@ -266,12 +309,12 @@ def ask(config: Any, tool: str, arguments: dict[str, Any], timeout: float) -> An
         fail(str(exc), 1)
 
 
-def print_spawned(found: dict[str, Any], config: Path) -> None:
+def print_spawned(found: dict[str, Any], config: Path | None) -> None:
     typer.echo(f"builder {found['id']} started ({found['type']})")
     typer.echo(f"  branch    {found['branch']}")
     typer.echo(f"  worktree  {found['worktree']}")
     typer.echo(f"  session   {found['session_id']}")
-    typer.echo(f"  attach    butler attach {found['id']} --config {config}")
+    typer.echo(f"  attach    butler builders attach {found['id']} -c {shown_folder(config)}")
 
 
 def print_headless(found: dict[str, Any]) -> int:
@@ -291,7 +334,7 @@ def print_headless(found: dict[str, Any]) -> int:
 def print_builders(found: list[dict[str, Any]]) -> None:
     """One table, grouped by type in the order spec, task, protocol, shell."""
     if not found:
-        typer.echo("no builders; start one with butler spawn")
+        typer.echo("no builders; start one with: butler builders spawn")
         return
     # Ids and branches are copied into other commands: never cut, the summary wraps instead.
     from rich.table import Column, Table

@@ -11,8 +11,9 @@ Every command pays for what this module imports, so it imports the config
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
@@ -39,11 +40,12 @@ TYPER_SETTINGS: dict[str, Any] = {
 }
 
 ConfigOption = Annotated[
-    Path,
+    Path | None,
     typer.Option(
         "--config",
         "-c",
-        help="The butler's folder (holding butler.toml and CLAUDE.md), e.g. roster/health.",
+        help="The butler's folder (holding butler.toml and CLAUDE.md), e.g. roster/health; "
+        "by default this folder, when it holds a butler.toml.",
         show_default=False,
     ),
 ]
@@ -141,22 +143,52 @@ def refuse_root(allow_root: bool) -> None:
         fail(refusal)
 
 
-def load(config_dir: Path, **overrides: Any) -> ButlerConfig:
+def butler_folder(config_dir: Path | None) -> Path:
+    """The butler's folder: ``--config``, else the current folder when it holds butler.toml."""
+    if config_dir is not None:
+        return config_dir
+    here = Path.cwd()
+    if (here / "butler.toml").is_file():
+        return here
+    fail(
+        "which butler? give its folder with -c, e.g. -c roster/health, or run this inside "
+        "a butler's folder (one holding butler.toml)"
+    )
+
+
+def shown_folder(config_dir: Path | None) -> str:
+    """The butler's folder as the person gave it, for a command line shown to them."""
+    return str(config_dir) if config_dir is not None else "."
+
+
+def load(config_dir: Path | None, **overrides: Any) -> ButlerConfig:
     """The butler's config; a mistake in it is one line and exit 2."""
     from butler.config import load_config
 
     try:
-        return load_config(config_dir, **overrides)
+        return load_config(butler_folder(config_dir), **overrides)
     except UserError as exc:
         fail(str(exc))
 
 
-def address(config_dir: Path) -> Glance:
-    """What a command needs to reach the butler's running daemon (name, URL, folder)."""
-    return glance_at(config_dir)
+def address(config_dir: Path | None) -> Glance:
+    """What a command needs to reach the butler's running daemon (name, URL, folder).
+
+    Where its daemon noted it serves, when one runs: started with ``--port``, it is
+    not where butler.toml says.
+    """
+    from dataclasses import replace
+
+    from butler.daemons import daemon_of
+
+    found = glance_at(config_dir)
+    daemon = daemon_of(found)
+    if daemon is not None and (daemon.host, daemon.port) != (found.host, found.port):
+        return replace(found, host=daemon.host, port=daemon.port)
+    return found
 
 
-def glance_at(config_dir: Path, *needs: str) -> Glance:
+def glance_at(config_dir: Path | None, *needs: str) -> Glance:
     """The folder's settings read plainly (:mod:`butler.glance`): much cheaper than the load.
 
     When they are unclear, or one of the fields ``needs`` names is, the folder
@@ -164,10 +196,55 @@ def glance_at(config_dir: Path, *needs: str) -> Glance:
     """
     from butler.glance import glance
 
+    config_dir = butler_folder(config_dir)
     found = glance(config_dir)
     if found is None or any(getattr(found, field) is None for field in needs):
         return load(config_dir).glance()
     return found
+
+
+def serve(configs: Sequence[ButlerConfig], command: str, roster: Path | None = None) -> None:
+    """Run the daemon of ``configs`` (``butler run``, or ``up`` of ``roster``) until it stops.
+
+    Before anything slow, a butler already served, or a port another process
+    holds, is one line naming it and how to stop it (:mod:`butler.daemons`).
+    A daemon asked to restart (``butler restart``) runs this command again in
+    the same process once it has stopped: the same arguments, environment and
+    terminal.
+    """
+    from butler import daemons
+
+    butlers = [config.glance() for config in configs]
+    refuse_a_second_start(butlers, command, roster)
+    daemons.note_starting(butlers, daemons.Start(command, roster))
+    again = False
+    try:
+        from butler.roster import up
+
+        run(up(list(configs), named=command == "up"))
+        again = daemons.restart_asked(butlers)
+    finally:
+        if not again:
+            daemons.forget(butlers)
+    if again:
+        typer.echo("butler: restarting, as asked", err=True)
+        os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+
+
+def refuse_a_second_start(
+    butlers: Sequence[Glance], command: str, roster: Path | None = None
+) -> None:
+    """One line and exit 2 when a butler is served already, or its port is taken.
+
+    Cheap enough to run on a plain reading of the folders, before the whole
+    configuration is even loaded: the person hears it in a fraction of a second.
+    """
+    from butler import daemons
+
+    try:
+        daemons.refuse_a_second_start(butlers, daemons.Start(command, roster))
+    except UserError as exc:
+        fail(str(exc))
 
 
 def check_log_level(level: str) -> str:

@@ -60,7 +60,7 @@ def read_value(name: str) -> str:
     return value
 
 
-def where(config_dir: Path) -> Glance:
+def where(config_dir: Path | None) -> Glance:
     """The butler's name and where its data is: all the credentials commands read of its folder."""
     return glance_at(config_dir, "db_url", "db_schema")
 
@@ -86,7 +86,7 @@ def with_store(butler: Glance, work: Callable[[CredentialStore], Awaitable[T]]) 
     "  butler credentials set ANTHROPIC_API_KEY -c roster/general\n\n"
     "  pass show anthropic | butler credentials set ANTHROPIC_API_KEY -c roster/general",
 )
-def set_credential(name: Name, config: ConfigOption) -> None:
+def set_credential(name: Name, config: ConfigOption = None) -> None:
     """Store NAME's value, read from a hidden prompt or standard input (never an argument)."""
     check_name(name)
     cfg = where(config)
@@ -98,7 +98,7 @@ def set_credential(name: Name, config: ConfigOption) -> None:
 @credentials_app.command(
     "list", epilog="[bold]Example[/bold]\n\n  butler credentials list -c roster/general"
 )
-def list_credentials(config: ConfigOption) -> None:
+def list_credentials(config: ConfigOption = None) -> None:
     """Show the stored names and when each was set; never the values."""
     cfg = where(config)
     found = with_store(cfg, lambda store: store.names())
@@ -118,7 +118,7 @@ def list_credentials(config: ConfigOption) -> None:
     epilog="[bold]Example[/bold]\n\n"
     "  butler credentials delete ANTHROPIC_API_KEY -c roster/general",
 )
-def delete_credential(name: Name, config: ConfigOption) -> None:
+def delete_credential(name: Name, config: ConfigOption = None) -> None:
     """Forget NAME's stored value (the environment's, if any, applies again)."""
     check_name(name)
     cfg = where(config)

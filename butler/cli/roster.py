@@ -19,14 +19,17 @@ from butler.cli.common import (
     console,
     fail,
     names,
+    refuse_a_second_start,
     refuse_root,
     run,
+    serve,
     sub_app,
 )
 from butler.errors import UserError
 
 if TYPE_CHECKING:
     from butler.config import ButlerConfig
+    from butler.glance import Glance
 
 app = sub_app()
 
@@ -45,8 +48,8 @@ UP_EPILOG = (
     "  butler up --roster roster --only health,general\n\n"
     "  butler up --database-url postgresql://localhost/butler\n\n"
     "Each butler serves on its own port with its own schema; all share one database "
-    "(one embedded PostgreSQL when none is configured). SIGTERM or Ctrl-C drains every "
-    "butler's running sessions, then stops them all."
+    "(one embedded PostgreSQL when none is configured). SIGTERM, Ctrl-C or "
+    "butler stop --roster DIR drains every butler's running sessions, then stops them all."
 )
 
 LIST_EPILOG = (
@@ -65,6 +68,19 @@ def load_roster(roster: Path, only: str | None, database_url: str | None = None)
         return load_all(roster, names(only), db_url=database_url)
     except UserError as exc:
         fail(str(exc))
+
+
+def plain_butlers(roster: Path, only: str | None) -> list[Glance]:
+    """The roster's butlers read plainly (cheap): those whose folder is clear."""
+    from butler.glance import glance
+    from butler.roster_folders import butler_folders
+
+    try:
+        found = [glance(folder) for folder in butler_folders(roster)]
+    except UserError:
+        return []  # the full load says what is wrong
+    chosen = names(only)
+    return [g for g in found if g is not None and (not chosen or g.name in chosen)]
 
 
 @app.command(epilog=UP_EPILOG)
@@ -86,15 +102,15 @@ def up(
     allow_root: AllowRootOption = False,
 ) -> None:
     """Run every butler of the roster in this one process."""
-    from butler.logs import setup_logging
-    from butler.roster import up as run_roster
-
     refuse_root(allow_root)
     check_log_level(log_level)
     check_log_format(log_format)
+    refuse_a_second_start(plain_butlers(roster, only), "up", roster)
+    from butler.logs import setup_logging  # imports rich: only once nothing refused the start
+
     configs: list[ButlerConfig] = load_roster(roster, only, database_url)
     setup_logging(log_level, log_format)  # type: ignore[arg-type]
-    run(run_roster(configs))
+    serve(configs, "up", roster)
 
 
 @app.command("list", epilog=LIST_EPILOG)

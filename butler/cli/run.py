@@ -7,6 +7,7 @@ runs, not when the command line is parsed, so ``butler --help`` and
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -17,11 +18,14 @@ from butler.cli.common import (
     DatabaseUrlOption,
     LogFormatOption,
     LogLevelOption,
+    butler_folder,
     check_log_format,
     check_log_level,
     load,
+    refuse_a_second_start,
     refuse_root,
     run,
+    serve,
     sub_app,
 )
 
@@ -33,15 +37,17 @@ RUN_EPILOG = (
     "[bold]Examples[/bold]\n\n"
     "  butler run --config roster/health\n\n"
     "  butler run -c roster/health --port 8201\n\n"
+    "  cd roster/health && butler run\n\n"
     "  DATABASE_URL=postgresql://localhost/butler butler run -c roster/health\n\n"
     "With no database configured, an embedded PostgreSQL is started; its data is kept in "
-    "BUTLER_DATA_DIR, else the user's data folder (/var/lib/butler for root)."
+    "BUTLER_DATA_DIR, else the user's data folder (~/.local/share/butler). "
+    "Stop it with Ctrl-C or butler stop -c DIR; butler restart -c DIR starts it again."
 )
 
 
 @app.command("run", epilog=RUN_EPILOG)
 def run_butler(
-    config: ConfigOption,
+    config: ConfigOption = None,
     port: Annotated[
         int | None, typer.Option(help="Port to serve on (overrides butler.toml).")
     ] = None,
@@ -51,22 +57,26 @@ def run_butler(
     allow_root: AllowRootOption = False,
 ) -> None:
     """Run one butler daemon: MCP at /mcp (streamable HTTP) and /sse, health at /health."""
-    from butler.logs import setup_logging
-    from butler.roster import up
+    from butler.glance import glance
 
     refuse_root(allow_root)
     check_log_level(log_level)
     check_log_format(log_format)
+    plain = glance(butler_folder(config))
+    if plain is not None:  # else the load below names what is unclear
+        refuse_a_second_start([replace(plain, port=port or plain.port)], "run")
+    from butler.logs import setup_logging  # imports rich: only once nothing refused the start
+
     cfg = load(config, port=port, db_url=database_url)
     setup_logging(log_level, log_format)  # type: ignore[arg-type]
-    run(up([cfg], named=False))
+    serve([cfg], "run")
 
 
 @db_app.command(
     "migrate", epilog="[bold]Example[/bold]\n\n  butler db migrate --config roster/health"
 )
 def db_migrate(
-    config: ConfigOption,
+    config: ConfigOption = None,
     database_url: Annotated[
         str | None, typer.Option("--database-url", help="PostgreSQL URL (default: as `run`).")
     ] = None,

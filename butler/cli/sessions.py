@@ -17,6 +17,7 @@ import typer
 
 from butler.cli.common import ConfigOption, JsonOption, address, console, fail, sub_app, waiting
 from butler.errors import ButlerError, UserError
+from butler.store.session_ids import short
 
 app = sub_app()
 
@@ -45,12 +46,13 @@ SESSIONS_EPILOG = (
 )
 LOGS_EPILOG = (
     "[bold]Examples[/bold]\n\n"
-    "  butler logs 562db1d7-7aee-430a-99f0-5c19dda6e27e -c roster/health\n\n"
-    "  butler logs 562db1d7-7aee-430a-99f0-5c19dda6e27e -c roster/health --follow\n\n"
-    "The session's id is in the first column of butler sessions (and what "
-    "butler trigger --json prints as session_id). With --follow, what the runtime "
-    "does (each tool call, by name) is shown on stderr as it happens; the whole "
-    "session, arguments included, is printed when it ends."
+    "  butler logs 562db1d7 -c roster/health\n\n"
+    "  butler logs 562db1d7 -c roster/health --follow\n\n"
+    "The session's id is in the first column of butler sessions (and on its dashboard "
+    "page): its first digits are enough, 4 or more, as git takes a commit's. With "
+    "--follow, what the runtime does (each tool call, by name) is shown on stderr as it "
+    "happens; the whole session, arguments included, is printed when it ends. The exit "
+    "status is 0 whenever the session is shown, failed or not."
 )
 
 
@@ -69,7 +71,7 @@ def call(config: Any, tool: str, arguments: dict[str, Any], timeout: float, **kw
 @app.command(epilog=TRIGGER_EPILOG)
 def trigger(
     prompt: Annotated[str, typer.Argument(help="What to ask; - reads it from stdin.")],
-    config: ConfigOption,
+    config: ConfigOption = None,
     context: Annotated[
         str | None, typer.Option(help="Text put before the prompt.", show_default=False)
     ] = None,
@@ -101,20 +103,26 @@ def trigger(
         result = call(cfg, "trigger", arguments, wait, progress=progress)
     if as_json:
         typer.echo(json.dumps(result, indent=2))
-    elif result.get("output"):
+    elif result.get("success") and result.get("output"):
         typer.echo(result["output"].rstrip("\n"))
+    elif result.get("output"):
+        # What a failed runtime printed ("Not logged in") is no answer: never on stdout.
+        typer.echo(
+            f"the runtime printed, before it failed:\n{_indented(result['output'])}", err=True
+        )
     if not result.get("success"):
         error = result.get("error") or "the session failed with no error recorded"
         typer.secho(f"butler: error: {error}", fg="red", err=True)
+        where = f" -c {config}" if config is not None else ""
         typer.echo(
-            f"the whole session: butler logs {result.get('session_id')} -c {config}", err=True
+            f"the whole session: butler logs {short(result.get('session_id'))}{where}", err=True
         )
         raise typer.Exit(1)
 
 
 @app.command(epilog=SESSIONS_EPILOG)
 def sessions(
-    config: ConfigOption,
+    config: ConfigOption = None,
     limit: Annotated[int, typer.Option(help="At most this many, newest first.")] = 20,
     status: Annotated[
         str | None,
@@ -138,23 +146,46 @@ def sessions(
         typer.echo(json.dumps(rows, indent=2))
         return
     if not rows:
-        typer.echo(f'no sessions yet; start one with: butler trigger -c {config} "Hello"')
+        where = f" -c {config}" if config is not None else ""
+        typer.echo(f'no sessions yet; start one with: butler trigger{where} "Hello"')
         return
-    from rich.table import Table
+    print_sessions(rows)
+
+
+def print_sessions(rows: list[dict[str, Any]]) -> None:
+    """One line per session whatever the terminal's width: ids whole (they are pasted into
+    butler logs), the error cut to what is left (butler logs shows it whole)."""
+    from rich.table import Column, Table
     from rich.text import Text
 
-    table = Table("session", "started", "status", "source", "duration", "cost", "error")
-    for row in rows:
-        table.add_row(
-            str(row.get("id")),
-            _when(row.get("created_at")),
-            Text(str(row.get("status")), style=_STYLE.get(str(row.get("status")), "")),
-            str(row.get("trigger_source") or "-"),
+    head = ("session", "started", "status", "source", "duration", "cost")
+    cells = [
+        (
+            short(row.get("id")),
+            _when(row.get("created_at"), seconds=False),
+            str(row.get("status")),
+            _cut(str(row.get("trigger_source") or "-"), 24),
             _duration(row.get("duration_ms")),
             _cost(row.get("cost_usd")),
-            Text(first_line(row.get("error")), style="red"),
         )
-    console().print(table)
+        for row in rows
+    ]
+    # A column with nothing to say (no cost for a runtime that reports none) leaves its room.
+    kept = [i for i in range(len(head)) if i < 3 or any(c[i] != "-" for c in cells)]
+    out = console()
+    widths = [max(len(head[i]), *(len(c[i]) for c in cells)) for i in kept]
+    # Each column costs its width, a space each side and a border; the error gets the rest.
+    room = max(8, out.width - sum(widths) - 3 * (len(kept) + 1) - 1)
+    table = Table(*(head[i] for i in kept), Column("error", no_wrap=True, overflow="ellipsis"))
+    for row, shown in zip(rows, cells, strict=True):
+        line = [Text(shown[i], style=_STYLE.get(shown[i], "") if i == 2 else "") for i in kept]
+        table.add_row(*line, Text(_cut(first_line(row.get("error")), room), style="red"))
+    out.print(table)
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, an ellipsis saying where it was cut."""
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 _STYLE = {"succeeded": "green", "failed": "red", "running": "yellow", "pending": "yellow"}
@@ -162,8 +193,13 @@ _STYLE = {"succeeded": "green", "failed": "red", "running": "yellow", "pending":
 
 @app.command(epilog=LOGS_EPILOG)
 def logs(
-    session: Annotated[str, typer.Argument(help="The session's id.", show_default=False)],
-    config: ConfigOption,
+    session: Annotated[
+        str,
+        typer.Argument(
+            help="The session's id, or its first digits (4 or more).", show_default=False
+        ),
+    ],
+    config: ConfigOption = None,
     follow: Annotated[
         bool,
         typer.Option(
@@ -199,8 +235,6 @@ def logs(
         typer.echo(json.dumps(row, indent=2))
     else:
         print_session(row)
-    if row.get("status") == "failed":
-        raise typer.Exit(1)
 
 
 def print_session(row: dict[str, Any]) -> None:
@@ -225,7 +259,10 @@ def print_session(row: dict[str, Any]) -> None:
         if item.get("error"):
             typer.secho(f"    error: {item['error']}", fg="red")
     if row.get("output"):
-        echo("\nanswer:")
+        # Only a session that succeeded has an answer; a failed one's output is what its
+        # runtime printed on the way (a CLI's "Not logged in"), said as such.
+        labels = {"succeeded": "answer:", "running": "output so far:", "pending": "output:"}
+        echo("\n" + labels.get(str(row.get("status")), "printed before it ended (no answer):"))
         echo(_indented(row.get("output")))
     if row.get("error"):
         typer.secho("\nerror:", fg="red")
@@ -244,12 +281,13 @@ def _indented(text: Any) -> str:
     return "\n".join(f"  {line}" for line in str(text or "").splitlines()) or "  -"
 
 
-def _when(stamp: Any) -> str:
-    """An ISO time as the local time a person reads, to the second."""
+def _when(stamp: Any, seconds: bool = True) -> str:
+    """An ISO time as the local time a person reads, to the second (or minute, in a table)."""
     from datetime import datetime
 
+    form = "%Y-%m-%d %H:%M:%S" if seconds else "%m-%d %H:%M"
     try:
-        return datetime.fromisoformat(str(stamp)).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        return datetime.fromisoformat(str(stamp)).astimezone().strftime(form)
     except ValueError:
         return str(stamp or "-")
 

@@ -22,7 +22,7 @@ app = sub_app()
     "browser login and login link made with the old one stops working.",
 )
 def token(
-    config: ConfigOption,
+    config: ConfigOption = None,
     rotate: Annotated[
         bool, typer.Option("--rotate", help="Replace the token, ending every login made with it.")
     ] = False,

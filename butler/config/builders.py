@@ -16,7 +16,7 @@ class BuildersConfig(Section):
     repository's objects and refs, so a session reaches no other repository than these.
     Unset, it is the repository holding the butler folder when the daemon starts, if
     there is one (fixed then: a session writes its butler folder). The owner's own
-    ``butler spawn`` may use any repository the owner can read.
+    ``butler builders spawn`` may use any repository the owner can read.
     """
 
     max_running: int = Field(default=4, ge=1, le=64)

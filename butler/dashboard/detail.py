@@ -37,8 +37,8 @@ def render_detail(
 ) -> str:
     """Everything recorded about one session; a live builder's terminal as its output."""
     meta = row.get("metadata") or {}
+    # The status and the error are said once, above everything: not again in this list.
     fields = [
-        ("status", row["status"]),
         ("type", row["type"]),
         ("trigger source", row["trigger_source"]),
         ("runtime", row["runtime"]),
@@ -48,12 +48,11 @@ def render_detail(
         ("duration", duration(row)),
         ("tokens", tokens(row)),
         ("cost", cost(row)),
-        ("error", row.get("error")),
         ("trace id", row.get("trace_id")),
         ("run again of", meta.get("run_again_of")),
     ]
     if is_builder(row):
-        attach = f"butler attach {meta.get('builder_id')} --config {config_dir}"
+        attach = f"butler builders attach {meta.get('builder_id')} --config {config_dir}"
         fields += [
             ("builder", meta.get("builder_id")),
             ("branch", meta.get("branch")),
@@ -63,19 +62,48 @@ def render_detail(
         ]
     dl = "".join(_field(name, value) for name, value in fields)
     status = e(row["status"])
+    error = row.get("error")
     parts = [
         f'<p>Status: <span class="status status-{status}" data-status="{status}">'
-        f"{status}</span></p>{actions}{trace_link(trace_url, row.get('trace_id'))}",
+        f"{status}</span></p>"
+        + (f'<p class="error" role="alert" id="error">{e(error)}</p>' if error else "")
+        + f"{actions}{trace_link(trace_url, row.get('trace_id'))}",
         f'<dl>{dl}</dl><h2>Prompt</h2><pre id="prompt">{e(row.get("prompt") or "(none)")}</pre>',
     ]
     if screen is not None:
         parts.append(f'<h2>Terminal (live)</h2><pre id="output" class="terminal">{e(screen)}</pre>')
     else:
-        parts.append(f'<h2>Output</h2><pre id="output">{e(row.get("output") or "")}</pre>')
+        parts.append(render_output(row))
     parts.append(render_left(meta))
     parts.append(render_deliveries(deliveries or []))
     parts.append(render_tool_calls(row.get("tool_calls") or []))
     return "".join(parts)
+
+
+#: What a session's output is, by its status: only a session that succeeded answered.
+OUTPUT_HEADINGS = {
+    "succeeded": "Answer",
+    "running": "Output so far",
+    "pending": "Output",
+}
+
+
+def render_output(row: dict[str, Any]) -> str:
+    """The session's output under what it is: an answer, or what a runtime printed and then
+    failed (a CLI's "Not logged in" is no answer, and must not read as one)."""
+    output = row.get("output") or ""
+    heading = OUTPUT_HEADINGS.get(row["status"])
+    if heading == "Answer" and is_builder(row):
+        heading = "Output"  # a builder's last screen, not an answer to a prompt
+    if heading is not None:
+        return f'<h2>{heading}</h2><pre id="output">{e(output)}</pre>'
+    if not output:
+        return '<h2>Output</h2><p class="empty" id="output">None: the session gave no answer.</p>'
+    return (
+        "<h2>What the runtime printed before it stopped</h2>"
+        f'<p class="empty">Not an answer: the session {e(row["status"])}; the reason is above.</p>'
+        f'<pre id="output" class="not-an-answer">{e(output)}</pre>'
+    )
 
 
 def render_left(meta: dict[str, Any]) -> str:

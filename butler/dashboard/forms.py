@@ -52,6 +52,19 @@ async def check_post(
     ``allowed_origins`` (``[butler] allowed_origins``) are the dashboard's too,
     e.g. its address behind a TLS proxy.
     """
+    check_origin(request, allowed_origins)
+    size = request.headers.get("content-length", "")
+    if not size.isdigit() or int(size) > MAX_FORM_BYTES:
+        raise Refused(f"body: {size or 'no'} bytes; expected a form of at most {MAX_FORM_BYTES}")
+    fields = parse_qs((await request.body())[:MAX_FORM_BYTES].decode("utf-8", "replace"))
+    presented = (fields.get("csrf") or [""])[0]
+    if not hmac.compare_digest(presented.encode(), form_token(owner_token).encode()):
+        raise Refused("csrf: missing or wrong form token; expected the token of a dashboard form")
+
+
+def check_origin(request: Request, allowed_origins: Sequence[str] = ()) -> None:
+    """Raise :class:`Refused` unless the request's ``Origin`` is this dashboard (a browser
+    sends one with every POST and every script's request that changes something)."""
     own = f"{request.url.scheme}://{request.headers.get('host', '')}"
     origin = request.headers.get("origin")
     if origin != own and origin not in allowed_origins:
@@ -60,10 +73,3 @@ async def check_post(
             f"origin: {shown} is not this dashboard; expected {own} "
             "(the dashboard's buttons post only from its own pages)"
         )
-    size = request.headers.get("content-length", "")
-    if not size.isdigit() or int(size) > MAX_FORM_BYTES:
-        raise Refused(f"body: {size or 'no'} bytes; expected a form of at most {MAX_FORM_BYTES}")
-    fields = parse_qs((await request.body())[:MAX_FORM_BYTES].decode("utf-8", "replace"))
-    presented = (fields.get("csrf") or [""])[0]
-    if not hmac.compare_digest(presented.encode(), form_token(owner_token).encode()):
-        raise Refused("csrf: missing or wrong form token; expected the token of a dashboard form")

@@ -20,6 +20,7 @@ from butler.dashboard.sessions import any_row, filter_form, matches, pager, rend
 from butler.dashboard.view import View
 from butler.errors import ButlerError
 from butler.spawner.spawner import TriggerRequest
+from butler.store.session_ids import AmbiguousId
 from butler.store.session_search import (
     COUNT_CAP,
     SessionQuery,
@@ -114,6 +115,14 @@ class Listing:
 
     async def session(self, request: Request) -> Response:
         session_id = request.path_params["session_id"]
+        if len(session_id.replace("-", "")) < 32:
+            # The start of an id (as the list and `butler sessions` show it) finds it too.
+            try:
+                whole = await self.butler.sessions.find(session_id)
+            except AmbiguousId as exc:
+                return await self.view.refused_page(str(exc), 404, "/")
+            if whole is not None:
+                return RedirectResponse(f"/sessions/{whole['id']}", 303)
         row, body = await self.detail(session_id)
         if row is None:
             line = f"session: {session_id[:40]!r} is not a session of this butler"

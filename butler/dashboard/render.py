@@ -33,7 +33,8 @@ SECURITY_HEADERS = {
 ASSETS = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
 #: The views every butler's header links to, in order.
 NAV = (("/", "Sessions"), ("/charts", "Charts"), ("/schedules", "Schedules"),
-       ("/state", "State"), ("/conversations", "Conversations"), ("/roster", "Roster"))  # fmt: skip
+       ("/state", "State"), ("/conversations", "Conversations"), ("/roster", "Roster"),
+       ("/chat/", "Chat"))  # fmt: skip
 
 
 def e(value: Any) -> str:
@@ -90,14 +91,25 @@ def first_line(text: str | None, limit: int = 120) -> str:
 
 def status_cell(row: dict[str, Any]) -> str:
     status = e(row["status"])
-    return f'<td class="status status-{status}" data-status="{status}">{status}</td>'
+    return (
+        f'<td class="status status-{status}" data-status="{status}" data-label="Status">'
+        f"{status}</td>"
+    )
 
 
-def table(head: list[str], rows: list[str], label: str = "") -> str:
+def cell(label: str, inner: str, css: str = "") -> str:
+    """A table cell (``inner`` already HTML) that names its column when shown as a card."""
+    kind = f' class="{css}"' if css else ""
+    return f'<td{kind} data-label="{e(label)}">{inner}</td>'
+
+
+def table(head: list[str], rows: list[str], label: str = "", *, cards: bool = False) -> str:
+    """A table; with ``cards``, each row reads as a card of labelled lines on a phone."""
     cells = "".join(f'<th scope="col">{e(h)}</th>' for h in head)
     caption = f"<caption>{e(label)}</caption>" if label else ""
+    kind = ' class="cards"' if cards else ""
     return (
-        f'<div class="scroll"><table>{caption}<thead><tr>{cells}</tr></thead>'
+        f'<div class="scroll"><table{kind}>{caption}<thead><tr>{cells}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 

@@ -10,6 +10,7 @@ from starlette.routing import Route
 
 from butler.context import ButlerContext
 from butler.dashboard.charts import chart_routes
+from butler.dashboard.chat import chat_routes
 from butler.dashboard.conversations import conversation_routes
 from butler.dashboard.listing import listing_routes
 from butler.dashboard.render import ASSETS, SECURITY_HEADERS, asset_text
@@ -32,6 +33,7 @@ def dashboard_routes(butler: ButlerContext, owner_token: Callable[[], str]) -> l
         *state_routes(view),
         *roster_routes(view),
         *conversation_routes(view),
+        *chat_routes(view),
         Route("/assets/{name}", asset, methods=["GET"]),
     ]
 

@@ -9,6 +9,7 @@ from butler.builders.modes import MODES
 from butler.builders.records import is_builder, summary
 from butler.dashboard.detail import left_anything
 from butler.dashboard.render import (
+    cell,
     cost,
     duration,
     e,
@@ -19,6 +20,7 @@ from butler.dashboard.render import (
     tokens,
     when,
 )
+from butler.store.session_ids import short
 from butler.store.sessions import STATUSES, position
 
 #: The session table's columns; the error's first line says why a failed one failed.
@@ -36,6 +38,18 @@ SESSION_COLUMNS = (
 )
 
 
+#: The builder table's columns.
+BUILDER_COLUMNS = (
+    "Builder",
+    "Status",
+    "What",
+    "Branch",
+    "Runtime",
+    "Started",
+    "Duration",
+    "Tokens",
+    "Cost",
+)
 #: The tag of a session that left a repository the daemon disarmed.
 LEFT_TAG = ' <span class="tag warn" title="see its page">left a repository</span>'
 
@@ -45,27 +59,32 @@ def builder_row(row: dict[str, Any]) -> str:
     tag = ' <span class="tag">pruned</span>' if meta.get("pruned_at") else ""
     tag += ' <span class="tag">headless</span>' if meta.get("headless") else ""
     tag += LEFT_TAG if left_anything(row) else ""
+    link = f'<a href="/sessions/{e(row["id"])}">{e(meta.get("builder_id"))}</a>{tag}'
+    branch = f"<code>{e(meta.get('branch'))}</code>"
     return (
         f'<tr data-session="{e(row["id"])}" data-builder="{e(meta.get("builder_id"))}">'
-        f'<td><a href="/sessions/{e(row["id"])}">{e(meta.get("builder_id"))}</a>{tag}</td>'
-        f'{status_cell(row)}<td class="what">{e(summary(row))}</td>'
-        f"<td><code>{e(meta.get('branch'))}</code></td><td>{e(row['runtime'])}</td>"
-        f'<td>{e(when(row.get("created_at")))}</td><td class="num">{e(duration(row))}</td>'
-        f'<td class="num">{e(tokens(row))}</td><td class="num">{e(cost(row))}</td></tr>'
+        f"{cell('Builder', link, 'id')}{status_cell(row)}"
+        f"{cell('What', e(summary(row)), 'what')}"
+        f"{cell('Branch', branch)}"
+        f"{cell('Runtime', e(row['runtime']))}"
+        f"{cell('Started', e(when(row.get('created_at'))), 'when')}"
+        f"{cell('Duration', e(duration(row)), 'num')}{cell('Tokens', e(tokens(row)), 'num')}"
+        f"{cell('Cost', e(cost(row)), 'num')}</tr>"
     )
 
 
 def session_row(row: dict[str, Any]) -> str:
+    link = f'<a href="/sessions/{e(row["id"])}"><code>{e(short(row["id"]))}</code></a>'
+    link += LEFT_TAG if left_anything(row) else ""
     return (
         f'<tr data-session="{e(row["id"])}">'
-        f'<td><a href="/sessions/{e(row["id"])}"><code>{e(row["id"][:8])}</code></a>'
-        f"{LEFT_TAG if left_anything(row) else ''}</td>"
-        f'{status_cell(row)}<td class="what">{e(first_line(row.get("prompt")))}</td>'
-        f'<td class="error">{e(first_line(row.get("error")))}</td>'
-        f'<td>{e(row["runtime"])}</td><td class="ran-on">{e(ran_on(row))}</td>'
-        f"<td>{e(when(row.get('created_at')))}</td>"
-        f'<td class="num">{e(duration(row))}</td><td class="num">{e(tokens(row))}</td>'
-        f'<td class="num">{e(cost(row))}</td></tr>'
+        f"{cell('Session', link, 'id')}{status_cell(row)}"
+        f"{cell('Prompt', e(first_line(row.get('prompt'))), 'what')}"
+        f"{cell('Error', e(first_line(row.get('error'))), 'error')}"
+        f"{cell('Runtime', e(row['runtime']))}{cell('Ran on', e(ran_on(row)), 'ran-on')}"
+        f"{cell('Started', e(when(row.get('created_at'))), 'when')}"
+        f"{cell('Duration', e(duration(row)), 'num')}{cell('Tokens', e(tokens(row)), 'num')}"
+        f"{cell('Cost', e(cost(row)), 'num')}</tr>"
     )
 
 
@@ -78,7 +97,6 @@ def render_list(rows: list[dict[str, Any]]) -> str:
     """Builders grouped by type, then other sessions grouped by type and trigger source."""
     builders = [r for r in rows if is_builder(r)]
     others = [r for r in rows if not is_builder(r)]
-    head = ["Builder", "Status", "What", "Branch", "Runtime", "Started", "Duration"]
     parts = [f'<section id="builders"><h2>Builders ({len(builders)})</h2>']
     for mode in MODES:
         group = [r for r in builders if r["type"] == mode]
@@ -86,10 +104,11 @@ def render_list(rows: list[dict[str, Any]]) -> str:
             rows_html = [builder_row(r) for r in group]
             parts.append(
                 f'<div class="group" data-group="builder:{mode}"><h3>{e(mode)}</h3>'
-                f"{table([*head, 'Tokens', 'Cost'], rows_html)}</div>"
+                f"{table(list(BUILDER_COLUMNS), rows_html, cards=True)}</div>"
             )
     if not builders:
-        parts.append('<p class="empty">No builders yet: <code>butler spawn --help</code></p>')
+        hint = "<code>butler builders spawn --help</code>"
+        parts.append(f'<p class="empty">No builders yet: {hint}</p>')
     parts.append(f'</section><section id="sessions"><h2>Sessions ({len(others)})</h2>')
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in others:
@@ -100,7 +119,7 @@ def render_list(rows: list[dict[str, Any]]) -> str:
         rows_html = [session_row(r) for r in group]
         parts.append(
             f'<div class="group" data-group="{e(label)}"><h3>{e(label)}</h3>'
-            f"{table(head, rows_html)}</div>"
+            f"{table(head, rows_html, cards=True)}</div>"
         )
     if not others:
         parts.append('<p class="empty">No sessions match.</p>')

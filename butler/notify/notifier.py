@@ -20,6 +20,7 @@ from typing import Any
 
 from butler.clock import Clock, SystemClock
 from butler.config import ButlerConfig
+from butler.config.notify import PLACEHOLDER
 from butler.notify.channels import ChannelUnavailable, NotifyRefused, chosen, fill
 from butler.notify.message import Message, bounded, one_line, session_link
 from butler.notify.outbox import Outbox, Sender
@@ -39,6 +40,45 @@ class ChannelTest:
 
     channel: str
     outcome: Outcome
+
+
+async def test_channels(
+    config: ButlerConfig,
+    credentials: CredentialStore,
+    channel: str | None = None,
+    sender: Sender = send,
+) -> list[ChannelTest]:
+    """A test message to ``channel`` (every channel when None), sent now, not recorded.
+
+    It needs no database but for credentials kept there: ``butler notify test``
+    opens one only when a channel names a credential the environment lacks.
+    """
+    settings = config.butler.notify
+    names = chosen(settings, channel or sorted(settings.channels))
+    message = Message(
+        body=f"A test from the butler {config.name}: this channel reaches you.",
+        title=f"{config.name}: test",
+    )
+
+    async def one(name: str) -> ChannelTest:
+        try:
+            filled = await fill(settings, name, credentials)
+        except ChannelUnavailable as exc:
+            return ChannelTest(name, Outcome(False, str(exc)))
+        try:
+            outcome = await sender(filled.urls, message)
+        except Exception as exc:
+            outcome = Outcome(False, f"{type(exc).__name__}: {exc}")
+        return ChannelTest(name, Outcome(outcome.delivered, filled.redact(outcome.error)))
+
+    return list(await asyncio.gather(*(one(name) for name in names)))
+
+
+def credentials_named(config: ButlerConfig, channel: str | None = None) -> list[str]:
+    """The credentials the channels a test reaches name (``{NAME}`` in their URLs)."""
+    settings = config.butler.notify
+    names = chosen(settings, channel or sorted(settings.channels))
+    return sorted({m for n in names for url in settings.urls(n) for m in PLACEHOLDER.findall(url)})
 
 
 class Notifier:
@@ -123,24 +163,7 @@ class Notifier:
 
     async def test(self, channel: str | None = None) -> list[ChannelTest]:
         """A test message to ``channel`` (every channel when None), sent now, not recorded."""
-        names = chosen(self.settings, channel or self.channels)
-        message = Message(
-            body=f"A test from the butler {self.config.name}: this channel reaches you.",
-            title=f"{self.config.name}: test",
-        )
-
-        async def one(name: str) -> ChannelTest:
-            try:
-                filled = await fill(self.settings, name, self.credentials)
-            except ChannelUnavailable as exc:
-                return ChannelTest(name, Outcome(False, str(exc)))
-            try:
-                outcome = await self.sender(filled.urls, message)
-            except Exception as exc:
-                outcome = Outcome(False, f"{type(exc).__name__}: {exc}")
-            return ChannelTest(name, Outcome(outcome.delivered, filled.redact(outcome.error)))
-
-        return list(await asyncio.gather(*(one(name) for name in names)))
+        return await test_channels(self.config, self.credentials, channel, self.sender)
 
     def _bounded(self, message: Message, session_id: str | None) -> Message:
         link = session_link(self.config.butler.public_url, session_id)

@@ -24,6 +24,23 @@ from butler.runtimes.settings import RuntimeConfig
 ProgressSink = Callable[[str], Awaitable[None]]
 
 
+class Said(str):
+    """Progress that is the runtime's own text to the person, not a line about its work.
+
+    Passed to a :data:`ProgressSink` as the assistant writes, so a chat can show the
+    answer as it comes; a sink that shows status lines ("calling Bash") skips it.
+    ``delta`` says that it continues the text before it; otherwise it starts a new
+    message of the answer.
+    """
+
+    delta: bool
+
+    def __new__(cls, text: str, delta: bool = False) -> Said:
+        said = super().__new__(cls, text)
+        said.delta = delta
+        return said
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """One MCP tool call made during a session, by its bare tool name."""

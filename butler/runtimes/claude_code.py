@@ -212,9 +212,9 @@ class ClaudeCodeAdapter(RuntimeAdapter):
         try:
             async with asyncio.timeout(invocation.timeout_s + KILL_GRACE_S):
                 async for message in sdk.query(prompt=invocation.prompt, options=options):
-                    line = stream.add(message_dict(message))
-                    if line and progress is not None:
-                        await progress(line)
+                    for line in stream.add(message_dict(message)):
+                        if progress is not None:
+                            await progress(line)
         except TimeoutError:
             group.expired = True
         except sdk.ClaudeSDKError as exc:

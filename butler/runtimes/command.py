@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import shutil
 
-from butler.runtimes.base import Command, Invocation, RuntimeFailure, RuntimeResult
+from butler.runtimes.base import Command, Invocation, RuntimeFailure, RuntimeResult, Said
 from butler.runtimes.process import RuntimeProcess
 from butler.runtimes.settings import RuntimeConfig
 from butler.runtimes.subprocess_adapter import SubprocessAdapter
@@ -74,7 +74,10 @@ def template_values(invocation: Invocation) -> dict[str, str]:
 
 
 class TextStream:
-    """The whole of stdout is the answer, up to ``max_bytes``; the rest is counted, not kept."""
+    """The whole of stdout is the answer, up to ``max_bytes``; the rest is counted, not kept.
+
+    Each line kept is said as it arrives (a chat shows the answer as it is written).
+    """
 
     def __init__(self, max_bytes: int = 1024 * 1024) -> None:
         self.lines: list[str] = []
@@ -82,19 +85,23 @@ class TextStream:
         self.kept = 0
         self.dropped = 0
 
-    def feed(self, line: str) -> str | None:
+    def feed(self, line: str) -> list[str]:
+        """Keep ``line``; it is said at once too, as the answer being written."""
+        if self.dropped:
+            self.dropped += len(line.encode("utf-8", "surrogatepass")) + 1
+            return []
         encoded = line.encode("utf-8", "surrogatepass")
         room = self.max_bytes - self.kept
-        if not self.dropped and len(encoded) + 1 <= room:
+        if len(encoded) + 1 <= room:
             self.kept += len(encoded) + 1
-            self.lines.append(line)
-        elif not self.dropped:  # keep what fits of the line that crosses the limit
-            self.lines.append(encoded[: max(room, 0)].decode("utf-8", "ignore"))
+            kept = line
+        else:  # keep what fits of the line that crosses the limit
+            kept = encoded[: max(room, 0)].decode("utf-8", "ignore")
             self.kept = self.max_bytes
             self.dropped = len(encoded) + 1 - max(room, 0)
-        else:
-            self.dropped += len(encoded) + 1
-        return None
+        self.lines.append(kept)
+        first = len(self.lines) == 1
+        return [Said(kept if first else "\n" + kept, delta=not first)]
 
     def result(self) -> RuntimeResult:
         output = "\n".join(self.lines).strip("\n")

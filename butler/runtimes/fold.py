@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from butler.runtimes.base import RuntimeResult, ToolCall, Usage
+from butler.runtimes.base import RuntimeResult, Said, ToolCall, Usage
 from butler.runtimes.events import (
     Answer,
     Cost,
@@ -89,28 +89,27 @@ class Fold:
         self.ended = False
         self.step_output = False
 
-    def feed(self, line: str) -> str | None:
-        """Take one stdout line; return a progress message worth reporting, if any."""
+    def feed(self, line: str) -> list[str]:
+        """Take one stdout line; return the progress messages worth reporting, in order."""
         if not line.strip():
-            return None
+            return []
         try:
             event = json.loads(line)
         except json.JSONDecodeError:
             event = None
         if not isinstance(event, dict):
             self.garbage = self.garbage or line.strip()[:200]
-            return None
+            return []
         return self.add(event)
 
-    def add(self, event: dict[str, Any]) -> str | None:
-        """Fold one decoded object; return the last progress message it gave, if any."""
-        progress = None
-        for item in self.parse(event, self.server):
-            progress = self.apply(item) or progress
-        return progress
+    def add(self, event: dict[str, Any]) -> list[str]:
+        """Fold one decoded object; return the progress messages it gave, in order."""
+        found = (self.apply(item) for item in self.parse(event, self.server))
+        return [message for message in found if message]
 
     def apply(self, event: Event) -> str | None:
-        """Fold one parsed event; return a progress message, if any."""
+        """Fold one parsed event; return a progress message, if any: a line about the
+        run, or the assistant's text as :class:`~butler.runtimes.base.Said`."""
         if isinstance(event, Text | Answer | ToolStarted | ToolFailed):
             return self._content(event)
         if isinstance(event, Tokens | Cost | Turns):
@@ -144,7 +143,8 @@ class Fold:
                 self._flush()
             self.message.append(event.text)
             self.step_output = True
-        elif isinstance(event, Answer):
+            return Said(event.text, event.delta)
+        if isinstance(event, Answer):
             self.answer = event.text
         elif isinstance(event, ToolStarted):
             self._flush()

@@ -10,6 +10,7 @@ process group under the time limit, report progress, map failures.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 from abc import abstractmethod
@@ -29,11 +30,42 @@ from butler.runtimes.mcp_config import ConfigFileError, write_files
 from butler.runtimes.process import ProcessOutcome, RuntimeProcess
 
 
+class Relay:
+    """Passes progress messages on to a sink, in order, from one task of its own.
+
+    The line callback cannot await, and a task for each message cost more than
+    parsing its line (the ``command`` runtime says every line it prints).
+    """
+
+    def __init__(self, progress: ProgressSink | None) -> None:
+        self.progress = progress
+        self.queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self.task = asyncio.get_running_loop().create_task(self._run()) if progress else None
+
+    def put(self, messages: list[str]) -> None:
+        if self.task is not None:
+            for message in messages:
+                self.queue.put_nowait(message)
+
+    async def _run(self) -> None:
+        assert self.progress is not None
+        while (message := await self.queue.get()) is not None:
+            with contextlib.suppress(Exception):  # a caller that went away stops no run
+                await self.progress(message)
+
+    async def close(self) -> None:
+        """Return once every message put so far was passed on."""
+        if self.task is not None:
+            self.queue.put_nowait(None)
+            await self.task
+
+
 class StreamParser(Protocol):
     """Folds a runtime's stdout, one line at a time, into a result."""
 
-    def feed(self, line: str) -> str | None:
-        """Take one line; return a progress message worth reporting, if any."""
+    def feed(self, line: str) -> list[str]:
+        """Take one line; return the progress messages worth reporting, in order (the
+        runtime's own text as :class:`~butler.runtimes.base.Said`)."""
 
     def result(self) -> RuntimeResult:
         """What was parsed so far; ``error`` set when the runtime reported a failure."""
@@ -93,14 +125,10 @@ class SubprocessAdapter(RuntimeAdapter):
             raise RuntimeFailure(str(exc)) from None
         process = RuntimeProcess()
         parser = self.parser(invocation, process)
-        pending: set[asyncio.Task[None]] = set()
+        relay = Relay(progress)
 
         def on_line(line: str) -> None:
-            message = parser.feed(line)
-            if message and progress is not None:
-                task = asyncio.get_running_loop().create_task(progress(message))
-                pending.add(task)
-                task.add_done_callback(pending.discard)
+            relay.put(parser.feed(line))
 
         try:
             outcome = await process.run(
@@ -117,8 +145,7 @@ class SubprocessAdapter(RuntimeAdapter):
         except (FileNotFoundError, PermissionError) as exc:
             raise RuntimeFailure(f"cannot start {command.argv[0]}: {exc.strerror}") from None
         finally:
-            if pending:
-                await asyncio.gather(*pending, return_exceptions=True)
+            await relay.close()
         result = parser.result()
         self.read_stderr(invocation, result, outcome.stderr)
         if result.error:

@@ -1,4 +1,4 @@
-"""The HTTP guard in front of every route but ``/health``: a bearer token, or nothing.
+"""The HTTP guard in front of every route but :data:`OPEN_PATHS`: a bearer token, or nothing.
 
 The owner's token opens everything. A browser logs in once (the login link
 ``?token=...`` on any page, the login page's form, or a roster's one-time
@@ -36,6 +36,10 @@ from butler.security.session_tokens import SessionTokens
 
 #: Path prefixes of the MCP transports (streamable HTTP, SSE and its message endpoint).
 MCP_PREFIXES = ("/mcp", "/sse", "/messages")
+#: What answers without a login: the health check, and the page's own stylesheet and
+#: script, which the login page needs to look like every other page. Both are the same
+#: for every butler and hold nothing of it.
+OPEN_PATHS = ("/health", "/assets/dashboard.css", "/assets/dashboard.js")
 #: At most this much of a presented token is looked at.
 MAX_TOKEN = 512
 #: The login page's address; its form posts back to it.
@@ -107,7 +111,7 @@ class RequireToken:
         owner_token: Callable[[], str],
         sessions: SessionTokens,
         cookie: str,
-        open_paths: Iterable[str] = ("/health",),
+        open_paths: Iterable[str] = OPEN_PATHS,
         login_page: LoginPage | None = None,
         tickets: Tickets | None = None,
     ) -> None:
@@ -190,7 +194,7 @@ class RequireToken:
         fields = dict(parse_qsl((await request.body())[:MAX_LOGIN_FORM].decode("utf-8", "replace")))
         next_path = safe_next(fields.get("next"))
         if not same_token(fields.get("token", "").strip()[:MAX_TOKEN], self.owner_token()):
-            line = "that is not this butler's token: `butler token --config DIR` prints it"
+            line = "that is not this butler's token: paste the one the command below prints"
             return self._page(next_path, line, 401) or self._refuse(request.scope)
         return self._logged_in(request.scope, next_path)
 

@@ -4,12 +4,15 @@ A runtime's progress lines ("calling Bash", "calling mcp__butler__state_set")
 go to whoever triggered the session. They are kept here too, for each running
 session and bounded, so that someone else watching it (``butler logs
 --follow``, through ``session_get``) sees its tool calls as they happen; the
-whole record (arguments, errors) is written when the session ends.
+whole record (arguments, errors) is written when the session ends. The
+runtime's own text (:class:`~butler.runtimes.base.Said`) goes on to the
+caller as it is written, and is not kept here: it is the answer, recorded
+with the session.
 """
 
 from __future__ import annotations
 
-from butler.runtimes.base import ProgressSink
+from butler.runtimes.base import ProgressSink, Said
 
 #: At most this many lines kept per session, each at most this long (a runtime's words).
 MAX_LINES = 500
@@ -27,7 +30,7 @@ class Activity:
         lines = self._open.setdefault(session_id, [])
 
         async def sink(message: str) -> None:
-            if len(lines) < MAX_LINES:
+            if len(lines) < MAX_LINES and not isinstance(message, Said):
                 lines.append(" ".join(str(message).split())[:MAX_LINE])
             if progress is not None:
                 await progress(message)

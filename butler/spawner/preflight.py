@@ -71,13 +71,29 @@ def login_home(config: ButlerConfig) -> Path:
     return butler_dir(config) / "home"
 
 
+#: Where the person who started the daemon sets its keys, when that is not the daemon's
+#: own environment: docker-compose.yml names .env, a service unit its environment file.
+CREDENTIALS_FROM = "BUTLER_CREDENTIALS_FROM"
+
+
 def key_hint(config: ButlerConfig) -> str:
     """``set NAME`` for the runtime's first key, in the words a person acts on."""
     key = NEEDS[config.runtime.type].keys[0]
+    keys_from = os.environ.get(CREDENTIALS_FROM)
+    if keys_from:
+        # Started by a deployment: the paths the daemon sees may mean nothing to the person.
+        return f"set {key} in {keys_from}"
     return (
         f"set {key} (in the daemon's environment, or in the database: "
         f"`butler credentials set {key} -c {config.config_dir}`)"
     )
+
+
+def _or_log_in(config: ButlerConfig, needs: Needs) -> str:
+    """``, or log it in under HOME (how)``; nothing for a deployment naming its keys' place."""
+    if os.environ.get(CREDENTIALS_FROM):
+        return ""
+    return f", or log it in under {login_home(config)} ({needs.login_hint})"
 
 
 def explain(config: ButlerConfig, error: str) -> str:
@@ -86,10 +102,9 @@ def explain(config: ButlerConfig, error: str) -> str:
     if runtime not in NEEDS or not _NO_CREDENTIAL.search(error):
         return error
     needs = NEEDS[runtime]
-    home = login_home(config)
     return (
-        f"{runtime} has no usable credential: {key_hint(config)}, or log it in under "
-        f"{home} ({needs.login_hint}); the CLI said: {error}"
+        f"{runtime} has no usable credential: {key_hint(config)}{_or_log_in(config, needs)}; "
+        f"the CLI said: {error}"
     )[:2000]
 
 
@@ -113,7 +128,7 @@ async def missing_credential(config: ButlerConfig, credentials: CredentialStore)
     )
     return (
         f"butler {config.name}: runtime {runtime} has no credential, its sessions will "
-        f"fail: {key_hint(config)}{declare}, or log it in under {home} ({needs.login_hint})"
+        f"fail: {key_hint(config)}{declare}{_or_log_in(config, needs)}"
     )
 
 

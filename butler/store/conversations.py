@@ -198,15 +198,22 @@ class ConversationStore:
         )
         return [dict(row) for row in rows]
 
-    async def listing(self, limit: int, before: datetime | None = None) -> list[dict[str, Any]]:
-        """Conversations, most recently active first, with their message counts."""
+    async def listing(
+        self, limit: int, before: datetime | None = None, channel: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Conversations (of ``channel``, or all), most recently active first, with their
+        message counts and the first words of their first message (``opening``)."""
         rows = await self.db.fetch(
             "SELECT c.*, (SELECT count(*) FROM channel_messages m"
-            " WHERE m.conversation_id = c.id) AS messages"
-            " FROM conversations c WHERE $2::timestamptz IS NULL OR c.last_message_at < $2"
+            " WHERE m.conversation_id = c.id) AS messages,"
+            " (SELECT left(m.body, 200) FROM channel_messages m WHERE m.conversation_id = c.id"
+            " AND m.direction = 'in' ORDER BY m.id LIMIT 1) AS opening"
+            " FROM conversations c WHERE ($2::timestamptz IS NULL OR c.last_message_at < $2)"
+            " AND ($3::text IS NULL OR c.channel = $3)"
             " ORDER BY c.last_message_at DESC LIMIT $1",
             limit,
             before,
+            channel,
         )
         return [dict(row) for row in rows]
 

@@ -246,7 +246,9 @@ async def _take(conn: asyncpg.Connection, db: Database, name: str) -> None:
     table = f"{quote_ident(db.schema)}.butler_install"
     taken = await conn.fetchval("SELECT pg_try_advisory_lock($1)", _lock_key(db.schema))
     if not taken:
-        row = await conn.fetchrow(f"SELECT holder_pid, holder_host, held_since FROM {table}")
+        row = await conn.fetchrow(
+            f"SELECT holder_pid, holder_host, held_since, folder FROM {table}"
+        )
         raise InstallTaken(_held_line(name, db, row))
     await conn.execute(
         f"UPDATE {table} SET holder_pid = $1, holder_host = $2, held_since = now()",
@@ -260,8 +262,9 @@ def _held_line(name: str, db: Database, row: asyncpg.Record | None) -> str:
     if row is not None and row["holder_pid"] is not None:
         since = f" since {row['held_since']:%Y-%m-%d %H:%M:%S %Z}" if row["held_since"] else ""
         who = f"pid {row['holder_pid']} on host {row['holder_host']}{since}"
+    folder = row["folder"] if row is not None and row["folder"] else "DIR"
     return (
         f"{name}: already served by {who} (schema {db.schema!r} at {redact_dsn(db.dsn)}); "
-        "stop that one first (butler stop), or give this butler its own data with "
-        "[butler.db] schema in its butler.toml"
+        f"stop that one first (butler stop -c {folder}), or give this butler its own data "
+        "with [butler.db] schema in its butler.toml"
     )

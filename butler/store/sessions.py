@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from butler.store.db import Database
+from butler.store.session_ids import ambiguous, id_range
 from butler.store.tenants import Tenant
 from butler.store.text import DEFAULT_MAX_TEXT_BYTES, RowText, clean_text
 
@@ -237,6 +238,23 @@ class SessionStore:
             return None
         record = await self.db.fetchrow("SELECT * FROM sessions WHERE id = $1", key)
         return row_dict(record) if record else None
+
+    async def find(self, given: str) -> dict[str, Any] | None:
+        """The session whose id is ``given`` or starts with it (:mod:`.session_ids`).
+
+        Raises :class:`~butler.store.session_ids.AmbiguousId` when several ids do.
+        """
+        bounds = id_range(given)
+        if bounds is None:
+            return None
+        if bounds[0] == bounds[1]:
+            return await self.get(bounds[0])
+        records = await self.db.fetch(
+            "SELECT * FROM sessions WHERE id BETWEEN $1 AND $2 ORDER BY id LIMIT 5", *bounds
+        )
+        if len(records) > 1:
+            raise ambiguous(given, [r["id"] for r in records])
+        return row_dict(records[0]) if records else None
 
     async def list(
         self,

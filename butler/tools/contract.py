@@ -18,7 +18,8 @@ from butler.errors import ButlerError
 from butler.security.caller import current_caller, request_origin
 from butler.spawner.spawner import TriggerRequest
 from butler.tools.limits import Metadata, Name, prompt_text, timeout_seconds
-from butler.tools.tenancy import current_tenant, visible
+from butler.tools.sessions import found_session
+from butler.tools.tenancy import current_tenant
 
 #: Session statuses as the adapter contract names them.
 CONTRACT_STATUS = {
@@ -77,12 +78,9 @@ def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         With ``wait`` (the default) returns the new session's result; without,
         returns its id at once.
         """
-        if not await visible(butler, session_id):
-            raise ToolError(f"session {session_id} not found")
         origin = request_origin(current_caller())
-        request = TriggerRequest(
-            prompt, resume_session_id=session_id, timeout_s=timeout_s, **origin
-        )
+        resumed = str((await found_session(butler, session_id))["id"])
+        request = TriggerRequest(prompt, resume_session_id=resumed, timeout_s=timeout_s, **origin)
         if not wait:
             return {"session_id": await start(request), "started": True}
         try:
@@ -109,9 +107,7 @@ def _register_status(mcp: FastMCP, butler: ButlerContext) -> None:
     @mcp.tool
     async def session_status(session_id: str) -> dict[str, Any]:
         """One of pending, active, completed, failed, with the recorded detail."""
-        row = await butler.sessions.get(session_id) if await visible(butler, session_id) else None
-        if row is None:
-            raise ToolError(f"session {session_id} not found")
+        row = await found_session(butler, session_id)
         return {
             "session_id": row["id"],
             "status": CONTRACT_STATUS[row["status"]],

@@ -12,9 +12,11 @@ from fastmcp.exceptions import ToolError
 
 from butler.context import ButlerContext
 from butler.errors import ButlerError
+from butler.runtimes.base import ProgressSink, Said
 from butler.security.caller import current_caller, request_origin
 from butler.spawner.result import SpawnerResult
 from butler.spawner.spawner import TriggerRequest
+from butler.store.session_ids import AmbiguousId
 from butler.store.sessions import parse_position, position
 from butler.tools.limits import (
     ListLimit,
@@ -48,14 +50,6 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         the session is queued and the answer names it at once (no wait on itself).
         """
         origin = request_origin(current_caller())
-        step = 0
-
-        async def progress(message: str) -> None:
-            nonlocal step
-            step += 1
-            if ctx is not None:
-                await ctx.report_progress(step, None, message)
-
         request = TriggerRequest(
             prompt=prompt,
             context=context,
@@ -64,7 +58,7 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
             **origin,
         )
         try:
-            return await butler.spawner.trigger(request, progress)
+            return await butler.spawner.trigger(request, reporter(ctx))
         except ButlerError as exc:
             raise ToolError(str(exc)) from None
 
@@ -72,8 +66,8 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
     async def session_get(session_id: str) -> dict[str, Any]:
         """One session's record: prompt, output, tool calls, usage, timing and ``deliveries``.
 
-        While it runs, ``activity`` too: what its runtime has said it is doing so far.
-        """
+        ``session_id`` may be the start of the id (4 hex digits or more); while it runs,
+        ``activity`` too: what its runtime has said it is doing so far."""
         return await session_record(butler, session_id)
 
     @mcp.tool
@@ -90,15 +84,31 @@ def register_session_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         return await list_sessions(butler, limit, status, trigger_source, before)
 
 
-async def session_record(butler: ButlerContext, session_id: str) -> dict[str, Any]:
-    """``session_get``: the row, its deliveries, and while it runs its activity so far.
+async def found_session(butler: ButlerContext, given: str) -> dict[str, Any]:
+    """The session whose id is ``given`` (for the owner, or that starts with it); a
+    ToolError saying why not.
 
     Another person's session is "not found" to a chat's session, as one that does not
-    exist: neither its words nor its existence reach it.
+    exist: neither its words nor its existence reach it. So a chat's session names a
+    session whole: the start of an id would tell it how many others share that start.
     """
-    row = await butler.sessions.get(session_id) if await visible(butler, session_id) else None
+    if current_tenant() is None:
+        try:
+            row = await butler.sessions.find(given)
+        except AmbiguousId as exc:
+            raise ToolError(str(exc)) from None
+    else:
+        row = await butler.sessions.get(given)
+        if row is not None and not await visible(butler, str(row["id"])):
+            row = None
     if row is None:
-        raise ToolError(f"session {session_id} not found")
+        raise ToolError(f"session {given} not found")
+    return row
+
+
+async def session_record(butler: ButlerContext, session_id: str) -> dict[str, Any]:
+    """``session_get``: the row, its deliveries, and while it runs its activity so far."""
+    row = await found_session(butler, session_id)
     deliveries = await butler.notifier.store.for_session(row["id"])
     activity = butler.spawner.activity.of(str(row["id"]))
     return {**row, "deliveries": deliveries, **({"activity": activity} if activity else {})}
@@ -134,3 +144,18 @@ async def list_sessions(
         "error",
     )
     return [{**{k: r[k] for k in keep}, "position": position(r)} for r in rows]
+
+
+def reporter(ctx: Context | None) -> ProgressSink:
+    """The trigger's progress sink: each status line as an MCP progress notification to a
+    caller that asked for them. The runtime's own text is not one (it is in the result)."""
+    step = 0
+
+    async def progress(message: str) -> None:
+        nonlocal step
+        if isinstance(message, Said) or ctx is None:
+            return
+        step += 1
+        await ctx.report_progress(step, None, message)
+
+    return progress

@@ -146,8 +146,8 @@ class Builders:
         )
 
     def spawn(self, *args: str) -> dict[str, Any]:
-        """``butler spawn <args> --json``; the builder it started."""
-        done = self.cli("spawn", *args, "--json")
+        """``butler builders spawn <args> --json``; the builder it started."""
+        done = self.cli("builders", "spawn", *args, "--json")
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
 

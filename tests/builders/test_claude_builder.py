@@ -113,7 +113,7 @@ def test_claude_interactive_builder_calls_its_own_butler(
     send_keys(claude_builders, builder, "/exit")
 
     def ended() -> dict | None:
-        done = claude_builders.cli("builders", "--json")
+        done = claude_builders.cli("builders", "list", "--json")
         (found,) = json.loads(done.stdout)
         return found if found["status"] != "running" else None
 

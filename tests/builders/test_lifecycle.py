@@ -21,7 +21,7 @@ def tmux(socket: str, *args: str) -> str:
 
 
 def listed(builders: Builders, *args: str) -> dict[str, dict]:
-    done = builders.cli("builders", "--json", *args)
+    done = builders.cli("builders", "list", "--json", *args)
     assert done.returncode == 0, done.stderr
     return {b["id"]: b for b in json.loads(done.stdout)}
 
@@ -44,7 +44,7 @@ def test_builders_are_listed_grouped_by_type(builders: Builders):
     task = builders.spawn("Fix bug")
     shell = builders.spawn("--shell")
     protocol = builders.spawn("--protocol", "cleanup")
-    done = builders.cli("builders")
+    done = builders.cli("builders", "list")
     assert done.returncode == 0
     rows = [[c.strip() for c in line.split("│")[1:-1]] for line in done.stdout.splitlines()]
     assert [row[:4] for row in rows if row and row[0]] == [
@@ -62,7 +62,7 @@ def test_a_finished_builder_is_recorded_then_pruned(builders: Builders):
     assert "PROMPT<<Fix bug>>" in row["output"]  # the last screen is the output
     assert row["metadata"]["exit_status"] == 0
 
-    done = builders.cli("prune")
+    done = builders.cli("builders", "prune")
     assert done.returncode == 0, done.stderr
     assert done.stdout == (f"{builder['id']}: tmux killed, worktree removed, branch deleted\n")
     assert not Path(builder["worktree"]).exists()
@@ -71,7 +71,10 @@ def test_a_finished_builder_is_recorded_then_pruned(builders: Builders):
     assert builders.row(builder["session_id"])["metadata"]["pruned_at"]
     assert builder["id"] not in listed(builders)
     assert listed(builders, "--all")[builder["id"]]["pruned"] is True
-    assert builders.cli("prune").stdout == "nothing to prune: no finished builder is left\n"
+    assert (
+        builders.cli("builders", "prune").stdout
+        == "nothing to prune: no finished builder is left\n"
+    )
 
 
 def test_prune_keeps_unmerged_and_uncommitted_work_unless_forced(builders: Builders):
@@ -87,7 +90,10 @@ def test_prune_keeps_unmerged_and_uncommitted_work_unless_forced(builders: Build
     end(builders, committed)
     end(builders, dirty)
 
-    report = {line.split(": ", 1)[0]: line for line in builders.cli("prune").stdout.splitlines()}
+    report = {
+        line.split(": ", 1)[0]: line
+        for line in builders.cli("builders", "prune").stdout.splitlines()
+    }
     assert "branch kept: not merged into HEAD" in report[committed["id"]]
     assert "worktree removed" in report[committed["id"]]
     assert "worktree kept: uncommitted changes" in report[dirty["id"]]
@@ -95,7 +101,7 @@ def test_prune_keeps_unmerged_and_uncommitted_work_unless_forced(builders: Build
     assert (Path(dirty["worktree"]) / "scratch.txt").exists()
     assert builders.git("branch", "--list", committed["branch"]).strip()
 
-    forced = builders.cli("prune", "--force").stdout
+    forced = builders.cli("builders", "prune", "--force").stdout
     assert f"{committed['id']}: tmux gone, worktree gone, branch deleted" in forced
     assert f"{dirty['id']}: tmux gone, worktree removed, branch deleted" in forced
     assert not Path(dirty["worktree"]).exists()
@@ -126,7 +132,16 @@ def test_a_builders_end_is_recorded_without_anyone_reading_it(builders: Builders
 def test_attach_joins_the_builders_terminal(builders: Builders):
     builder = builders.spawn("Fix bug")
     builders.wait_screen(builder, "agent> ")
-    argv = [sys.executable, "-m", "butler.cli", "attach", builder["id"], "-c", str(builders.folder)]
+    argv = [
+        sys.executable,
+        "-m",
+        "butler.cli",
+        "builders",
+        "attach",
+        builder["id"],
+        "-c",
+        str(builders.folder),
+    ]
     viewer = f"{builders.socket}v"  # a second tmux server plays the person's terminal
     try:
         subprocess.run(
@@ -142,7 +157,7 @@ def test_attach_joins_the_builders_terminal(builders: Builders):
 
 
 def test_headless_runs_the_builder_to_completion(builders: Builders):
-    done = builders.cli("spawn", "Fix bug", "--headless")
+    done = builders.cli("builders", "spawn", "Fix bug", "--headless")
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["prompt"].endswith("\n\nFix bug")
@@ -153,7 +168,7 @@ def test_headless_runs_the_builder_to_completion(builders: Builders):
     assert Path(builder["worktree"]).is_dir() and builder["tmux_session"] is None
     row = builders.row(builder["session_id"])
     assert row["type"] == "task" and row["output"] == done.stdout.strip()
-    attach = builders.cli("attach", builder["id"])
+    attach = builders.cli("builders", "attach", builder["id"])
     assert attach.returncode == 2 and "ran headless; it has no terminal" in attach.stderr
 
 
@@ -167,7 +182,16 @@ def test_builders_outlive_a_daemon_restart(builders: Builders):
 
 
 def test_concurrent_spawns_get_distinct_builders(builders: Builders):
-    argv = [sys.executable, "-m", "butler.cli", "spawn", "--json", "-c", str(builders.folder)]
+    argv = [
+        sys.executable,
+        "-m",
+        "butler.cli",
+        "builders",
+        "spawn",
+        "--json",
+        "-c",
+        str(builders.folder),
+    ]
     spawns = [["Fix bug"], ["Fix bug"], ["--protocol", "cleanup"], ["--protocol", "cleanup"]]
     procs = [
         subprocess.Popen(

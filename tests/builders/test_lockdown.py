@@ -107,7 +107,16 @@ def test_a_runtime_without_an_interactive_mode_is_refused(
     folder = write_builder_butler(roster, schema_name, port, runtime=runtime)
     env = {"BUTLER_TMUX_SOCKET": tmux_socket, "BUTLER_DATA_DIR": str(_isolated_data_dir)}
     with DaemonProcess(folder, port=port, database_url=TEST_DSN, env=env):
-        argv = [sys.executable, "-m", "butler.cli", "spawn", "Fix bug", "-c", str(folder)]
+        argv = [
+            sys.executable,
+            "-m",
+            "butler.cli",
+            "builders",
+            "spawn",
+            "Fix bug",
+            "-c",
+            str(folder),
+        ]
         done = subprocess.run(
             argv, cwd=repo, capture_output=True, text=True, env={**os.environ, **env}
         )
@@ -118,7 +127,7 @@ def test_a_runtime_without_an_interactive_mode_is_refused(
 
 def test_spawn_says_how_to_start_a_daemon_that_is_not_running(roster, schema_name, repo):
     folder = write_builder_butler(roster, schema_name, free_port())
-    argv = [sys.executable, "-m", "butler.cli", "spawn", "Fix bug", "-c", str(folder)]
+    argv = [sys.executable, "-m", "butler.cli", "builders", "spawn", "Fix bug", "-c", str(folder)]
     done = subprocess.run(argv, cwd=repo, capture_output=True, text=True)
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
     assert f"start it with: butler run --config {folder}" in done.stderr

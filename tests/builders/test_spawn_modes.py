@@ -74,7 +74,7 @@ def test_3_task_with_files_lists_them_as_context(builders: Builders):
 
 
 def test_3b_a_missing_context_file_is_named(builders: Builders):
-    done = builders.cli("spawn", "Fix bug", "--files", "src/auth.ts,src/nope.ts")
+    done = builders.cli("builders", "spawn", "Fix bug", "--files", "src/auth.ts,src/nope.ts")
     assert done.returncode == 2
     assert done.stderr == "butler: error: --files: src/nope.ts not found\n"
     assert not (builders.repo / ".builders").exists()
@@ -109,9 +109,9 @@ def test_6_protocol_arguments_go_into_the_prompt_as_json(builders: Builders):
 
 
 def test_6b_protocol_arguments_must_be_a_json_object(builders: Builders):
-    done = builders.cli("spawn", "--protocol", "experiment", "--args", '["a"]')
+    done = builders.cli("builders", "spawn", "--protocol", "experiment", "--args", '["a"]')
     assert done.returncode == 2 and "--args: expected a JSON object" in done.stderr
-    done = builders.cli("spawn", "--protocol", "experiment", "--args", "{hypothesis}")
+    done = builders.cli("builders", "spawn", "--protocol", "experiment", "--args", "{hypothesis}")
     assert done.returncode == 2 and "--args: invalid JSON" in done.stderr
     assert len(done.stderr.splitlines()) == 1
 

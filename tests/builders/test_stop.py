@@ -52,18 +52,18 @@ def test_stop_ends_the_runtime_tree_and_records_it_cancelled(builders: Builders)
     child = start_child(builders, builder)
     assert alive(child) and alive(launcher)
 
-    done = builders.cli("stop", builder["id"])
+    done = builders.cli("builders", "stop", builder["id"])
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"builder {builder['id']} stopped (cancelled)")
 
     row = builders.row(builder["session_id"])
-    assert row["status"] == "cancelled" and row["error"] == "stopped with butler stop"
+    assert row["status"] == "cancelled" and row["error"] == "stopped with butler builders stop"
     assert row["metadata"]["stop_requested_at"] and row["metadata"]["ended_at"]
     assert "agent> " in row["output"]  # its last screen is kept
     # The whole tree is gone: the launcher, the agent, the agent's own child.
     wait_until(lambda: not alive(child) and not alive(launcher), timeout=10)
 
-    again = builders.cli("stop", builder["id"])
+    again = builders.cli("builders", "stop", builder["id"])
     assert again.returncode == 2
     assert again.stderr.strip() == (
         f"butler: error: builder {builder['id']} is not running (status cancelled); nothing to stop"
@@ -88,13 +88,22 @@ def test_a_runtime_that_ended_unseen_is_recorded_ended(builders: Builders):
     )
     assert row["status"] == "ended", row["error"]
     assert "without an exit record" in row["error"]
-    listed = builders.cli("builders")
+    listed = builders.cli("builders", "list")
     assert "ended" in listed.stdout
 
 
 def test_an_unknown_runtime_is_one_line_naming_the_allowed_ones(roster, schema_name, repo):
     folder = write_builder_butler(roster, schema_name, free_port())
-    argv = [sys.executable, "-m", "butler.cli", "spawn", "--runtime", "cladue", "Fix bug"]
+    argv = [
+        sys.executable,
+        "-m",
+        "butler.cli",
+        "builders",
+        "spawn",
+        "--runtime",
+        "cladue",
+        "Fix bug",
+    ]
     done = subprocess.run(
         [*argv, "-c", str(folder)], cwd=repo, capture_output=True, text=True, check=False
     )
@@ -104,7 +113,7 @@ def test_an_unknown_runtime_is_one_line_naming_the_allowed_ones(roster, schema_n
 
 
 def test_headless_builders_run_the_butlers_own_runtime(builders: Builders):
-    done = builders.cli("spawn", "--runtime", "codex", "--headless", "Fix bug")
+    done = builders.cli("builders", "spawn", "--runtime", "codex", "--headless", "Fix bug")
     assert done.returncode == 2
     assert "--runtime codex with --headless" in done.stderr
     assert "own runtime (command)" in done.stderr

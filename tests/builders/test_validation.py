@@ -56,7 +56,16 @@ def test_nothing_given_is_an_error():
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "butler.cli", "spawn", "-c", str(REPO / "roster/general"), *args]
+    argv = [
+        sys.executable,
+        "-m",
+        "butler.cli",
+        "builders",
+        "spawn",
+        "-c",
+        str(REPO / "roster/general"),
+        *args,
+    ]
     return subprocess.run(argv, cwd=REPO, capture_output=True, text=True, check=False)
 
 
@@ -84,24 +93,24 @@ def test_nothing_given_prints_the_help_and_the_error():
 
 def test_help_shows_every_mode_with_an_example():
     done = subprocess.run(
-        [sys.executable, "-m", "butler.cli", "spawn", "--help"],
+        [sys.executable, "-m", "butler.cli", "builders", "spawn", "--help"],
         capture_output=True, text=True, check=False, env={"COLUMNS": "200", "PATH": "/usr/bin"},
     )  # fmt: skip
     assert done.returncode == 0
     text = done.stdout
     for example in (
-        'butler spawn -c roster/general "Fix the bug in auth.py"',
-        'butler spawn -c roster/general --task "Refactor the logging" --files',
-        "butler spawn -c roster/general --protocol cleanup",
-        "butler spawn -c roster/general --protocol experiment --args",
-        "butler spawn -c roster/general --project 0009",
-        "butler spawn -c roster/general --shell --role reviewer",
+        'butler builders spawn -c roster/general "Fix the bug in auth.py"',
+        'butler builders spawn -c roster/general --task "Refactor the logging" --files',
+        "butler builders spawn -c roster/general --protocol cleanup",
+        "butler builders spawn -c roster/general --protocol experiment --args",
+        "butler builders spawn -c roster/general --project 0009",
+        "butler builders spawn -c roster/general --shell --role reviewer",
     ):
         assert example in text, example
 
 
 def test_9_project_with_shell_is_refused_and_creates_nothing(builders: Builders):
-    done = builders.cli("spawn", "-p", "0009", "--shell")
+    done = builders.cli("builders", "spawn", "-p", "0009", "--shell")
     assert done.returncode == 2
     assert done.stderr == (
         "butler: error: Flags are mutually exclusive: --project and --shell; choose one mode\n"
@@ -110,14 +119,14 @@ def test_9_project_with_shell_is_refused_and_creates_nothing(builders: Builders)
 
 
 def test_10_protocol_with_task_text_is_refused(builders: Builders):
-    done = builders.cli("spawn", "--protocol", "x", "task text")
+    done = builders.cli("builders", "spawn", "--protocol", "x", "task text")
     assert done.returncode == 2
     assert done.stderr == "butler: error: Cannot combine task text with --protocol\n"
     assert_nothing_created(builders)
 
 
 def test_13_a_missing_protocol_lists_the_available_ones(builders: Builders):
-    done = builders.cli("spawn", "--protocol", "nonexistent")
+    done = builders.cli("builders", "spawn", "--protocol", "nonexistent")
     assert done.returncode == 2
     assert done.stderr == (
         "butler: error: unknown protocol 'nonexistent'; available protocols: cleanup, experiment\n"
@@ -126,15 +135,15 @@ def test_13_a_missing_protocol_lists_the_available_ones(builders: Builders):
 
 
 def test_names_that_could_leave_the_roster_are_refused(builders: Builders):
-    done = builders.cli("spawn", "--protocol", "../../etc")
+    done = builders.cli("builders", "spawn", "--protocol", "../../etc")
     assert done.returncode == 2 and "expected letters, digits" in done.stderr
-    done = builders.cli("spawn", "-p", "../0009")
+    done = builders.cli("builders", "spawn", "-p", "../0009")
     assert done.returncode == 2 and "expected letters, digits" in done.stderr
     assert_nothing_created(builders)
 
 
 def test_an_unknown_spec_lists_the_specs(builders: Builders):
-    done = builders.cli("spawn", "-p", "0042")
+    done = builders.cli("builders", "spawn", "-p", "0042")
     assert done.returncode == 2
     assert "no spec specs/0042-*.md" in done.stderr
     assert "available specs: 0009-terminal-click, 0010-no-plan" in done.stderr
@@ -143,7 +152,7 @@ def test_an_unknown_spec_lists_the_specs(builders: Builders):
 def assert_nothing_created(builders: Builders) -> None:
     assert not (builders.repo / ".builders").exists()
     assert builders.git("branch", "--list", "builder/*") == ""
-    assert builders.cli("builders", "--json").stdout.strip() == "[]"
+    assert builders.cli("builders", "list", "--json").stdout.strip() == "[]"
 
 
 # -- ids ---------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ import asyncio
 import concurrent.futures
 import contextlib
 import os
+import shutil
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -220,3 +222,65 @@ def seeded(roster, schema_name, _isolated_data_dir) -> Iterator[Seeded]:
     env = {"BUTLER_DATA_DIR": str(_isolated_data_dir), "ANTHROPIC_API_KEY": "sk-test"}
     with DaemonProcess(folder, port=port, database_url=TEST_DSN, env=env) as daemon:
         yield Seeded(daemon, schema_name)
+
+
+#: The web chat tests' runtime: it writes its answer in parts (chat_agent.py).
+CHAT_AGENT = Path(__file__).with_name("chat_agent.py")
+#: The chat butler's description, which /help says.
+CHAT_DESCRIPTION = "Keeps the household's medications and appointments."
+
+
+@dataclass
+class ChatButler:
+    """A running butler whose runtime is ``chat_agent.py``, and a folder for its FIFOs."""
+
+    daemon: DaemonProcess
+    schema: str
+    folder: Path
+
+    @property
+    def url(self) -> str:
+        return self.daemon.url
+
+    def hold(self, name: str) -> Path:
+        """A FIFO the runtime waits on when its message says ``WAIT:<path>``."""
+        fifo = self.folder / name
+        os.mkfifo(fifo)
+        return fifo
+
+    @staticmethod
+    def release(fifo: Path) -> None:
+        with fifo.open("w") as writer:
+            writer.write("go")
+
+    def sql(self, query: str, *args: Any) -> list[Any]:
+        return run_sql(self.schema, query, *args)
+
+
+@pytest.fixture
+def chat_butler(roster, schema_name, _isolated_data_dir) -> Iterator[ChatButler]:
+    """A running butler "health" whose runtime is ``chat_agent.py``."""
+    runtime = {
+        "type": "command",
+        "command": [sys.executable, str(CHAT_AGENT), "{prompt_file}"],
+        "max_concurrent_sessions": 2,
+    }
+    port = free_port()
+    folder = write_butler(roster, "health", port=port, schema=schema_name, runtime=runtime)
+    toml = folder / "butler.toml"
+    toml.write_text(
+        toml.read_text().replace("[butler]\n", f'[butler]\ndescription = "{CHAT_DESCRIPTION}"\n', 1)
+    )
+    env = {"BUTLER_DATA_DIR": str(_isolated_data_dir), "ANTHROPIC_API_KEY": "sk-test"}
+    # FIFOs in a short folder: their paths are in the messages the screenshots show.
+    holds = Path(tempfile.mkdtemp(prefix="chat-"))
+    try:
+        with DaemonProcess(folder, port=port, database_url=TEST_DSN, env=env) as daemon:
+            butler = ChatButler(daemon, schema_name, holds)
+            try:
+                yield butler
+            finally:
+                for fifo in holds.glob("hold-*"):
+                    _release_quietly(fifo)
+    finally:
+        shutil.rmtree(holds, ignore_errors=True)

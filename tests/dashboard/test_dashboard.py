@@ -77,7 +77,7 @@ def test_a_live_builders_page_shows_its_terminal(dashboard, chromium):
     page = logged_in(chromium, builders.daemon.url)
     page.goto(f"{builders.daemon.url}/sessions/{builder['session_id']}")
     assert "agent>" in page.inner_text("#output")
-    assert f"butler attach {builder['id']}" in page.inner_text("dl")
+    assert f"butler builders attach {builder['id']}" in page.inner_text("dl")
     # The runtime ends; the open page turns to the recorded outcome by itself.
     target = f"={builder['tmux_session']}:"
     subprocess.run(["tmux", "-L", builders.socket, "send-keys", "-t", target, "exit", "Enter"])

@@ -150,3 +150,51 @@ def test_a_link_from_another_site_opens_the_page_for_a_browser_logged_in(seeded)
         stranger.locator("#login").wait_for()
         assert stranger.url == f"{seeded.url}/state"
         context.close()
+
+
+#: The widths a page is looked at: a laptop's window and a phone held upright.
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+
+def fetch_bare(url: str) -> tuple[int, str]:
+    """GET ``url`` as a browser that never logged in: no token, no cookie."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.headers.get("content-type", "")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers.get("content-type", "")
+
+
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_the_login_page_is_styled_before_any_login_and_a_wrong_token_reads_as_an_error(
+    seeded, size
+):
+    # The page's own stylesheet and script answer a stranger; nothing else does.
+    assert fetch_bare(f"{seeded.url}/assets/dashboard.css") == (200, "text/css; charset=utf-8")
+    assert fetch_bare(f"{seeded.url}/assets/dashboard.js")[0] == 200
+    assert fetch_bare(f"{seeded.url}/assets/xterm/xterm.js")[0] == 401
+    assert fetch_bare(f"{seeded.url}/api/sessions")[0] == 401
+    with launched() as browser:
+        page = browser.new_page(viewport=size)
+        page.goto(f"{seeded.url}/")
+        page.locator("#login").wait_for()
+        body = page.evaluate("getComputedStyle(document.body).fontFamily")
+        assert "system-ui" in body  # the dashboard's own type, not the browser's default
+        header = "getComputedStyle(document.querySelector('header')).borderBottomStyle"
+        assert page.evaluate(header) == "solid"
+        log_in(page, "not-the-token-0123456789abcdefghijklmnop")
+        alert = page.locator("#login-error")
+        alert.wait_for()
+        colours = page.evaluate(
+            "(() => { const s = getComputedStyle(document.getElementById('login-error'));"
+            " return [s.color, s.backgroundColor, s.borderLeftColor]; })()"
+        )
+        assert colours == ["rgb(185, 28, 28)", "rgb(254, 226, 226)", "rgb(185, 28, 28)"]
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, "the login page scrolls sideways"
+        name = "desktop" if size is DESKTOP else "phone"
+        page.screenshot(path=str(REPO / "test-artifacts" / f"login-{name}.png"), full_page=True)

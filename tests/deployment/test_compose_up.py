@@ -1,9 +1,10 @@
 """The compose deployment, built and run for real with the machine's container engine.
 
-Podman builds the project's Dockerfile from base images made on this machine
-(stand_ins.py: no image registry is reachable here) and podman-compose runs
-docker-compose.yml as shipped, changed only by compose.stand-ins.yml: those base
-images, and the ``general`` service running a butler whose runtime is a shell
+Podman builds the project's Dockerfile from base images made on this machine by
+``butler images`` (stand_ins.py: no image registry is reachable here), and
+podman-compose runs docker-compose.yml as shipped, reading those images from the
+environment as from a person's .env, changed only by compose.stand-ins.yml: the
+``general`` service running a butler whose runtime is a shell
 command reporting where it runs. The jail is on as the compose file sets it
 (BUTLER_SANDBOX=bwrap: the butler refuses to start without it), so a runtime
 that reports an unprivileged user and bubblewrap as its first process ran in it.
@@ -45,10 +46,11 @@ class Deployment:
 
     def __init__(self, tags: dict[str, str]) -> None:
         self.env = environment(
-            STAND_IN_POSTGRES=tags["postgres"],
-            STAND_IN_NODE=tags["node"],
-            STAND_IN_PYTHON=tags["python"],
-            STAND_IN_PYTHON_BUILD=tags["builder"],
+            # As `butler images` sets them in a person's .env.
+            POSTGRES_IMAGE=tags["postgres"],
+            NODE_IMAGE=tags["node"],
+            PYTHON_BUILD_IMAGE=tags["builder"],
+            PYTHON_IMAGE=tags["python"],
             BUTLER_TEST_IMAGE=IMAGE,
             POSTGRES_PASSWORD=PASSWORD,
             GRAFANA_ADMIN_PASSWORD="unused4tests",

@@ -95,3 +95,16 @@ def test_no_channel_or_an_unknown_one_is_one_line_naming_the_fix(roster: Path, s
     assert answer.stderr == (
         "butler: error: channel: no channel named 'pager'; the owner's channels are: mail\n"
     )
+
+
+def test_a_channel_needing_no_stored_credential_is_tested_without_opening_the_database(
+    roster: Path, webhook
+):
+    channels = {"hook": webhook.url("/ping")}
+    folder = write_butler(roster, "tester", port=free_port(), extra=notify_table(channels))
+    # A database that answers nobody: the test must not need it (an embedded one would be
+    # started first, seconds of initdb and start-up, to read nothing).
+    nowhere = f"postgresql://postgres@127.0.0.1:{free_port()}/nothing"
+    done = butler_notify(folder, env={"DATABASE_URL": nowhere})
+    assert (done.returncode, done.stdout) == (0, "hook  delivered\n"), done.stderr
+    assert webhook.wait(1)[0]["title"] == "tester: test"

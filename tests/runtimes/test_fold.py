@@ -9,7 +9,7 @@ import pytest
 from claude_agent_sdk._internal.message_parser import parse_message  # test-only: replay captures
 
 from butler.runtimes import claude_stream, codex, copilot, gemini, opencode
-from butler.runtimes.base import Usage
+from butler.runtimes.base import Said, Usage
 from butler.runtimes.events import (
     Event,
     Failure,
@@ -143,8 +143,19 @@ def test_a_failed_tool_keeps_its_error_and_the_first_failure_wins() -> None:
 def test_progress_reports_the_start_once_and_each_tool() -> None:
     fold = Fold(lambda data, server: [Started(), ToolStarted(data["tool"], verb="ran")])
     assert fold.apply(Started()) == "runtime started"
-    assert fold.add({"tool": "x"}) == "ran x"
+    assert fold.add({"tool": "x"}) == ["ran x"]
     assert fold.apply(Started()) is None
+
+
+def test_progress_says_each_text_as_written_in_order_with_the_tools_between() -> None:
+    # One object may hold several blocks: every one of them is reported, in order.
+    fold = Fold(lambda data, server: data["events"])
+    said = fold.add({"events": [Text("Let me look."), ToolStarted("Bash"), Text("Found")]})
+    said += fold.add({"events": [Text(" it.", delta=True)]})
+    assert said == ["Let me look.", "calling Bash", "Found", " it."]
+    assert [type(s) for s in said] == [Said, str, Said, Said]
+    assert [s.delta for s in said if isinstance(s, Said)] == [False, False, True]
+    assert fold.result().output == "Found it."
 
 
 def test_an_unreadable_step_with_nothing_in_it_fails_the_run_once() -> None:

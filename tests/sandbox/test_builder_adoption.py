@@ -57,7 +57,7 @@ def test_a_builder_calls_its_butler_after_a_restart(request, fixture):
     # What it leaves in its butler folder after the restart (here made for it) is looked
     # after at its end, as a builder's the daemon started.
     subprocess.run(["git", "init", "-q", str(daemon.folder / "left")], check=True)
-    assert daemon.cli("stop", builder["id"]).returncode == 0
+    assert daemon.cli("builders", "stop", builder["id"]).returncode == 0
     row = daemon.row(builder["session_id"])
     assert row["status"] == "cancelled"
     if jail_folder is not None:

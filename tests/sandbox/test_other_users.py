@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from butler.store.embedded import default_pgdata, private_parents
 from tests.conformance.conftest import _drop_schema
 from tests.conformance.runtimes import FAKE_KEY
 from tests.conftest import TEST_DSN
@@ -118,14 +117,3 @@ async def test_another_user_reads_no_prompt_and_no_session_file(
             assert secret not in cmdlines, secret
         await asyncio.to_thread(assert_private, daemon.proc.pid, data, homes, home)
         running.cancel()
-
-
-def test_root_never_opens_a_private_data_folder_to_the_database_user(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
-    parent = tmp_path / "private"
-    parent.mkdir(mode=0o700)
-    monkeypatch.setenv("BUTLER_DATA_DIR", str(parent / "data"))
-    pgdata = default_pgdata()
-    # The library would make every parent of pgdata world-enterable; none is private.
-    assert private_parents(pgdata) == [] and not pgdata.is_relative_to(parent)

@@ -35,7 +35,7 @@ def one_builder(
 def test_builders_over_the_limit_are_refused_and_shown_in_status(one_builder: Builders):
     first = one_builder.spawn("--shell")
     one_builder.wait_screen(first, "agent> ")
-    refused = one_builder.cli("spawn", "Fix the login bug")
+    refused = one_builder.cli("builders", "spawn", "Fix the login bug")
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines() == [
         "butler: error: builder refused: 1 interactive builders running and "
@@ -47,7 +47,7 @@ def test_builders_over_the_limit_are_refused_and_shown_in_status(one_builder: Bu
 
 @pytest.mark.parametrize("role", ["/etc/passwd", "../x"])
 def test_a_role_that_is_a_path_is_refused(one_builder: Builders, role: str):
-    refused = one_builder.cli("spawn", "--shell", "--role", role)
+    refused = one_builder.cli("builders", "spawn", "--shell", "--role", role)
     assert refused.returncode == 2
     line = refused.stderr.strip()
     assert "\n" not in line and f"--role {role!r}" in line and "no path" in line

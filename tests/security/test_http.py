@@ -24,7 +24,7 @@ ROUTES = [
     ("GET", "/sessions/00000000-0000-0000-0000-000000000000"),
     ("GET", "/api/sessions/00000000-0000-0000-0000-000000000000"),
     ("GET", "/api/status"),
-    ("GET", "/assets/dashboard.js"),
+    ("GET", "/assets/xterm/xterm.js"),  # the page's own two files are open (test_login)
     ("POST", "/mcp"),
     ("GET", "/sse"),
     ("POST", "/messages/?session_id=00000000000000000000000000000000"),

@@ -97,15 +97,18 @@ def test_a_second_daemon_for_the_same_butler_is_refused_naming_pid_and_host(
     first = DaemonProcess(butler_dir, port=free_port(), database_url=TEST_DSN, env=env)
     with first:
         assert first.proc is not None
+        # Another data folder (another HOME): only the database knows who serves it.
+        elsewhere = {**os.environ, "BUTLER_DATA_DIR": str(_isolated_data_dir / "elsewhere")}
         second = subprocess.run(
             [sys.executable, "-m", "butler.cli", "run", "--config", str(butler_dir),
              "--port", str(free_port()), "--database-url", TEST_DSN],
-            capture_output=True, text=True, cwd=REPO, timeout=120,
+            capture_output=True, text=True, cwd=REPO, timeout=120, env=elsewhere,
         )  # fmt: skip
         assert second.returncode == 1, second.stderr
         line = second.stderr.strip().splitlines()[-1]
         assert f"pid {first.proc.pid} on host {socket.gethostname()}" in line
-        assert "already served by" in line and "butler stop" in line
+        assert "already served by" in line
+        assert f"butler stop -c {butler_dir.resolve()}" in line
         # Killed outright, the first leaves nothing behind: the next one starts.
         os.kill(first.proc.pid, signal.SIGKILL)
         first.proc.wait()
