@@ -79,16 +79,17 @@ class Execution:
         return f"butler_{self.config.name}_"
 
     async def _writes_own_folder(self, session_id: str) -> bool:
-        """Whether the session may write its butler folder: the owner's may; one a chat's
-        sender started (and each its chain starts) reads it only, unless the owner set
-        ``[butler.channels] sender_scope = "butler"``. A row that cannot be read counts
-        as a sender's."""
+        """Whether the session may write its butler folder: the owner's may (the web
+        chat's too); one a chat's sender started (and each its chain starts) reads it
+        only, unless the owner set ``[butler.channels] sender_scope = "butler"``. A row
+        that cannot be read counts as a sender's."""
         scope = self.config.butler.channels.sender_scope
         try:
-            return await tenant_of(self.sessions.db, session_id, scope) is None
+            tenant = await tenant_of(self.sessions.db, session_id, scope)
         except Exception as exc:
             log.warning("whose session this is could not be read; its folder is read-only: %s", exc)
             return False
+        return tenant is None or tenant.owner
 
     async def run(
         self, run: SessionRun, tokens: TokenIssuer, progress: ProgressSink | None = None

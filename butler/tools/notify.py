@@ -88,7 +88,7 @@ async def _sender(butler: ButlerContext) -> str | None:
     6666``), else None: a sender's session writes what the owner's phone shows, and
     unmarked it would read as the butler's own word (or as another person's, relayed)."""
     tenant = current_tenant()
-    if tenant is None:
+    if tenant is None or tenant.owner:
         return None
     row = await butler.sessions.get(str(tenant.root))
     meta = (row or {}).get("metadata") or {}
