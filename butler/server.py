@@ -123,7 +123,7 @@ def _token_guard(app: ASGIApp, butler: ButlerContext, token: LiveToken) -> Requi
         sessions=butler.spawner.session_tokens,
         cookie=cookie_name(config.butler.port),
         login_page=login_page(config.butler.name, f"butler token --config {config.config_dir}"),
-        tickets=Tickets(tickets_path(config)),
+        tickets=Tickets(tickets_path(config), audience=config.name),
     )
 
 

@@ -221,6 +221,10 @@ async def add_worktree(repo: Path, worktree: Path, branch: str) -> None:
     """A new branch off HEAD checked out at ``worktree``; ``.builders/`` kept out of git status."""
     await asyncio.to_thread(prepare, repo)
     await git(repo, "worktree", "add", "--quiet", "-b", branch, str(worktree), "HEAD")
+    try:
+        await asyncio.to_thread(git_folder.make_worktree_config, repo, worktree.name)
+    except untrusted.Refused as exc:
+        raise UserError(f"--repo {repo}: {exc}; a link there is never followed") from None
 
 
 def prepare(repo: Path) -> None:

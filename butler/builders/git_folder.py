@@ -22,7 +22,7 @@ import os
 import stat
 from pathlib import Path, PurePosixPath
 
-from butler.sandbox.git_view import OBJECT_FOLDERS
+from butler.sandbox.git_view import OBJECT_FOLDERS, WORKTREE_CONFIG
 from butler.security import untrusted, untrusted_walk
 
 #: The parts of ``.git`` a builder's jail writes (or wrote, before the jail was narrowed).
@@ -44,6 +44,16 @@ def make_object_folders(repo: Path) -> None:
         untrusted.make_folders(repo, objects / name, mode)
 
 
+def make_worktree_config(repo: Path, name: str) -> None:
+    """An empty ``config.worktree`` in the builder's worktree folder ``.git/worktrees/<name>``
+    unless one is there: the builder's jail binds it read-only (a mount point it can
+    neither write, remove nor rename over), so it holds no setting of the builder's for
+    the owner's git in the worktree (read when ``extensions.worktreeConfig`` is on)."""
+    relative = PurePosixPath(".git", "worktrees", name, WORKTREE_CONFIG)
+    if not untrusted.exists(repo, relative):
+        untrusted.write(repo, relative, b"", 0o644)
+
+
 def redirected(repo: Path) -> str | None:
     """What of ``repo/.git``'s shared parts is not as git makes it (a link, a FIFO, a
     device, an objects folder that is no folder), as one line; None when all is."""
@@ -60,6 +70,8 @@ def redirected(repo: Path) -> str | None:
                 found = _odd(where, kinds)
                 if found is not None:
                     return found
+        except untrusted_walk.Unreadable as exc:
+            return f"{exc}: git, the owner's too, would fail there"
         except untrusted_walk.Unfinished:
             return (
                 f"{start} holds more than {MAX_ENTRIES:,} entries to check; pack the "

@@ -12,7 +12,9 @@ A trusted receiving server's verdict (``verified_by``) counts too, read
 from the topmost Authentication-Results header carrying its authserv-id
 only: the server adds its header on top, and anything below may have come
 with the message from whoever wrote it. A verdict holding a failure refuses
-the message whatever else passed.
+the message whatever else passed; its pass counts for nothing when the message
+carries an ``l=`` signature, which a server passes whatever follows the signed part.
+A signature whose ``h=`` leaves out From is ignored, as RFC 6376 asks.
 
 :func:`prove` does blocking DNS: the channel runs it in a thread.
 """
@@ -70,6 +72,11 @@ def prove(raw: bytes, verified_by: str | None, txt: Txt) -> Proof:
     verdict = trusted_verdict(message, verified_by, domain) if verified_by else None
     if verdict is not None and not verdict.proven:
         return verdict
+    if verdict is not None and _signs_part(message):
+        # A server's dkim=pass (and the dmarc=pass on it) holds for an l= signature
+        # whatever follows the signed part, and its header does not say which
+        # signature passed: only the daemon's own check, which refuses l=, may prove it.
+        verdict = None
     own = dkim_proof(raw, domain, txt)
     if own.proven or verdict is None:
         return own
@@ -142,6 +149,10 @@ def dkim_proof(raw: bytes, domain: str, txt: Txt) -> Proof:
         signer = _text(checker.domain)
         if not good:
             tried.append(f"the signature of {signer} does not verify")
+        elif b"from" not in checker.include_headers:
+            # RFC 6376 6.1.1: such a signature is ignored (dkimpy verifies it all the
+            # same); a From line under it is anyone's.
+            tried.append(f"the signature of {signer} does not cover the From line")
         elif b"l" in checker.signature_fields:
             tried.append(f"the signature of {signer} covers part of the body only")
         elif not aligned(signer, domain, strict=signer != domain and strict()):
@@ -149,6 +160,12 @@ def dkim_proof(raw: bytes, domain: str, txt: Txt) -> Proof:
         else:
             return Proof(True, f"DKIM signature of {signer} verified for From {domain}")
     return Proof(False, "; ".join(tried))
+
+
+def _signs_part(message: Message) -> bool:
+    """Whether a DKIM-Signature of ``message`` has an ``l=`` tag (covers part of the body)."""
+    signatures = message.get_all("DKIM-Signature", [])
+    return any(re.search(r"(?:^|;)\s*l\s*=", " ".join(str(s).split())) for s in signatures)
 
 
 def aligned(signer: str, domain: str, *, strict: bool) -> bool:

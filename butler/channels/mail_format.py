@@ -16,6 +16,7 @@ import email.utils
 import hashlib
 import html
 import re
+from email import errors
 from email.message import EmailMessage, Message
 from typing import Any
 
@@ -35,13 +36,27 @@ def parse(raw: bytes) -> EmailMessage:
 
 def sender_of(message: Message) -> str | None:
     """The From address, lower-cased; None when there is not exactly one (one From line
-    holding one address: a signature may cover one From line while a reader shows another)."""
+    holding one address: a signature may cover one From line while a reader shows another).
+
+    The address is the one the line's grammar gives (RFC 5322: between the angle
+    brackets, when there are some), read by the standard library's header parser, and a
+    line that parser finds invalid names nobody. A lenient reading would take
+    ``alice@example.org <mallory@example.org>`` (or a group, or an encoded word) for
+    Alice's while her provider, which lets Mallory send as himself, signed it as his.
+    """
     lines = message.get_all("From", [])
     if len(lines) != 1:
         return None
-    addresses = email.utils.getaddresses([str(lines[0])])
-    found = [a for _, a in addresses if "@" in a]
-    return found[0].lower() if len(found) == 1 else None
+    groups = getattr(lines[0], "groups", None)
+    defects = getattr(lines[0], "defects", ())
+    if groups is None or any(isinstance(d, errors.InvalidHeaderDefect) for d in defects):
+        return None
+    if len(groups) != 1 or groups[0].display_name is not None:
+        return None
+    found = groups[0].addresses
+    if len(found) != 1 or not found[0].username or not found[0].domain:
+        return None
+    return found[0].addr_spec.lower()
 
 
 def is_automatic(message: Message, own: str) -> bool:

@@ -155,7 +155,7 @@ def roster_routes(view: View) -> list[Route]:
         for peer in butler.peers or [butler]:
             found = await summary(peer, days)
             if peer is not butler:  # one login for the roster: the link logs in there too
-                ticket = mint_ticket(owner_token(peer.config))
+                ticket = mint_ticket(owner_token(peer.config), peer.config.name)
                 found["login"] = f"{found['url']}/?ticket={ticket}"
             summaries.append(found)
         return render_roster(summaries, day_range(days))

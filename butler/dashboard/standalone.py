@@ -89,7 +89,7 @@ def ask(config: ButlerConfig, days: int = 7) -> dict[str, Any]:
     if not isinstance(found, dict) or found.get("name") != config.name:
         return {**row, "status": "other"}  # another program holds its port
     # The link logs the browser in to that butler too: one login for the roster.
-    return {**found, "url": url, "login": f"{url}/?ticket={mint_ticket(token)}"}
+    return {**found, "url": url, "login": f"{url}/?ticket={mint_ticket(token, config.name)}"}
 
 
 async def summaries(configs: Sequence[ButlerConfig], days: int) -> list[dict[str, Any]]:

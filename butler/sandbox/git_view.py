@@ -44,6 +44,11 @@ OBJECT_FOLDERS = (*(f"{byte:02x}" for byte in range(256)), "pack")
 #: What stays read-only in a builder's own worktree folder (``.git/worktrees/<name>``):
 #: the pointers that say which git folder its worktree uses.
 WORKTREE_POINTERS = ("commondir", "gitdir")
+#: The worktree's own config, read by every git in the worktree when the repository has
+#: ``extensions.worktreeConfig`` (``git sparse-checkout`` turns it on): made empty by
+#: the daemon and held read-only, or a builder's ``core.fsmonitor`` there ran in the
+#: owner's ``git status`` of its worktree.
+WORKTREE_CONFIG = "config.worktree"
 
 
 def real_dir(path: Path) -> bool:
@@ -62,8 +67,9 @@ def git_binds(writable: list[Path]) -> list[str]:
     worktree ``.builders/<id>`` of that repository, what its commits on
     ``builder/<id>`` write: the folder of
     builder branches, that branch's reflog (the file: a link cannot replace a
-    mount point) and ``worktrees/<id>/`` (whose :data:`WORKTREE_POINTERS`, the
-    worktree's ``.git`` file and its ``logs/HEAD`` file are bound on their own).
+    mount point) and ``worktrees/<id>/`` (whose :data:`WORKTREE_POINTERS` and
+    :data:`WORKTREE_CONFIG` are read-only, and the worktree's ``.git`` file and its
+    ``logs/HEAD`` file are bound on their own).
     A real ``.git`` inside another writable folder: read-only. Links are never bound.
     """
     args: list[str] = []
@@ -88,12 +94,24 @@ def git_binds(writable: list[Path]) -> list[str]:
         args += _writable_file(*logs, own / "logs" / "HEAD")
         for name in WORKTREE_POINTERS:
             args += ["--ro-bind-try", str(own / name), str(own / name)]
+        args += _held_file(own / WORKTREE_CONFIG)
         args += ["--ro-bind", str(folder / ".git"), str(folder / ".git")]
     return args
 
 
 def _writable_dir(*paths: Path) -> list[str]:
     return [a for p in paths if real_dir(p) for a in ("--bind", str(p), str(p))]
+
+
+def _held_file(path: Path) -> list[str]:
+    """``path`` read-only when it is a regular file (the daemon makes it empty when it adds
+    the worktree: ``builders/git_folder.make_worktree_config``). A link is not bound: it
+    is found before the spawn (``builders/git_folder.redirected``)."""
+    try:
+        regular = stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return []
+    return ["--ro-bind", str(path), str(path)] if regular else []
 
 
 def _writable_file(*paths: Path) -> list[str]:

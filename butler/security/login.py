@@ -75,11 +75,21 @@ def cookie_valid(value: str | None, owner_token: str, now: float | None = None) 
     return int(match.group(1)) > (now or time.time())
 
 
-def mint_ticket(owner_token: str, now: float | None = None) -> str:
-    """A one-time login ticket for the butler whose owner token is ``owner_token``."""
+def mint_ticket(owner_token: str, audience: str, now: float | None = None) -> str:
+    """A one-time login ticket for the butler named ``audience``, whose owner token is
+    ``owner_token``.
+
+    The name is in what the HMAC covers: butlers started with one ``BUTLER_TOKEN`` (a
+    compose file's) share a key, and each keeps its own redeemed tickets, so a ticket
+    not bound to its butler would log in once at each of them.
+    """
     expires = int((now or time.time()) + TICKET_LIFETIME_S)
     nonce = secrets.token_urlsafe(18)
-    return f"{expires}.{nonce}.{_mac(_key(owner_token, 'ticket'), f'{expires}.{nonce}')}"
+    return f"{expires}.{nonce}.{_ticket_mac(owner_token, audience, expires, nonce)}"
+
+
+def _ticket_mac(owner_token: str, audience: str, expires: int, nonce: str) -> str:
+    return _mac(_key(owner_token, "ticket"), f"{audience}\0{expires}.{nonce}")
 
 
 def tickets_path(butler: Install) -> Path:
@@ -97,9 +107,16 @@ class Tickets:
     use could not be written is refused: a replay must never pass for want of a disk.
     """
 
-    def __init__(self, store: Path | None = None, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        store: Path | None = None,
+        clock: Callable[[], float] = time.time,
+        audience: str = "",
+    ) -> None:
+        """``audience``: the butler's name, which a ticket for it was made with."""
         self.clock = clock
         self.store = store
+        self.audience = audience
         # Redeemed from a thread (the write is off the event loop): one at a time.
         self._lock = threading.Lock()
         self._redeemed: dict[str, int] = self._load(store) if store else {}
@@ -113,7 +130,7 @@ class Tickets:
         if match is None:
             return False
         expires, nonce, mac = int(match.group(1)), match.group(2), match.group(3)
-        expected = _mac(_key(owner_token, "ticket"), f"{expires}.{nonce}")
+        expected = _ticket_mac(owner_token, self.audience, expires, nonce)
         if not hmac.compare_digest(mac, expected):
             return False
         with self._lock:

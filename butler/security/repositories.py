@@ -92,8 +92,11 @@ def disarm(root: Path, keep: Sequence[str] = ()) -> Look:
     entries ``keep`` names (paths relative to ``root``, ``*`` for one name: ``.git``,
     ``.builders/*/.git``), which are neither renamed nor entered unless they are links."""
     look = Look(root)
+    unread: list[PurePosixPath] = []
     try:
-        for where, kinds in untrusted_walk.walk(root, max_entries=MAX_ENTRIES, max_depth=MAX_DEPTH):
+        for where, kinds in untrusted_walk.walk(
+            root, max_entries=MAX_ENTRIES, max_depth=MAX_DEPTH, unread=unread
+        ):
             # A link is never kept: the runtime may have swapped in where a kept entry was.
             for name in [n for n in kinds if kinds[n] != "link" and _kept(where / n, keep)]:
                 del kinds[name]
@@ -106,6 +109,9 @@ def disarm(root: Path, keep: Sequence[str] = ()) -> Look:
     except OSError as exc:  # the folder itself is gone or no folder: nothing to disarm
         if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
             look.unfinished = f"cannot be read: {exc.strerror or exc}"
+    if unread and look.unfinished is None:  # another user's folders: said, not passed over
+        more = f" (and {len(unread) - 1} more)" if len(unread) > 1 else ""
+        look.unfinished = f"{unread[0]} cannot be read{more}"
     return look
 
 

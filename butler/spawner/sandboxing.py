@@ -56,6 +56,7 @@ def session_request(
     *,
     writable: tuple[Path, ...] = (),
     runtime: RuntimeConfig | None = None,
+    own_folder: bool = True,
 ) -> JailRequest:
     """A butler session's jail: its workspace, home and own folder writable, the rest read-only.
 
@@ -63,11 +64,25 @@ def session_request(
     the roster's ``shared/`` folder every butler reads (docs/security.md).
     ``writable`` adds a builder's folders; ``runtime`` is the runtime it runs
     when not the butler's own (a builder's ``--runtime``): its model API is
-    what the jail lets through.
+    what the jail lets through. ``own_folder`` False (a chat sender's session)
+    shows the butler folder read-only: every session reads its ``CLAUDE.md``,
+    skills and roles, so what one person's session wrote there would instruct
+    the owner's sessions and be read by another person's.
     """
     rt = runtime or config.runtime
     folder = config.config_dir
     shared = config.roster_dir / "shared"
+    if not own_folder:
+        return JailRequest(
+            cwd=invocation.cwd,
+            writable=(invocation.workdir, *writable),
+            home=invocation.home,
+            readable=(shared, folder),
+            runtime=rt.type,
+            env=invocation.env,
+            args=tuple(rt.args),
+            mcp_url=invocation.mcp.url if invocation.mcp else None,
+        )
     return JailRequest(
         cwd=invocation.cwd,
         writable=(invocation.workdir, folder, *writable),
@@ -116,9 +131,12 @@ async def jail_invocation(
     label: str = "",
     writable: tuple[Path, ...] = (),
     runtime: RuntimeConfig | None = None,
+    own_folder: bool = True,
 ) -> tuple[Invocation, Jail]:
     """``invocation`` in a jail of this butler, its proxy started; the caller closes the jail."""
-    request = session_request(config, invocation, writable=writable, runtime=runtime)
+    request = session_request(
+        config, invocation, writable=writable, runtime=runtime, own_folder=own_folder
+    )
     invocation.home.mkdir(mode=0o700, parents=True, exist_ok=True)
     jail = await start_jail_for(config.butler.sandbox, request, label=label)
     env = {**invocation.env, **jail.env(invocation.env.get("PATH", ""))}
@@ -208,14 +226,16 @@ async def jailed(
     writable: tuple[Path, ...] = (),
     record: Recorder | None = None,
     pool: JailPool | None = None,
+    own_folder: bool = True,
 ) -> AsyncIterator[Invocation]:
     """``invocation`` inside a jail of this butler when ``mode`` is ``"bwrap"``: a warm one
-    of ``pool`` when it fits (the invocation then names that jail's workspace)."""
+    of ``pool`` when it fits (the invocation then names that jail's workspace).
+    ``own_folder``: see :func:`session_request` (a warm jail has it writable)."""
     if mode != "bwrap":
         yield invocation
         return
     shape, jail = None, None
-    if pool is not None and _fits_warm(invocation, writable):
+    if pool is not None and own_folder and _fits_warm(invocation, writable):
         request = session_request(config, invocation)
         shape = _shape(config, request)
         invocation.home.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -230,7 +250,7 @@ async def jailed(
         )
     else:
         jailed_invocation, jail = await jail_invocation(
-            config, invocation, label=label, writable=writable
+            config, invocation, label=label, writable=writable, own_folder=own_folder
         )
     try:
         yield jailed_invocation

@@ -28,6 +28,10 @@ from butler.store.db import Database
 CHAT = "route"
 #: What a sender's session sees: its conversation's, its sender's, or the whole butler's.
 SCOPES = ("conversation", "sender", "butler")
+#: The channel and sender of the web chat's sessions (``channels/web_message.py``): the
+#: owner, logged in at the dashboard. Scoped to their conversation like any chat's, but
+#: the owner's own: they write the butler folder as the owner's sessions do.
+WEB_OWNER = ("web", "owner")
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,8 @@ class Tenant:
     match: dict[str, str] | None
     #: Names the tenant's share of the butler's state (``tenant/<key>/...``).
     key: str
+    #: The chain is the owner's own conversation (the web chat's), not another person's.
+    owner: bool = False
 
     @property
     def state_prefix(self) -> str:
@@ -83,12 +89,15 @@ async def tenant_of(db: Database, session_id: str | uuid.UUID, scope: str) -> Te
 def scoped(root: uuid.UUID, metadata: dict[str, Any], scope: str) -> Tenant:
     """The tenant of a chain whose root a chat started, with ``metadata``, under ``scope``."""
     channel, sender = str(metadata.get("channel", "")), str(metadata.get("sender", ""))
+    owner = (channel, sender) == WEB_OWNER
     if scope == "sender" and channel and sender:
         digest = hashlib.sha256(f"{channel}\0{sender}".encode()).hexdigest()[:24]
-        return Tenant(root, {"channel": channel, "sender": sender}, f"sender-{digest}")
+        match = {"channel": channel, "sender": sender}
+        return Tenant(root, match, f"sender-{digest}", owner)
     conversation = metadata.get("conversation_id")
     if conversation:
-        return Tenant(root, {"conversation_id": str(conversation)}, f"conversation-{conversation}")
+        match = {"conversation_id": str(conversation)}
+        return Tenant(root, match, f"conversation-{conversation}", owner)
     return nobody(root)
 
 

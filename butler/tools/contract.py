@@ -58,7 +58,7 @@ def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         With ``dedupe_key``, a pending or running session started with the same
         key is returned instead of starting a second one.
         """
-        meta = dict(metadata or {})
+        meta = given_metadata(metadata)
         async with starting:
             if dedupe_key:
                 dedupe_key = meta["dedupe_key"] = own_key(dedupe_key)
@@ -88,6 +88,13 @@ def register_contract_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         except ButlerError as exc:
             raise ToolError(str(exc)) from None
         return result.to_dict()
+
+
+def given_metadata(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """A caller's metadata without a ``dedupe_key``: the argument is the one way to give
+    one. Found there by ``find_active`` unprefixed, a key a chat sender's session wrote
+    would plant the session an owner's (or another person's) next start with it joins."""
+    return {k: v for k, v in (metadata or {}).items() if k != "dedupe_key"}
 
 
 def own_key(dedupe_key: str) -> str:

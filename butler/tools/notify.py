@@ -1,4 +1,7 @@
-"""The ``notify`` tool: a session reaches the butler's person, and the daemon sends it."""
+"""The ``notify`` tool: a session reaches the butler's person, and the daemon sends it.
+
+What a chat sender's session sends says so (:func:`_sender`): the owner's channel shows
+whose session wrote it."""
 
 # No postponed annotations: FastMCP reads the argument types (and their bounds) at runtime.
 import asyncio
@@ -12,6 +15,7 @@ from butler.context import ButlerContext
 from butler.notify import Message, NotifyRefused
 from butler.notify.attachment import MAX_PATH_CHARS, read_attachment
 from butler.security.caller import current_caller
+from butler.tools.tenancy import current_tenant
 
 #: Longest title a caller may give (it is cut to one short line anyway).
 MAX_TITLE_CHARS = 1000
@@ -64,6 +68,10 @@ def register_notify_tools(mcp: FastMCP, butler: ButlerContext) -> None:
                     attach,
                     settings.max_attachment_bytes,
                 )
+            sender = await _sender(butler)
+            if sender is not None:  # the owner reads whose words these are, not the butler's
+                message = f"Sent by a session {sender} started; its words are theirs.\n\n{message}"
+                title = f"[{sender}] {title or butler.config.name}"
             sent = Message(
                 body=message, title=title or "", priority=priority, attachment=attachment
             )
@@ -73,3 +81,16 @@ def register_notify_tools(mcp: FastMCP, butler: ButlerContext) -> None:
         except NotifyRefused as exc:
             raise ToolError(f"notify: {exc}") from None
         return {"channels": reports}
+
+
+async def _sender(butler: ButlerContext) -> str | None:
+    """Who started the calling session's chain when a chat message did (``telegram sender
+    6666``), else None: a sender's session writes what the owner's phone shows, and
+    unmarked it would read as the butler's own word (or as another person's, relayed)."""
+    tenant = current_tenant()
+    if tenant is None or tenant.owner:
+        return None
+    row = await butler.sessions.get(str(tenant.root))
+    meta = (row or {}).get("metadata") or {}
+    channel, sender = meta.get("channel"), meta.get("sender")
+    return f"{channel} sender {sender}" if channel and sender else "a chat sender"

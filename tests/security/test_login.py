@@ -94,7 +94,7 @@ async def test_the_login_link_works_on_every_page_and_keeps_its_other_parameters
 
 
 async def test_a_roster_ticket_logs_in_once(butler):
-    ticket = login.mint_ticket(TEST_TOKEN)
+    ticket = login.mint_ticket(TEST_TOKEN, "tester")
     async with httpx2.AsyncClient(base_url=butler.url, timeout=10) as browser:
         answer = await browser.get(f"/?ticket={ticket}", headers=PAGE)
         assert answer.status_code == 303 and answer.headers["location"] == "/"
@@ -102,7 +102,7 @@ async def test_a_roster_ticket_logs_in_once(butler):
     async with httpx2.AsyncClient(base_url=butler.url, timeout=10) as replay:
         again = await replay.get(f"/?ticket={ticket}", headers=PAGE)
         assert again.status_code == 401 and "set-cookie" not in again.headers
-        other = login.mint_ticket("another-butlers-token-0123456789abcdef")
+        other = login.mint_ticket("another-butlers-token-0123456789abcdef", "tester")
         assert (await replay.get(f"/?ticket={other}", headers=PAGE)).status_code == 401
 
 
@@ -112,14 +112,14 @@ def test_a_roster_ticket_replayed_after_a_restart_is_refused(roster, schema_name
     port = free_port()
     folder = write_butler(roster, "tester", port=port, schema=schema_name)
     daemon = DaemonProcess(folder, port=port, database_url=TEST_DSN)
-    ticket = login.mint_ticket(TEST_TOKEN)
+    ticket = login.mint_ticket(TEST_TOKEN, "tester")
     with daemon:
         first = httpx2.get(f"{daemon.url}/?ticket={ticket}", headers=PAGE, timeout=10)
         assert first.status_code == 303 and "Max-Age=2592000" in cookie_of(first)
     with daemon:  # the same butler, a new process
         replay = httpx2.get(f"{daemon.url}/?ticket={ticket}", headers=PAGE, timeout=10)
         assert replay.status_code == 401 and "set-cookie" not in replay.headers
-        fresh = login.mint_ticket(TEST_TOKEN)
+        fresh = login.mint_ticket(TEST_TOKEN, "tester")
         assert httpx2.get(f"{daemon.url}/?ticket={fresh}", timeout=10).status_code == 303
     kept = login.tickets_path(load_config(folder)).read_text().split()
     assert len(kept) == 4 and all(nonce in ticket + fresh for nonce in kept[1::2])
@@ -129,10 +129,10 @@ def test_redeemed_tickets_are_kept_bounded_and_forgotten_at_their_expiry(tmp_pat
     now = [time.time()]
     store = tmp_path / "tickets"
     tickets = login.Tickets(store, clock=lambda: now[0])
-    assert tickets.redeem(login.mint_ticket(TEST_TOKEN, now[0]), TEST_TOKEN)
+    assert tickets.redeem(login.mint_ticket(TEST_TOKEN, "", now[0]), TEST_TOKEN)
     assert (store.stat().st_mode & 0o777) == 0o600 and len(store.read_text().splitlines()) == 1
     now[0] += login.TICKET_LIFETIME_S + 1
-    assert tickets.redeem(login.mint_ticket(TEST_TOKEN, now[0]), TEST_TOKEN)
+    assert tickets.redeem(login.mint_ticket(TEST_TOKEN, "", now[0]), TEST_TOKEN)
     assert len(store.read_text().splitlines()) == 1  # the expired one is gone from the file
     store.write_text("garbage\n" + store.read_text())  # a line that is none is skipped
     assert len(login.Tickets(store, clock=lambda: now[0])._redeemed) == 1
@@ -141,7 +141,7 @@ def test_redeemed_tickets_are_kept_bounded_and_forgotten_at_their_expiry(tmp_pat
 def test_a_ticket_whose_use_cannot_be_written_is_refused(tmp_path):
     (tmp_path / "data").write_text("a file where the data folder should be\n")
     tickets = login.Tickets(tmp_path / "data" / "tickets")
-    ticket = login.mint_ticket(TEST_TOKEN)
+    ticket = login.mint_ticket(TEST_TOKEN, "tester")
     assert not tickets.redeem(ticket, TEST_TOKEN)
     assert not tickets.redeem(ticket, TEST_TOKEN)  # and it stays used
 
@@ -194,7 +194,7 @@ def test_a_cookie_and_a_ticket_expire():
     assert login.cookie_valid(cookie, TEST_TOKEN, now + login.COOKIE_LIFETIME_S - 5)
     assert not login.cookie_valid(cookie, TEST_TOKEN, now + login.COOKIE_LIFETIME_S + 5)
     assert not login.cookie_valid(cookie, "rotated-token-0123456789abcdefghijk", now)
-    expires = login.mint_ticket(TEST_TOKEN, now).split(".")[0]
+    expires = login.mint_ticket(TEST_TOKEN, "", now).split(".")[0]
     assert int(expires) == int(now + login.TICKET_LIFETIME_S)
     later = login.Tickets(clock=lambda: now + login.TICKET_LIFETIME_S + 1)
-    assert not later.redeem(login.mint_ticket(TEST_TOKEN, now), TEST_TOKEN)
+    assert not later.redeem(login.mint_ticket(TEST_TOKEN, "", now), TEST_TOKEN)

@@ -3,12 +3,14 @@
 key = DkimKey("home.test")
 signed = key.sign(raw)          # the message with its DKIM-Signature on top
 key.records()                   # {"mail._domainkey.home.test": b"v=DKIM1; k=rsa; p=..."}
+txt = dns(key)                  # a TXT lookup answering from the keys' records
 """
 
 from __future__ import annotations
 
 import base64
 import email
+from collections.abc import Callable
 
 import dkim
 from cryptography.hazmat.primitives import serialization
@@ -58,3 +60,11 @@ class DkimKey:
     def records(self) -> dict[str, bytes]:
         """The TXT records its domain publishes for it."""
         return {self.name: self.record()}
+
+
+def dns(*keys: DkimKey, **extra: bytes) -> Callable[[str], list[bytes]]:
+    """TXT lookups answering from ``keys``' records and ``extra`` (``_dmarc__home__test=``
+    for ``_dmarc.home.test``), as a resolver would; nothing else exists."""
+    records = {name: value for key in keys for name, value in key.records().items()}
+    records.update({name.replace("__", "."): value for name, value in extra.items()})
+    return lambda name: [records[name]] if name in records else []

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from email.message import EmailMessage
 
-import pytest
-
 from butler.channels.mail_auth import (
     DnsUnavailable,
     aligned,
@@ -17,17 +15,7 @@ from butler.channels.mail_auth import (
     trusted_verdict,
 )
 from butler.channels.mail_format import inbound_of, parse
-from tests.servers.dkim import DkimKey
-
-
-@pytest.fixture(scope="module")
-def home() -> DkimKey:
-    return DkimKey("home.test")
-
-
-@pytest.fixture(scope="module")
-def evil() -> DkimKey:
-    return DkimKey("evil.test")
+from tests.servers.dkim import DkimKey, dns
 
 
 def mail(
@@ -42,16 +30,6 @@ def mail(
         message[name.replace("_", "-")] = value
     message.set_content(body)
     return bytes(message)
-
-
-def dns(*keys: DkimKey, **extra: bytes):
-    records = {name: value for key in keys for name, value in key.records().items()}
-    records.update({name.replace("__", "."): value for name, value in extra.items()})
-
-    def txt(name: str) -> list[bytes]:
-        return [records[name]] if name in records else []
-
-    return txt
 
 
 def test_a_signature_of_the_from_domain_proves_the_sender(home):

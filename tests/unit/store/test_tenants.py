@@ -34,3 +34,17 @@ def test_the_scope_is_a_chat_roots_metadata_never_a_childs():
     clause, args = scoped(ROOT, META, "conversation").where(1, "s")
     assert "r.trigger_source = 'route'" in clause and "r.metadata @> $2::jsonb" in clause
     assert args == [ROOT, {"conversation_id": "c-1"}]
+
+
+def test_the_web_chats_sessions_are_the_owners_own_whatever_their_scope():
+    """The web chat writes its sessions' channel and sender itself; the tenants module
+    knows them by the same words."""
+    from butler.channels.web_message import CHANNEL, OWNER
+    from butler.store.tenants import WEB_OWNER, scoped
+
+    web = {"channel": CHANNEL, "sender": OWNER, "conversation_id": "c1"}
+    assert WEB_OWNER == (CHANNEL, OWNER)
+    assert scoped(uuid.uuid4(), web, "conversation").owner
+    assert scoped(uuid.uuid4(), web, "sender").owner
+    bob = {"channel": "telegram", "sender": "owner", "conversation_id": "c2"}
+    assert not scoped(uuid.uuid4(), bob, "conversation").owner
