@@ -160,7 +160,10 @@ def test_commands_stop_and_new_conversations_on_a_desktop(chat_butler, chat_brow
     page.screenshot(path=str(ARTIFACTS / "chat-desktop.png"))
 
     send(page, "/new")
-    page.locator("#messages li.note", has_text="New conversation").wait_for(timeout=LIVE_MS)
+    # Not "New conversation" alone: /help's note says "start a new conversation" too.
+    page.locator("#messages li.note", has_text="New conversation: the next message").wait_for(
+        timeout=LIVE_MS
+    )
     assert "c=" not in page.url and page.locator("#messages li.theirs.answer").count() == 0
     send(page, "A second conversation")
     answers(page).filter(has_text="You asked: A second conversation").wait_for(timeout=LIVE_MS)

@@ -16,6 +16,7 @@ import pytest
 from butler.channels.web_message import CHANNEL as WEB_CHANNEL
 from butler.channels.web_message import OWNER as WEB_OWNER
 from butler.runtimes.registry import get_adapter
+from butler.runtimes.settings import RuntimeConfig
 from butler.spawner.spawner import TriggerRequest
 from tests.helpers import require_jail
 
@@ -46,14 +47,7 @@ async def test_a_senders_session_and_its_children_cannot_write_the_butler_folder
     require_jail()
     monkeypatch.setenv("BUTLER_SANDBOX", "bwrap")
     runtime = {"type": "command", "command": ["bash", "-c", WRITES]}
-    spawner = make_spawner(runtime=runtime)
-    spawner = type(spawner)(
-        spawner.config,
-        get_adapter("command", spawner.config.runtime),
-        spawner.sessions,
-        spawner.credentials,
-        memory=spawner.memory,
-    )
+    spawner = make_spawner(get_adapter("command", RuntimeConfig(**runtime)), runtime=runtime)
     assert spawner.sandbox == "bwrap"
     prompt = spawner.config.config_dir / "CLAUDE.md"
     before = prompt.read_text()

@@ -15,6 +15,7 @@ import psutil
 import pytest
 
 from butler.runtimes.registry import get_adapter
+from butler.runtimes.settings import RuntimeConfig
 from butler.spawner.spawner import TriggerRequest
 from tests.helpers import require_jail
 
@@ -30,13 +31,8 @@ async def test_a_process_a_session_left_behind_ends_with_its_jail(make_spawner, 
     require_jail()
     monkeypatch.setenv("BUTLER_SANDBOX", "bwrap")
     marker = f"lingering-{uuid.uuid4().hex[:12]}"
-    spawner = make_spawner(runtime={"type": "command", "command": ["sh", "-c", lingering(marker)]})
-    spawner = type(spawner)(
-        spawner.config,
-        get_adapter("command", spawner.config.runtime),
-        spawner.sessions,
-        spawner.credentials,
-    )
+    runtime = {"type": "command", "command": ["sh", "-c", lingering(marker)]}
+    spawner = make_spawner(get_adapter("command", RuntimeConfig(**runtime)), runtime=runtime)
     try:
         result = await spawner.trigger(TriggerRequest("go"))
     finally:
