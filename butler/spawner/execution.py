@@ -73,7 +73,9 @@ class Execution:
             get_adapter(config.runtime.type, config.runtime, config.roster_dir),
             CredentialStore(db),
             SessionStore(db, config.butler.max_output_bytes),
-            PostgresMemory(db, config.butler.memory.max_episodes),
+            PostgresMemory(
+                db, config.butler.memory.max_episodes, config.butler.memory.recall_senders
+            ),
             sandbox_mode(config),
             base_url=base_url,
         )

@@ -115,6 +115,19 @@ def sender_key(source: str, metadata: Mapping[str, Any]) -> str | None:
     return _person(channel, sender)
 
 
+def steered_by(root: str) -> str:
+    """:func:`sender_key`'s rule in SQL: for ``root``, a chain's root row (LEFT JOINed, so
+    NULL when it is gone), who steers the chain (``telegram sender 6666``, or ``an unknown
+    session`` for a root that cannot be found), NULL when it is the owner's."""
+    channel, sender = WEB_OWNER
+    owner = f'{{"channel": "{channel}", "sender": "{sender}"}}'
+    return (
+        f"CASE WHEN {root}.id IS NULL THEN 'an unknown session'"
+        f" WHEN {root}.trigger_source = '{CHAT}' AND NOT {root}.metadata @> '{owner}'::jsonb"
+        f" THEN concat({root}.metadata->>'channel', ' sender ', {root}.metadata->>'sender') END"
+    )
+
+
 def _person(channel: str, sender: str) -> str:
     digest = hashlib.sha256(f"{channel}\0{sender}".encode()).hexdigest()[:24]
     return f"sender-{digest}"
