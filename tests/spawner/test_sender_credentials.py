@@ -18,8 +18,9 @@ import pytest
 from butler.config import load_config
 from butler.errors import ConfigError
 from butler.spawner.spawner import TriggerRequest
+from butler.store.credentials import CredentialStore
 from tests.fakes.runtime import FakeAdapter
-from tests.helpers import write_butler
+from tests.helpers import free_port, require_jail, spawner_over, write_butler
 
 ENV = '\n[butler.env]\nrequired = ["HOME_ASSISTANT_TOKEN"]\noptional = ["WEATHER_KEY"]\n'
 ENVIRON = {
@@ -106,6 +107,27 @@ async def test_a_session_an_owners_session_asks_for_is_the_owners(make_spawner):
     finally:
         await spawner.drain()
     assert adapter.invocations[-1].env["HOME_ASSISTANT_TOKEN"] == "owner-secret"
+
+
+async def test_a_senders_runtime_process_prints_no_owners_key_in_its_jail(db, roster, monkeypatch):
+    """The genuine path: a real runtime process (the ``command`` runtime running ``env``),
+    in its bubblewrap jail, for Bob's message and then for the owner."""
+    require_jail()
+    monkeypatch.setenv("BUTLER_SANDBOX", "bwrap")
+    runtime = {"type": "command", "command": ["env"]}
+    folder = write_butler(
+        roster, "envs", port=free_port(), schema=db.schema, runtime=runtime, extra=ENV
+    )
+    spawner = spawner_over(load_config(folder), db, credentials=CredentialStore(db, ENVIRON))
+    try:
+        bob = await spawner.trigger(bobs_message())
+        owner = await spawner.trigger(TriggerRequest("run env"))
+    finally:
+        await spawner.drain()
+    assert bob.success and owner.success, (bob.error, owner.error)
+    assert spawner.sandbox == "bwrap"
+    assert "owner-secret" not in bob.output and "sk-model" in bob.output
+    assert "HOME_ASSISTANT_TOKEN=owner-secret" in owner.output
 
 
 def test_sender_env_names_only_a_declared_variable(roster):
