@@ -7,9 +7,10 @@ environment reaches the runtime.
 
 A session a chat's sender steers (:attr:`Session.tenant
 <butler.spawner.session.Session.tenant>`) gets less: the model's keys (the
-core ones and its runtime's, :mod:`.logins`) and the declared variables the
-owner lists in ``[butler.channels] sender_env``. Its sender can ask it to
-print its environment; the owner's service keys are not there to print.
+core ones and its runtime's, :mod:`.logins`) and its address (``*_BASE_URL``),
+and the declared variables the owner lists in ``[butler.channels] sender_env``.
+Its sender can ask it to print its environment; the owner's service keys are
+not there to print.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from butler.store.credentials import CredentialStore
 from butler.store.outages import through_outage
 
 CORE_API_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+#: How a variable naming a model API's address ends (``ANTHROPIC_BASE_URL``...).
+MODEL_ADDRESS = "_BASE_URL"
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
@@ -37,11 +40,13 @@ def declared_names(config: ButlerConfig) -> list[str]:
 
 
 def sender_names(config: ButlerConfig, runtime: str) -> list[str]:
-    """The variables a chat sender's session of ``runtime`` may receive: the model's keys
-    and ``[butler.channels] sender_env``, of those the butler declares."""
+    """The variables a chat sender's session of ``runtime`` may receive, of those the
+    butler declares: the model's keys, where its API is (``*_BASE_URL``: the runtime
+    and its jail's egress follow them) and ``[butler.channels] sender_env``."""
     model = set(CORE_API_KEYS) | set(NEEDS[runtime].keys if runtime in NEEDS else ())
     given = model | set(config.butler.channels.sender_env)
-    return [name for name in declared_names(config) if name in given]
+    names = declared_names(config)
+    return [name for name in names if name in given or name.endswith(MODEL_ADDRESS)]
 
 
 async def build_runtime_env(

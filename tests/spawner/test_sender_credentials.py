@@ -22,9 +22,13 @@ from butler.store.credentials import CredentialStore
 from tests.fakes.runtime import FakeAdapter
 from tests.helpers import free_port, require_jail, spawner_over, write_butler
 
-ENV = '\n[butler.env]\nrequired = ["HOME_ASSISTANT_TOKEN"]\noptional = ["WEATHER_KEY"]\n'
+ENV = (
+    '\n[butler.env]\nrequired = ["HOME_ASSISTANT_TOKEN"]\n'
+    'optional = ["WEATHER_KEY", "ANTHROPIC_BASE_URL"]\n'
+)
 ENVIRON = {
     "ANTHROPIC_API_KEY": "sk-model",
+    "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",
     "HOME_ASSISTANT_TOKEN": "owner-secret",
     "WEATHER_KEY": "weather",
 }
@@ -45,7 +49,9 @@ async def test_a_senders_session_holds_none_of_the_owners_service_keys(make_spaw
     assert result.success, result.error
     env = adapter.invocations[-1].env
     assert "HOME_ASSISTANT_TOKEN" not in env and "WEATHER_KEY" not in env
-    assert env["ANTHROPIC_API_KEY"] == "sk-model"  # it still reaches its model
+    # It still reaches its model, where the owner's model is.
+    assert env["ANTHROPIC_API_KEY"] == "sk-model"
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9"
 
 
 async def test_a_senders_session_gets_what_sender_env_lists(make_spawner):
