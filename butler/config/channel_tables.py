@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field, field_validator
+
 from butler.config.channels import (
     CHANNEL_KINDS,
     ChannelSettings,
@@ -19,7 +21,7 @@ from butler.config.channels import (
     SlackSettings,
     TelegramSettings,
 )
-from butler.config.section import Section
+from butler.config.section import ENV_NAME_PATTERN, Section
 
 
 class ChannelTables(Section):
@@ -50,3 +52,14 @@ class ChannelsConfig(ChannelTables):
     """
 
     sender_scope: SenderScope = "conversation"
+    #: The declared variables (``[butler.env]``, modules' credentials) a sender's session
+    #: gets besides the model's keys; none by default: they are the owner's.
+    sender_env: list[str] = Field(default_factory=list, max_length=100)
+
+    @field_validator("sender_env")
+    @classmethod
+    def _sender_env(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not ENV_NAME_PATTERN.match(name):
+                raise ValueError(f"expected an environment variable name, found {name!r}")
+        return names

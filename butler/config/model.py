@@ -93,6 +93,21 @@ class ButlerSection(Section):
             notify.unknown(entry.channels() or [], f"schedule {entry.name!r}: notify_channel")
         return entries
 
+    @field_validator("channels")
+    @classmethod
+    def _sender_env_declared(cls, channels: ChannelsConfig, info: ValidationInfo) -> ChannelsConfig:
+        env, modules = info.data.get("env"), info.data.get("modules") or {}
+        declared = set(env.required + env.optional) if isinstance(env, EnvConfig) else set()
+        for module in modules.values():
+            declared |= set(module.credentials)
+        for name in channels.sender_env:
+            if name not in declared:
+                raise ValueError(
+                    f"sender_env: {name!r} is no variable this butler declares; expected it "
+                    "in [butler.env] required or optional, or a module's credentials"
+                )
+        return channels
+
     @field_validator("port")
     @classmethod
     def _port(cls, value: int) -> int:

@@ -55,6 +55,9 @@ class MemoryConfig(Section):
 
     enabled: bool = False
     max_episodes: int = Field(default=5, ge=1, le=100)
+    #: Whether the owner's sessions recall what chat senders' sessions did too (each
+    #: record labelled with its sender); by default they recall the owner's own only.
+    recall_senders: bool = False
 
 
 class ModuleConfig(Section):

@@ -27,6 +27,7 @@ from butler.config import ButlerConfig
 from butler.errors import Rejected
 from butler.store.chains import chain_of, chain_size
 from butler.store.sessions import SessionStore
+from butler.store.tenants import sender_key_of_root
 
 #: The metadata key of the asking session's row that holds its last refusal.
 REFUSED_KEY = "chain_refused"
@@ -38,6 +39,9 @@ class ChainPlace:
 
     root_id: uuid.UUID | None = None
     depth: int = 0
+    #: Whose the chain is (:func:`~butler.store.tenants.sender_key` of its root): a
+    #: session a sender's session asks for is that sender's too. None: the owner's.
+    tenant: str | None = None
 
 
 ROOT = ChainPlace()
@@ -67,7 +71,7 @@ class Chains:
             root, depth = await self._place(uuid.UUID(caller_id))
             self._admitting[root] += 1
         try:
-            yield ChainPlace(root, depth)
+            yield ChainPlace(root, depth, await sender_key_of_root(self.sessions.db, root))
         finally:
             self._admitting[root] -= 1
             if self._admitting[root] <= 0:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,9 +38,6 @@ from butler.store.credentials import CredentialStore
 from butler.store.db import Database
 from butler.store.memory import Memory, PostgresMemory
 from butler.store.sessions import SessionStore
-from butler.store.tenants import tenant_of
-
-log = logging.getLogger(__name__)
 
 #: Extra seconds the spawner grants an adapter past its own timeout to clean up.
 TIMEOUT_GRACE_S = 10.0
@@ -77,7 +73,9 @@ class Execution:
             get_adapter(config.runtime.type, config.runtime, config.roster_dir),
             CredentialStore(db),
             SessionStore(db, config.butler.max_output_bytes),
-            PostgresMemory(db, config.butler.memory.max_episodes),
+            PostgresMemory(
+                db, config.butler.memory.max_episodes, config.butler.memory.recall_senders
+            ),
             sandbox_mode(config),
             base_url=base_url,
         )
@@ -86,18 +84,11 @@ class Execution:
     def workspace_prefix(self) -> str:
         return f"butler_{self.config.name}_"
 
-    async def _writes_own_folder(self, session_id: str) -> bool:
+    def _writes_own_folder(self, session: Session) -> bool:
         """Whether the session may write its butler folder: the owner's may (the web
-        chat's too); one a chat's sender started (and each its chain starts) reads it
-        only, unless the owner set ``[butler.channels] sender_scope = "butler"``. A row
-        that cannot be read counts as a sender's."""
-        scope = self.config.butler.channels.sender_scope
-        try:
-            tenant = await tenant_of(self.sessions.db, session_id, scope)
-        except Exception as exc:
-            log.warning("whose session this is could not be read; its folder is read-only: %s", exc)
-            return False
-        return tenant is None or tenant.owner
+        chat's too); one a chat's sender steers (:attr:`Session.tenant`) reads it only,
+        unless the owner set ``[butler.channels] sender_scope = "butler"``."""
+        return session.tenant is None or self.config.butler.channels.sender_scope == "butler"
 
     async def run(
         self,
@@ -111,7 +102,7 @@ class Execution:
         process group the runtime starts (the caller records it where a later start on
         this machine finds it)."""
         memory = await memory_context(self.config, self.memory, session.id)
-        own_folder = await self._writes_own_folder(session.id)
+        own_folder = self._writes_own_folder(session)
         workspace = Workspace(self.workspace_prefix).create()
         try:
             placed = await asyncio.to_thread(workspace.place, session.files)

@@ -93,6 +93,7 @@ class InteractiveRequest:
             root_id=str(chain.root_id) if chain.root_id else None,
             depth=chain.depth,
             writable=self.writable,
+            tenant=chain.tenant,
         )
 
 

@@ -88,7 +88,11 @@ async def build_invocation(
     """
     rt = config.runtime
     patience = session.timeout_s or rt.timeout_s
-    env = await build_runtime_env(config, credentials, current_traceparent(), patience)
+    # A sender's session gets the model's keys and what the owner lets senders have.
+    sender = adapter.type_name if session.tenant is not None else None
+    env = await build_runtime_env(
+        config, credentials, current_traceparent(), patience, sender_runtime=sender
+    )
     # Includes are read from disk and may be large: expand them off the event loop.
     system = await asyncio.to_thread(system_prompt, config, adapter, memory, role)
     return Invocation(

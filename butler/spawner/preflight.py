@@ -13,48 +13,16 @@ from __future__ import annotations
 import logging
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 from butler.config import ButlerConfig
 from butler.runtimes.base import RuntimeAdapter, RuntimeFailure
 from butler.spawner.environment import declared_names
+from butler.spawner.logins import NEEDS, Needs
 from butler.store.credentials import CredentialStore
 
 log = logging.getLogger("butler.preflight")
 
-
-@dataclass(frozen=True)
-class Needs:
-    """How one runtime authenticates: any one of ``keys``, or a login file in its home."""
-
-    keys: tuple[str, ...]
-    logins: tuple[str, ...]
-    #: How a person logs the CLI in by hand instead.
-    login_hint: str
-
-
-NEEDS: dict[str, Needs] = {
-    "claude-code": Needs(
-        ("ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN"),
-        (".claude/.credentials.json",),
-        "run `claude` with HOME set to it and /login",
-    ),
-    "codex": Needs(("OPENAI_API_KEY", "CODEX_API_KEY"), (".codex/auth.json",), "`codex login`"),
-    "gemini": Needs(
-        ("GEMINI_API_KEY", "GOOGLE_API_KEY"), (".gemini/oauth_creds.json",), "`gemini`, then /auth"
-    ),
-    "opencode": Needs(
-        ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"),
-        (".local/share/opencode/auth.json",),
-        "`opencode auth login`",
-    ),
-    "copilot": Needs(
-        ("COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"),
-        (".copilot/config.json",),
-        "`copilot`, then /login",
-    ),
-}
 
 #: What the CLIs say when they have no credential (their words vary; these are the stable parts).
 _NO_CREDENTIAL = re.compile(

@@ -28,6 +28,7 @@ from typing import Any
 from butler.spawner.chains import ChainPlace
 from butler.spawner.request import TriggerRequest
 from butler.spawner.workspace import SessionFile
+from butler.store.tenants import sender_key
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,11 @@ class Session:
     files: tuple[SessionFile, ...] = ()
     #: Folders of the daemon's machine the runtime may write (a headless builder's worktree).
     writable: tuple[Path, ...] = ()
+    #: Whose session it is, decided here once: None for the owner's, else the key of the
+    #: chat sender who steers it (:func:`~butler.store.tenants.sender_key`), for every
+    #: session of that sender's chain. A sender's session has only the model's keys and
+    #: ``[butler.channels] sender_env`` in its environment, and reads its butler folder.
+    tenant: str | None = None
 
     @classmethod
     def admitted(
@@ -79,6 +85,11 @@ class Session:
                 metadata["resumed_session_id"] = resumed_id
             parent_id = request.caller_session_id
         chain = chain or ChainPlace()
+        # The asking session's chain decides whose a child is; a root is whoever started it.
+        if request.caller_session_id:
+            tenant = chain.tenant
+        else:
+            tenant = sender_key(request.trigger_source, metadata)
         return cls(
             id=str(uuid.uuid4()),
             prompt=request.full_prompt(),
@@ -95,6 +106,7 @@ class Session:
             model=request.model,
             files=request.files,
             writable=request.writable,
+            tenant=tenant,
         )
 
     def to_json(self) -> dict[str, Any]:

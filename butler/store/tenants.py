@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,14 +92,54 @@ def scoped(root: uuid.UUID, metadata: dict[str, Any], scope: str) -> Tenant:
     channel, sender = str(metadata.get("channel", "")), str(metadata.get("sender", ""))
     owner = (channel, sender) == WEB_OWNER
     if scope == "sender" and channel and sender:
-        digest = hashlib.sha256(f"{channel}\0{sender}".encode()).hexdigest()[:24]
         match = {"channel": channel, "sender": sender}
-        return Tenant(root, match, f"sender-{digest}", owner)
+        return Tenant(root, match, _person(channel, sender), owner)
     conversation = metadata.get("conversation_id")
     if conversation:
         match = {"conversation_id": str(conversation)}
         return Tenant(root, match, f"conversation-{conversation}", owner)
     return nobody(root)
+
+
+def sender_key(source: str, metadata: Mapping[str, Any]) -> str | None:
+    """Whose a root session is, from what started it: None for the owner's (their calls,
+    schedules, the dashboard, their web chat), else the key of the chat's sender
+    (``sender-<digest>`` of the channel and sender, whatever the butler's scope): the
+    person who steers it. A chat's session without a sender is nobody's, never the
+    owner's."""
+    if source != CHAT:
+        return None
+    channel, sender = str(metadata.get("channel", "")), str(metadata.get("sender", ""))
+    if (channel, sender) == WEB_OWNER:
+        return None
+    return _person(channel, sender)
+
+
+def steered_by(root: str) -> str:
+    """:func:`sender_key`'s rule in SQL: for ``root``, a chain's root row (LEFT JOINed, so
+    NULL when it is gone), who steers the chain (``telegram sender 6666``, or ``an unknown
+    session`` for a root that cannot be found), NULL when it is the owner's."""
+    channel, sender = WEB_OWNER
+    owner = f'{{"channel": "{channel}", "sender": "{sender}"}}'
+    return (
+        f"CASE WHEN {root}.id IS NULL THEN 'an unknown session'"
+        f" WHEN {root}.trigger_source = '{CHAT}' AND NOT {root}.metadata @> '{owner}'::jsonb"
+        f" THEN concat({root}.metadata->>'channel', ' sender ', {root}.metadata->>'sender') END"
+    )
+
+
+def _person(channel: str, sender: str) -> str:
+    digest = hashlib.sha256(f"{channel}\0{sender}".encode()).hexdigest()[:24]
+    return f"sender-{digest}"
+
+
+async def sender_key_of_root(db: Database, root: uuid.UUID) -> str | None:
+    """:func:`sender_key` of the chain whose root is ``root``, read from its row; a root
+    that cannot be found is nobody's (``chain-<root>``), never the owner's."""
+    row = await db.fetchrow("SELECT trigger_source, metadata FROM sessions WHERE id = $1", root)
+    if row is None:
+        return f"chain-{root}"
+    return sender_key(row["trigger_source"], _metadata(row["metadata"]))
 
 
 def nobody(root: uuid.UUID) -> Tenant:

@@ -1,7 +1,8 @@
 """The ``notify`` tool: a session reaches the butler's person, and the daemon sends it.
 
 What a chat sender's session sends says so (:func:`_sender`): the owner's channel shows
-whose session wrote it."""
+whose session wrote it. Nor does it page the owner: ``high`` (which goes out even in
+quiet hours) is sent as ``normal`` for it, and the answer says so."""
 
 # No postponed annotations: FastMCP reads the argument types (and their bounds) at runtime.
 import asyncio
@@ -69,9 +70,12 @@ def register_notify_tools(mcp: FastMCP, butler: ButlerContext) -> None:
                     settings.max_attachment_bytes,
                 )
             sender = await _sender(butler)
+            capped = sender is not None and priority == "high"
             if sender is not None:  # the owner reads whose words these are, not the butler's
                 message = f"Sent by a session {sender} started; its words are theirs.\n\n{message}"
                 title = f"[{sender}] {title or butler.config.name}"
+            if capped:  # a sender does not wake the owner in quiet hours
+                priority = "normal"
             sent = Message(
                 body=message, title=title or "", priority=priority, attachment=attachment
             )
@@ -80,6 +84,11 @@ def register_notify_tools(mcp: FastMCP, butler: ButlerContext) -> None:
             )
         except NotifyRefused as exc:
             raise ToolError(f"notify: {exc}") from None
+        if capped:
+            return {
+                "channels": reports,
+                "priority": "normal: a chat sender's session sends none high",
+            }
         return {"channels": reports}
 
 

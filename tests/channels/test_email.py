@@ -27,7 +27,10 @@ from tests.servers.dns import DnsServer
 
 pytestmark = pytest.mark.slow
 
-GATED = '\n[butler.env]\noptional = ["AGENT_GATE"]\n'
+#: The gate reaches the agent of a chat sender's session because the owner lets it.
+GATED = (
+    '\n[butler.env]\noptional = ["AGENT_GATE"]\n\n[butler.channels]\nsender_env = ["AGENT_GATE"]\n'
+)
 
 
 @pytest.fixture

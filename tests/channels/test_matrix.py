@@ -19,7 +19,10 @@ from tests.servers.synapse import MatrixUser, Synapse
 
 pytestmark = pytest.mark.slow
 
-GATED = '\n[butler.env]\noptional = ["AGENT_GATE"]\n'
+#: The gate reaches the agent of a chat sender's session because the owner lets it.
+GATED = (
+    '\n[butler.env]\noptional = ["AGENT_GATE"]\n\n[butler.channels]\nsender_env = ["AGENT_GATE"]\n'
+)
 
 
 def matrix_switchboard(roster: Path, synapse: Synapse, bot: MatrixUser, extra: str = "") -> None:

@@ -18,7 +18,10 @@ from tests.helpers import eventually
 #: Each answer runs the command runtime: a real process.
 pytestmark = pytest.mark.slow
 
-GATED = '\n[butler.env]\noptional = ["AGENT_GATE"]\n'
+#: The gate reaches the agent of a chat sender's session because the owner lets it.
+GATED = (
+    '\n[butler.env]\noptional = ["AGENT_GATE"]\n\n[butler.channels]\nsender_env = ["AGENT_GATE"]\n'
+)
 
 
 async def test_a_server_restarted_mid_conversation_loses_nothing_and_answers_nothing_twice(

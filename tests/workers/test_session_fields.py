@@ -49,6 +49,7 @@ EVERY_FIELD: dict[str, Any] = {
     "model": "model-7",
     "files": (SessionFile("note.txt", b"seven\n", "text/plain"),),
     "writable": (Path("/srv/worktree-7"),),
+    "tenant": "sender-7",
 }
 #: Fields a worker never gets, and why: folders of the daemon's machine are refused
 #: for a worker when the session is enqueued (tests/workers/test_worker_sessions.py).

@@ -61,6 +61,22 @@ def test_a_resumed_session_without_an_asker_has_its_resumed_one_as_parent():
     assert session.parent_id == PARENT["id"] and "resumed_session_id" not in session.metadata
 
 
+def test_a_chat_message_makes_its_senders_session_and_an_owners_call_the_owners():
+    meta = {"channel": "telegram", "sender": "6666", "conversation_id": "c-1"}
+    bob = Session.admitted(TriggerRequest("hi", trigger_source="route", metadata=meta))
+    assert bob.tenant is not None and bob.tenant.startswith("sender-")
+    assert Session.admitted(TriggerRequest("hi", metadata=meta)).tenant is None  # the owner's
+
+
+def test_a_session_asked_for_is_its_chains_whatever_its_own_request_says():
+    """The chain decides: a sender's session cannot ask for an owner's, nor pass for the
+    web chat's owner through the metadata it gives."""
+    owners = {"channel": "web", "sender": "owner"}
+    asked = TriggerRequest("x", trigger_source="trigger", caller_session_id=CALLER, metadata=owners)
+    assert Session.admitted(asked, chain=ChainPlace(ROOT, 1, "sender-b0b")).tenant == "sender-b0b"
+    assert Session.admitted(asked, chain=ChainPlace(ROOT, 1, None)).tenant is None
+
+
 def test_a_session_crosses_to_a_worker_whole_in_its_job():
     session = Session.admitted(
         TriggerRequest(prompt="p", timeout_s=30, files=(SessionFile("b.bin", b"\x00\xff"),)),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from butler.store.tenants import scoped
+from butler.store.tenants import scoped, sender_key
 
 ROOT = uuid.UUID(int=7)
 META = {"channel": "telegram", "sender": "1001", "conversation_id": "c-1", "chat": "1001"}
@@ -48,3 +48,16 @@ def test_the_web_chats_sessions_are_the_owners_own_whatever_their_scope():
     assert scoped(uuid.uuid4(), web, "sender").owner
     bob = {"channel": "telegram", "sender": "owner", "conversation_id": "c2"}
     assert not scoped(uuid.uuid4(), bob, "conversation").owner
+
+
+def test_a_chats_session_is_its_senders_whatever_the_scope_and_the_owners_are_none():
+    assert sender_key("route", META) == scoped(ROOT, META, "sender").key
+    assert sender_key("route", {**META, "conversation_id": "c-2"}) == sender_key("route", META)
+    assert sender_key("route", {**META, "sender": "1002"}) != sender_key("route", META)
+    for source in ("external", "trigger", "tick", "schedule:daily"):
+        assert sender_key(source, META) is None  # the owner's, whatever its metadata says
+    assert sender_key("route", {"channel": "web", "sender": "owner"}) is None  # web chat
+
+
+def test_a_chats_session_without_a_sender_is_nobodys_never_the_owners():
+    assert sender_key("route", {}) is not None
