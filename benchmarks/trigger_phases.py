@@ -65,10 +65,10 @@ def daemon_pid(perf_pid: int) -> int:
     return int(children[0])
 
 
-def samples(data: Path) -> list[tuple[str, int, float]]:
-    """(comm, pid, time) of every sample perf took."""
+def samples(data: Path) -> list[tuple[str, int, int, float]]:
+    """(comm, pid, tid, time) of every sample perf took."""
     out = subprocess.run(
-        ["perf", "script", "-i", str(data), "-F", "comm,pid,time"],
+        ["perf", "script", "-i", str(data), "-F", "comm,pid,tid,time"],
         capture_output=True,
         text=True,
         check=True,
@@ -76,15 +76,16 @@ def samples(data: Path) -> list[tuple[str, int, float]]:
     found = []
     for line in out.splitlines():
         head, _, when = line.strip().rstrip(":").rpartition(" ")
-        comm, _, pid = head.strip().rpartition(" ")
-        found.append((comm.strip(), int(pid), float(when)))
+        comm, _, ids = head.strip().rpartition(" ")
+        pid, _, tid = ids.partition("/")
+        found.append((comm.strip(), int(pid), int(tid), float(when)))
     return found
 
 
-def role(comm: str, pid: int, daemon: int) -> str:
+def role(comm: str, pid: int, tid: int, daemon: int) -> str:
     """What a sampled process is in a trigger's path."""
     if pid == daemon:
-        return f"daemon ({'event loop' if comm.startswith('python') else 'thread ' + comm})"
+        return "daemon, event loop thread" if tid == pid else "daemon, other threads"
     if comm.startswith("run-") or comm == "sh":
         return "launch script (sh)"
     if comm in ("setsid", "bwrap", "bridge"):
@@ -95,7 +96,12 @@ def role(comm: str, pid: int, daemon: int) -> str:
 
 
 async def measure(
-    count: int, pool: str | None, tmp: Path, dsn: str = DEFAULT_DSN, perf: bool = False
+    count: int,
+    pool: str | None,
+    tmp: Path,
+    dsn: str = DEFAULT_DSN,
+    perf: bool = False,
+    profile: Path | None = None,
 ) -> dict:
     port, out = free_port(), tmp / "phases.jsonl"
     folder = write_butler(
@@ -110,6 +116,8 @@ async def measure(
         "BUTLER_DATA_DIR": str(tmp / "data"),
         "PYTHONPATH": str(HERE / "phases"),
         "BUTLER_PHASES": str(out),
+        **({"BUTLER_PHASES_PROFILE": str(profile)} if profile else {}),
+        "BUTLER_PHASES_FROM": str(WARM_UP),
         **({"BUTLER_JAIL_POOL": pool} if pool is not None else {}),
     }
     floor = floor_for(folder, tmp)
@@ -202,9 +210,9 @@ def by_process(found: dict) -> None:
     windows = [(calls[i][0], calls[i + 1][0]) for i in range(len(calls) - 1)]
     spent: collections.Counter[str] = collections.Counter()
     first, last = windows[0][0], windows[-1][1]
-    for comm, pid, when in found["samples"]:
+    for comm, pid, tid, when in found["samples"]:
         if first <= when < last:
-            spent[role(comm, pid, daemon)] += PERIOD_NS / 1e6
+            spent[role(comm, pid, tid, daemon)] += PERIOD_NS / 1e6
     n = len(windows)
     total = sum(spent.values()) / n
     print(f"\nCPU per trigger by process (perf, one sample per {PERIOD_NS // 1000} us of CPU):")
@@ -218,6 +226,7 @@ def main() -> None:
     parser.add_argument("--triggers", type=int, default=30)
     parser.add_argument("--pool", default=None, help="BUTLER_JAIL_POOL for the daemon")
     parser.add_argument("--perf", action="store_true", help="CPU by process, under perf")
+    parser.add_argument("--profile", type=Path, help="cProfile the event loop into this file")
     parser.add_argument("--database-url", default=DEFAULT_DSN)
     args = parser.parse_args()
     if args.perf and shutil.which("perf") is None:
@@ -225,7 +234,7 @@ def main() -> None:
     load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     with tempfile.TemporaryDirectory() as tmp:
         found = asyncio.run(
-            measure(args.triggers, args.pool, Path(tmp), args.database_url, args.perf)
+            measure(args.triggers, args.pool, Path(tmp), args.database_url, args.perf, args.profile)
         )
     print(f"load average before: {load}; after: {' '.join(map(str, os.getloadavg()))}")
     report(found)

@@ -124,10 +124,30 @@ def _stream(sdk: object) -> None:
     sdk.query = timed  # type: ignore[attr-defined]
 
 
+#: ``BUTLER_PHASES_PROFILE``: a file for cProfile's statistics of the event loop's thread
+#: from the trigger after the warm-up (``BUTLER_PHASES_FROM``) to the daemon's exit.
+PROFILE = os.environ.get("BUTLER_PHASES_PROFILE")
+PROFILE_FROM = int(os.environ.get("BUTLER_PHASES_FROM", "3"))
+
+
+def _profile(seen: int) -> None:
+    if not PROFILE or seen != PROFILE_FROM:
+        return
+    import atexit
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    atexit.register(lambda: (profiler.disable(), profiler.dump_stats(PROFILE)))
+
+
 def _trigger(cls: type) -> None:
     trigger = cls.trigger
+    seen = [0]
 
     async def timed(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        _profile(seen[0])
+        seen[0] += 1
         EVENTS.clear()
         start, cpu = time.perf_counter(), time.thread_time()
         try:
