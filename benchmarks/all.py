@@ -88,13 +88,15 @@ STANDALONE = {
     "spawn_time.py": ["--runs", "1"],
     # Without a checkout of the predecessor it says so in one line and exits 0.
     "side_by_side.py": ["--triggers", "2"],
+    # This tree against itself: what a change's before and after would run.
+    "before_after.py": ["--triggers", "2", "--baseline", str(HERE.parent)],
 }
 
 
 def run_standalone(dsn: str) -> None:
     """Each of :data:`STANDALONE` run briefly; a failure ends the run, naming it."""
     for name, args in STANDALONE.items():
-        takes_dsn = name in ("warm_jails.py", "senders.py", "spawn_time.py", "side_by_side.py")
+        takes_dsn = name not in ("jailed_floor.py", "jail_start.py", "chat_channels.py")
         argv = [sys.executable, str(HERE / name), *args]
         argv += ["--database-url", dsn] if takes_dsn else []
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
