@@ -148,6 +148,8 @@ async def measure(
             calls.append((time.perf_counter(), 0.0))  # the end of the last trigger's window
     finally:
         await drop_schema(dsn, f"bench_{port}")
+    if not out.exists():  # a step it wraps was renamed: the daemon's log says which
+        raise SystemExit(f"the daemon's step timing did not load; its log: {folder}/daemon.log")
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     return {
         "calls": calls[WARM_UP:],

@@ -76,7 +76,6 @@ def _install() -> None:
     import claude_agent_sdk
 
     import butler.runtimes.claude_code as claude
-    import butler.spawner.closing as closing
     import butler.spawner.execution as execution
     import butler.spawner.lifecycle as lifecycle
     import butler.spawner.sandboxing as sandboxing
@@ -98,7 +97,6 @@ def _install() -> None:
         (claude.CliGroup, "kill"),
         (jail.Jail, "close"),
         (workspace.Workspace, "remove"),
-        (closing, "recorded_share"),
         (lifecycle.SessionLifecycle, "complete"),
     ]:
         _wrap(owner, attr)
