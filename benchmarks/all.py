@@ -88,6 +88,7 @@ STANDALONE = {
     "spawn_time.py": ["--runs", "1"],
     # Without a checkout of the predecessor it says so in one line and exits 0.
     "side_by_side.py": ["--triggers", "2"],
+    "startup.py": ["--importtime"],
     # This tree against itself: what a change's before and after would run.
     "before_after.py": ["--triggers", "2", "--baseline", str(HERE.parent)],
 }
