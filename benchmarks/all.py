@@ -13,7 +13,10 @@ of triggers against idle at start; listings at 1,000,000 rows against
 a trigger run by a `butler worker` against the same trigger run in the daemon;
 `butler up` of 100 butlers to every ``/health``, its RSS and its PostgreSQL
 connections, against a roster of one; sessions of the genuine Claude Code
-and Codex jailed against unjailed (``genuine.py``).
+and Codex jailed against unjailed (``genuine.py``); a trigger's steps timed
+inside the daemon (``trigger_phases.py``). ``--smoke`` also runs, each with a
+few iterations, the benchmarks that print their own figures
+(:data:`STANDALONE`), and fails when one fails.
 Each row says what it measures under the table. The full run prints whether
 each goal is met, counting only rows that have one; ``--smoke`` (what CI
 runs) only proves every benchmark runs.
@@ -25,6 +28,7 @@ import argparse
 import asyncio
 import os
 import platform
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -40,6 +44,7 @@ import roster_up
 import spawner
 import startup
 import toolcalls
+import trigger_phases
 import workers
 from common import DEFAULT_DSN, drop_schema, median
 from rows import Row, at_most, table, tally
@@ -70,6 +75,44 @@ SIZES = {
         "butlers": 3,
     },
 }
+
+
+HERE = Path(__file__).resolve().parent
+#: Benchmarks that print their own figures, and the arguments that make each run briefly.
+STANDALONE = {
+    "jailed_floor.py": ["--runs", "2"],
+    "warm_jails.py": ["--triggers", "2"],
+    "jail_start.py": ["--runs", "2"],
+    "chat_channels.py": ["--messages", "3"],
+    "senders.py": ["--calls", "3", "--mails", "2"],
+    "spawn_time.py": ["--runs", "1"],
+    # Without a checkout of the predecessor it says so in one line and exits 0.
+    "side_by_side.py": ["--triggers", "2"],
+    "startup.py": ["--importtime"],
+    # This tree against itself: what a change's before and after would run.
+    "before_after.py": ["--triggers", "2", "--baseline", str(HERE.parent)],
+}
+
+
+def run_standalone(dsn: str) -> None:
+    """Each of :data:`STANDALONE` run briefly; a failure ends the run, naming it."""
+    for name, args in STANDALONE.items():
+        takes_dsn = name not in ("jailed_floor.py", "jail_start.py", "chat_channels.py")
+        argv = [sys.executable, str(HERE / name), *args]
+        argv += ["--database-url", dsn] if takes_dsn else []
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        last = (done.stdout.strip().splitlines() or [""])[-1]
+        print(f"{name} {' '.join(args)}: exit {done.returncode}; {last[:120]}")
+        if done.returncode != 0:
+            raise SystemExit(
+                f"benchmarks/{name} failed:\n{done.stdout[-2000:]}{done.stderr[-4000:]}"
+            )
+
+
+def phase_rows(dsn: str, triggers: int, tmp: Path) -> list[Row]:
+    """The trigger path's steps timed inside a daemon, printed, and one row of its total."""
+    found = asyncio.run(trigger_phases.measure(triggers, None, tmp, dsn))
+    return trigger_phases.report(found)
 
 
 def startup_rows(dsn: str, runs: int, tmp: Path) -> list[Row]:
@@ -143,6 +186,9 @@ def main() -> None:
         rows += workers.measure(dsn, size["remote"], tmp / "wk")
         rows += roster_up.measure(dsn, size["butlers"])
         rows += genuine.measure(dsn, 2 if args.smoke else 15, tmp / "gn")
+        rows += phase_rows(dsn, size["triggers"] if args.smoke else 30, tmp / "ph")
+        if args.smoke:
+            run_standalone(dsn)
     print(table(rows, verdicts=not args.smoke))
     print(f"load at the end: {os.getloadavg()}")
     if not args.smoke:

@@ -1,4 +1,4 @@
-"""Spawn time: from ``butler spawn "task"`` to the builder's runtime showing its prompt.
+"""Spawn time: from ``butler builders spawn "task"`` to the builder's runtime showing its prompt.
 
 Spec 004's target is under 5 s. Each run starts the real CLI as a person
 would, which asks a running daemon over MCP; the daemon makes the branch and
@@ -34,7 +34,7 @@ from tests.builders.conftest import (  # noqa: E402
     kill_tmux_server,
     write_builder_butler,
 )
-from tests.helpers import DaemonProcess, free_port  # noqa: E402
+from tests.helpers import TEST_TOKEN, DaemonProcess, free_port  # noqa: E402
 
 
 def make_repo(root: Path) -> Path:
@@ -60,9 +60,19 @@ def screen(socket: str, session: str) -> str:
 def spawn_once(
     folder: Path, repo: Path, env: dict[str, str], task: str, ready: str
 ) -> tuple[float, float]:
-    """One ``butler spawn``: (seconds until the CLI returned, until the prompt showed)."""
+    """One ``butler builders spawn``: (seconds until the CLI returned, until the prompt showed)."""
     started = time.perf_counter()
-    argv = [sys.executable, "-m", "butler.cli", "spawn", task, "-c", str(folder), "--json"]
+    argv = [
+        sys.executable,
+        "-m",
+        "butler.cli",
+        "builders",
+        "spawn",
+        task,
+        "-c",
+        str(folder),
+        "--json",
+    ]
     done = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, check=False)
     cli = time.perf_counter() - started
     if done.returncode != 0:
@@ -94,6 +104,7 @@ def main() -> None:
         root = Path(tmp)
         env = {**os.environ, "BUTLER_TMUX_SOCKET": socket, "BUTLER_DATA_DIR": str(root / "data")}
         env["ANTHROPIC_API_KEY"] = "sk-bench-0123456789abcdefghij"
+        env["BUTLER_TOKEN"] = TEST_TOKEN  # the daemon's (DaemonProcess), which the CLI shows
         port = free_port()
         if args.runtime == "claude":
             from tests.fakes.model_server import FakeModelServer, Text

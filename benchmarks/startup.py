@@ -12,12 +12,16 @@ Beside each wall-clock figure, the daemon's own CPU time up to the moment ``/hea
 answered: a start is almost all CPU on one thread, so on a busy machine that figure
 moves much less than the wall clock does.
 
+``--importtime`` instead starts the daemon once under ``python -X importtime`` and
+prints what its start imported before ``/health`` answered, by top-level package
+(each module's own time, summed), the largest first.
+
 ``--baseline DIR`` (another checkout, e.g. ``git worktree add /tmp/base main``) runs
 the external case from that tree too, each start alternating with one of this tree,
 so load hits both alike: a before/after in one run.
 
     .venv/bin/python benchmarks/startup.py [--runs 5] [--database-url URL] [--no-embedded]
-        [--baseline DIR]
+        [--baseline DIR] [--importtime]
 """
 
 from __future__ import annotations
@@ -105,6 +109,33 @@ def start_once(
             proc.wait()
 
 
+def imports_of_a_start(folder: Path, env: dict[str, str], dsn: str, top: int = 20) -> None:
+    """Start the daemon once under ``-X importtime``; print its imports by package."""
+    port = free_port()
+    argv = [sys.executable, "-X", "importtime", "-m", "butler.cli", "run", "--config", str(folder)]
+    argv += ["--port", str(port), "--log-level", "warning", "--database-url", dsn]
+    with tempfile.TemporaryFile("w+") as err:  # a pipe would fill and stop the daemon
+        proc = subprocess.Popen(argv, env=env, cwd=REPO, stderr=err, text=True)
+        try:
+            while not healthy(port):
+                if proc.poll() is not None:
+                    raise RuntimeError("butler run exited early")
+                time.sleep(0.005)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
+        err.seek(0)
+        lines = [line for line in err if line.startswith("import time:") and "[us]" not in line]
+    spent: dict[str, int] = {}
+    for line in lines:
+        own, _, name = line[len("import time:") :].split("|")
+        package = name.strip().split(".")[0]
+        spent[package] = spent.get(package, 0) + int(own)
+    print(f"{len(lines)} modules, {sum(spent.values()) / 1000:.0f} ms of their own import time")
+    for package, us in sorted(spent.items(), key=lambda kv: -kv[1])[:top]:
+        print(f"  {package:28s} {us / 1000:7.1f} ms")
+
+
 def floor_once(env: dict[str, str]) -> float:
     started = time.perf_counter()
     subprocess.run(
@@ -156,6 +187,7 @@ def main() -> None:
     parser.add_argument("--database-url", default=DEFAULT_DSN)
     parser.add_argument("--no-embedded", action="store_true")
     parser.add_argument("--baseline", type=Path, help="another checkout, started alternately")
+    parser.add_argument("--importtime", action="store_true", help="a start's imports, by package")
     args = parser.parse_args()
 
     env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
@@ -167,6 +199,10 @@ def main() -> None:
         external = write_butler(roster, "bench", port=free_port(), schema=schema)
         embedded = write_butler(roster, "bench_embedded", port=free_port())
         print(f"load {os.getloadavg()}", flush=True)
+        if args.importtime:
+            start_once(external, env, args.database_url)  # migrates the schema; not counted
+            imports_of_a_start(external, env, args.database_url)
+            return
         print(
             "| case | runs | median | min | max | CPU to /health, median |\n"
             "|---|---|---|---|---|---|",

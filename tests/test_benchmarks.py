@@ -19,6 +19,7 @@ import listings  # noqa: E402
 import roster_up  # noqa: E402
 import rows  # noqa: E402
 import spawner  # noqa: E402
+import trigger_phases  # noqa: E402
 
 from tests.helpers import require_jail  # noqa: E402
 
@@ -148,3 +149,25 @@ def test_the_roster_benchmark_refuses_more_butlers_than_postgresql_has_connectio
     # The leases' one connection and the roster's cap on its pools' (butler/roster_open.py).
     assert "100 butlers need 21 PostgreSQL connections" in str(refused.value)
     assert "has 15 free" in str(refused.value) and "max_connections" in str(refused.value)
+
+
+def test_a_triggers_cpu_is_split_by_the_process_that_spent_it():
+    daemon = 100
+    named = {
+        trigger_phases.role("python", daemon, daemon, daemon),
+        trigger_phases.role("python", daemon, daemon + 1, daemon),
+        trigger_phases.role("run-1a2b3c", 201, 201, daemon),
+        trigger_phases.role("setsid", 201, 201, daemon),
+        trigger_phases.role("bwrap", 201, 201, daemon),
+        trigger_phases.role("bridge", 202, 202, daemon),
+        trigger_phases.role("fake_claude.py", 203, 203, daemon),
+    }
+    assert named == {
+        "daemon, event loop thread",
+        "daemon, other threads",
+        "launch script (sh)",
+        "setsid",
+        "bubblewrap",
+        "bridge",
+        "the no-op CLI",
+    }

@@ -36,3 +36,6 @@ def test_a_start_leaves_the_runtime_library_and_websockets_for_later(
     assert "butler.dashboard.routes" not in imported
     # No metric exporter configured: the API's no-op meter, not the metrics SDK.
     assert "opentelemetry.sdk.metrics" not in imported
+    # PgQueuer (a fifth of a second) serves only a roster with workers: the first
+    # session handed to one, or the first listing of them, loads it.
+    assert "pgqueuer" not in imported

@@ -1,8 +1,11 @@
 """Loaded into a daemon by ``benchmarks/trigger_phases.py`` (``PYTHONPATH``): times its steps.
 
-Each wrapped function records (name, start, end) with ``time.perf_counter``
+Each wrapped function records (name, start, end, cpu) with ``time.perf_counter``
 (CLOCK_MONOTONIC, the same clock in every process of the machine, so the
-client's timestamps line up); one line of JSON per trigger goes to the file
+client's timestamps line up) and ``cpu``, the CPU seconds the daemon's event
+loop thread spent between start and end (``time.thread_time``: at one trigger
+at a time, that step's own work and whatever else the loop did meanwhile,
+the MCP request's handling); one line of JSON per trigger goes to the file
 named by ``BUTLER_PHASES``. Nothing here runs unless that variable is set.
 """
 
@@ -16,7 +19,11 @@ import os
 import time
 
 OUT = os.environ.get("BUTLER_PHASES")
-EVENTS: list[tuple[str, float, float]] = []
+EVENTS: list[tuple[str, float, float, float]] = []
+
+
+def _event(name: str, start: float, cpu: float) -> None:
+    EVENTS.append((name, start, time.perf_counter(), time.thread_time() - cpu))
 
 
 def _wrap(owner: object, attr: str, label: str | None = None) -> None:
@@ -27,21 +34,21 @@ def _wrap(owner: object, attr: str, label: str | None = None) -> None:
 
         @functools.wraps(fn)
         async def timed(*args: object, **kwargs: object) -> object:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             try:
                 return await fn(*args, **kwargs)
             finally:
-                EVENTS.append((name, start, time.perf_counter()))
+                _event(name, start, cpu)
 
     else:
 
         @functools.wraps(fn)
         def timed(*args: object, **kwargs: object) -> object:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             try:
                 return fn(*args, **kwargs)
             finally:
-                EVENTS.append((name, start, time.perf_counter()))
+                _event(name, start, cpu)
 
     setattr(owner, attr, timed)
 
@@ -51,83 +58,100 @@ def _wrap_block(owner: object, attr: str, name: str) -> None:
 
     @contextlib.asynccontextmanager
     async def timed(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         async with fn(*args, **kwargs) as value:
-            EVENTS.append((name + " (enter)", start, time.perf_counter()))
+            _event(name + " (enter)", start, cpu)
             try:
                 yield value
             finally:
-                start = time.perf_counter()
-        EVENTS.append((name + " (exit)", start, time.perf_counter()))
+                start, cpu = time.perf_counter(), time.thread_time()
+        _event(name + " (exit)", start, cpu)
 
     setattr(owner, attr, timed)
 
 
 def _install() -> None:
-    import anyio
-    from claude_agent_sdk._internal import query
-    from claude_agent_sdk._internal.transport import subprocess_cli
+    # Public seams only: butler's own functions and claude-agent-sdk's query(), never
+    # a library's internals (whose names move between versions).
+    import claude_agent_sdk
 
     import butler.runtimes.claude_code as claude
-    import butler.spawner.closing as closing
     import butler.spawner.execution as execution
     import butler.spawner.lifecycle as lifecycle
     import butler.spawner.sandboxing as sandboxing
     import butler.spawner.spawner as spawner
     import butler.spawner.workspace as workspace
-    from butler.sandbox import jail
+    from butler.sandbox import jail, pool
 
     for owner, attr in [  # in the order a trigger meets them
         (spawner.Spawner, "start"),
         (lifecycle.SessionLifecycle, "create"),
         (execution, "memory_context"),
+        (execution, "tenant_of"),
         (workspace.Workspace, "create"),
         (workspace.Workspace, "place"),
         (execution, "build_invocation"),
-        (sandboxing, "_take_warm"),
+        (pool.JailPool, "take"),
         (sandboxing, "start_jail_for"),
         (claude, "cli_launcher"),
-        (subprocess_cli.SubprocessCLITransport, "connect"),
-        (query.Query, "initialize"),
         (claude.CliGroup, "kill"),
         (jail.Jail, "close"),
         (workspace.Workspace, "remove"),
-        (closing, "recorded_share"),
         (lifecycle.SessionLifecycle, "complete"),
     ]:
         _wrap(owner, attr)
     _wrap_block(execution, "jailed", "jailed")
-    _stream(subprocess_cli.SubprocessCLITransport)
+    _stream(claude_agent_sdk)
     _trigger(spawner.Spawner)
-    del anyio
 
 
-def _stream(transport: type) -> None:
-    """Each line the CLI writes, timed from the SDK's first read."""
-    read = transport._read_messages_impl
+def _stream(sdk: object) -> None:
+    """Each message ``query()`` yields (one per line the CLI writes that is not its
+    protocol's own), timed from the call: the CLI's start and the handshake come first."""
+    query = sdk.query  # type: ignore[attr-defined]
 
-    async def timed(self):  # type: ignore[no-untyped-def]
-        start, n = time.perf_counter(), 0
-        async for message in read(self):
-            kind = f"{message.get('type')}:{message.get('subtype') or ''}"
-            EVENTS.append((f"CLI line {n} {kind}", start, time.perf_counter()))
+    async def timed(*args, **kwargs):  # type: ignore[no-untyped-def]
+        start, cpu, n = time.perf_counter(), time.thread_time(), 0
+        async for message in query(*args, **kwargs):
+            kind = type(message).__name__
+            _event(f"CLI message {n} {kind}:{getattr(message, 'subtype', '')}", start, cpu)
             n += 1
             yield message
-        EVENTS.append(("CLI stdout closed", start, time.perf_counter()))
+        _event("query() ended", start, cpu)
 
-    transport._read_messages_impl = timed
+    sdk.query = timed  # type: ignore[attr-defined]
+
+
+#: ``BUTLER_PHASES_PROFILE``: a file for cProfile's statistics of the event loop's thread
+#: from the trigger after the warm-up (``BUTLER_PHASES_FROM``) to the daemon's exit.
+PROFILE = os.environ.get("BUTLER_PHASES_PROFILE")
+PROFILE_FROM = int(os.environ.get("BUTLER_PHASES_FROM", "3"))
+
+
+def _profile(seen: int) -> None:
+    if not PROFILE or seen != PROFILE_FROM:
+        return
+    import atexit
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    atexit.register(lambda: (profiler.disable(), profiler.dump_stats(PROFILE)))
 
 
 def _trigger(cls: type) -> None:
     trigger = cls.trigger
+    seen = [0]
 
     async def timed(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        _profile(seen[0])
+        seen[0] += 1
         EVENTS.clear()
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         try:
             return await trigger(self, *args, **kwargs)
         finally:
-            EVENTS.append(("Spawner.trigger", start, time.perf_counter()))
+            _event("Spawner.trigger", start, cpu)
             _write()
 
     cls.trigger = timed

@@ -4,11 +4,12 @@ A session whose runtime ran in the daemon, one a worker ran, and one a
 restarted daemon took back from the workers (:mod:`.handed_over`) all end
 through :meth:`Closing.ended`: what ended their steps becomes a status and an
 error once (:class:`~butler.spawner.result.Ending`), the share of the usage a
-resumed conversation added goes on the row (:mod:`.usage`), the row is
-completed through the lifecycle (journalled, its tool calls merged with what
-the server saw, counted), a succeeded session is kept as an episode of the
-butler's memory, and the caller gets its :class:`SpawnerResult`. One function,
-so no path records an ending its own way.
+resumed conversation added goes on the row (:mod:`.usage`), its raw totals
+with it in the same statement, the row is completed through the lifecycle
+(journalled, its tool calls merged with what the server saw, counted), a
+succeeded session is kept as an episode of the butler's memory, and the
+caller gets its :class:`SpawnerResult`. One function, so no path records an
+ending its own way.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from butler.spawner.episodes import remember
 from butler.spawner.lifecycle import SessionLifecycle
 from butler.spawner.result import Ending, SpawnerResult, spawner_result
-from butler.spawner.usage import recorded_share
+from butler.spawner.usage import own_share, totals
 from butler.store.memory import Memory
 
 #: A session's steps: run it, setting ``end.result`` (and ``end.started`` once its
@@ -52,15 +54,16 @@ class Closing:
         started, which the row's duration counts from.
         """
         end = Ending(started=time.monotonic() if started is None else started)
+        kept = None  # the raw totals, written with the outcome: one statement, not two
         try:
             with end.caught(self.config, session_id):
                 resumed = await steps(end)
-                end.result = await recorded_share(
-                    self.lifecycle, self.cumulative, session_id, end.result, resumed
-                )
+                if self.cumulative:
+                    kept = totals(end.result, self.cumulative)
+                end.result = own_share(end.result, self.cumulative, resumed)
         finally:
             outcome = await self.lifecycle.complete(
-                session_id, end.outcome(), end.result.tool_calls
+                session_id, replace(end.outcome(), totals=kept), end.result.tool_calls
             )
         if outcome.success:
             await remember(self.config, self.memory, uuid.UUID(session_id), prompt, outcome.output)

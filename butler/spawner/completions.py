@@ -1,16 +1,20 @@
 """Session completions that survive the database going away.
 
-A completion is the one write that says how a session ended. It is put in a
-small journal in the butler's data folder first (one JSON line per pending
-completion, readable by the owner only), then written to the database. When
-the database is away, the write is retried with backoff in the background
-while the daemon lives, and the caller gets its result meanwhile; a daemon
+A completion is the one write that says how a session ended. It is written
+to the database; when the database is away, it is put in a small journal in
+the butler's data folder (one JSON line per pending completion, readable by
+the owner only) and the write is retried with backoff in the background
+while the daemon lives, the caller getting its result meanwhile; a daemon
 that stops first replays the journal when it starts again, so the row ends
-with what really happened rather than "the daemon stopped".
+with what really happened rather than "the daemon stopped". A completion
+the database takes at once is never journalled: most are, and the journal
+line was a file written and removed again for every session. A daemon
+killed outright during that first write leaves the row running, which its
+next start marks failed, as it does a session killed a moment earlier.
 
 The journal is a safeguard, never a gate: when the data folder is full (or
-unwritable), the completion still goes to the database, and the caller still
-gets the runtime's result. Only a completion that neither the journal nor the
+unwritable), the completion is still retried, and the caller still gets the
+runtime's result. Only a completion that neither the journal nor the
 database took can be lost, and only if the daemon stops before the database
 comes back; that is said in one line.
 """
@@ -92,22 +96,23 @@ class CompletionWriter:
         return len(self._retrying)
 
     async def write(self, session_id: str, outcome: SessionOutcome) -> bool:
-        """Record the completion; True when it landed now, False when it is being retried."""
+        """Record the completion; True when it landed now, False when it is being retried
+        (journalled first, so that a daemon stopping before the database is back replays it)."""
+        if await self._attempt(session_id, outcome, journalled=False):
+            return True
         try:
             await asyncio.to_thread(self.journal.add, session_id, outcome)
         except OSError as exc:
-            # A full or broken data folder must not keep the outcome from a database that is up.
+            # A full or broken data folder must not keep the outcome from the retries.
             log.warning(
-                "session completion not journalled (%s): writing it to the database directly; "
-                "free space in %s so the next ones are kept through an outage",
+                "session completion not journalled (%s): it is retried while the daemon "
+                "runs, but lost if it stops first; free space in %s so the next ones are "
+                "kept through an outage",
                 exc,
                 self.journal.path.parent,
                 extra={"session_id": session_id},
             )
             self._unjournalled.add(session_id)
-        if await self._attempt(session_id, outcome):
-            self._unjournalled.discard(session_id)
-            return True
         task = asyncio.create_task(self._retry(session_id, outcome))
         self._retrying[session_id] = task
         task.add_done_callback(lambda _: self._retrying.pop(session_id, None))
@@ -149,7 +154,11 @@ class CompletionWriter:
         self._unjournalled.discard(session_id)
         log.info("session completion written after a retry", extra={"session_id": session_id})
 
-    async def _attempt(self, session_id: str, outcome: SessionOutcome) -> bool:
+    async def _attempt(
+        self, session_id: str, outcome: SessionOutcome, journalled: bool = True
+    ) -> bool:
+        """Write the completion; True once the database has taken or refused it (its
+        journal line, if ``journalled``, then removed), False while it is away."""
         try:
             await self.sessions.complete(uuid.UUID(session_id), outcome)
         except UNREACHABLE as exc:
@@ -171,6 +180,8 @@ class CompletionWriter:
             # fails the row as it fails any other left open.
             with contextlib.suppress(*UNREACHABLE, asyncpg.PostgresError):
                 await self.sessions.drop_handed_result(uuid.UUID(session_id))
+        if not journalled:
+            return True
         try:
             await asyncio.to_thread(self.journal.remove, session_id)
         except OSError as exc:

@@ -1,9 +1,10 @@
 """A resumed session's own usage, for runtimes that report the conversation's total.
 
 Codex and Copilot report the tokens of the whole thread on a resume, Claude
-its whole cost. Each session keeps the raw totals on its row; a resumed one
-records what it added to its parent's totals, so summing rows never counts
-a request twice.
+its whole cost. Each session keeps the raw totals on its row (:func:`totals`,
+written with its outcome by :mod:`.closing`); a resumed one records what it
+added to its parent's totals (:func:`own_share`), so summing rows never
+counts a request twice.
 """
 
 from __future__ import annotations
@@ -12,29 +13,13 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from butler.runtimes.base import RuntimeResult, Usage
-from butler.spawner.lifecycle import SessionLifecycle
-
-TOTALS_KEY = "runtime_totals"
+from butler.store.sessions import TOTALS_KEY
 
 
 def totals(result: RuntimeResult, fields: frozenset[str]) -> dict[str, Any]:
     """The running totals the runtime reported, for the fields it reports so."""
     values = {**asdict(result.usage), "cost_usd": result.cost_usd}
     return {name: values[name] for name in sorted(fields)}
-
-
-async def recorded_share(
-    lifecycle: SessionLifecycle,
-    fields: frozenset[str],
-    session_id: str,
-    result: RuntimeResult,
-    parent: dict[str, Any] | None,
-) -> RuntimeResult:
-    """The session's own share of ``result`` (:func:`own_share`), its raw totals kept on its
-    row first, for a session resuming it later."""
-    if fields:
-        await lifecycle.annotate(session_id, {TOTALS_KEY: totals(result, fields)})
-    return own_share(result, fields, parent)
 
 
 def own_share(

@@ -19,6 +19,8 @@ STATUSES = ("pending", "running", "succeeded", "failed", "cancelled", "ended")
 
 #: Merge ``{"sanitised": [...], "truncated": [...]}`` into a row's metadata, appending to
 #: lists an earlier write left there (the prompt may be flagged at creation, the output later).
+#: Where a row's metadata keeps its runtime's running totals (``SessionOutcome.totals``).
+TOTALS_KEY = "runtime_totals"
 _MERGE_FLAGS = (
     "metadata || COALESCE((SELECT jsonb_object_agg(k, COALESCE(metadata->k, '[]'::jsonb) || v)"
     " FROM jsonb_each({param}::jsonb) AS flag(k, v)), '{{}}'::jsonb)"
@@ -61,6 +63,9 @@ class SessionOutcome:
     runtime_session_id: str | None = None
     #: The model the runtime reported; recorded only where the butler configured none.
     model: str | None = None
+    #: The running totals a runtime reports for a whole resumed conversation, kept on the
+    #: row's metadata for a session resuming this one (butler/spawner/usage.py).
+    totals: dict[str, Any] | None = None
 
 
 def parse_timestamp(name: str, raw: str) -> datetime:
@@ -207,7 +212,9 @@ class SessionStore:
             " runtime_session_id = COALESCE($13, runtime_session_id),"
             " model = COALESCE(model, $15),"
             " completed_at = now(), started_at = COALESCE(started_at, now()),"
-            " metadata = " + _MERGE_FLAGS.format(param="$14") + " WHERE id = $1",
+            " metadata = " + _MERGE_FLAGS.format(param="$14") + " || CASE WHEN $16::jsonb"
+            f" IS NULL THEN '{{}}'::jsonb ELSE jsonb_build_object('{TOTALS_KEY}', $16::jsonb) END"
+            " WHERE id = $1",
             session_id,
             outcome.status,
             outcome.success,
@@ -223,6 +230,7 @@ class SessionStore:
             outcome.runtime_session_id,
             flags,
             outcome.model,
+            outcome.totals,
         )
         return outcome
 

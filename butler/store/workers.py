@@ -20,7 +20,6 @@ from datetime import datetime
 from typing import Any
 
 import asyncpg
-from pgqueuer import AsyncpgDriver, Queries
 
 from butler.store.db import Database
 
@@ -110,6 +109,10 @@ class WorkerRows:
         """Picked jobs per queue manager, as PgQueuer counts them."""
         # A pool connection serves: this query reads no JSON, the one thing our codec changes.
         async with self.db.pool.acquire() as conn:
+            # Here, not at the top: PgQueuer is a fifth of a second of a start's imports,
+            # and only a roster with workers asks this.
+            from pgqueuer import AsyncpgDriver, Queries
+
             found = await Queries(AsyncpgDriver(conn)).active_workers()
         return {uuid.UUID(str(w.queue_manager_id)): w.active_jobs for w in found}
 

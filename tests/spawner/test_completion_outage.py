@@ -30,11 +30,13 @@ def _runtime(gate: Path) -> dict:
     return {"type": "command", "command": ["bash", "-c", f"{wait}; echo slept well"]}
 
 
-def _spawner(roster: Path, db: Database) -> Spawner:
+def _spawner(roster: Path, db: Database, totals: frozenset[str] = frozenset()) -> Spawner:
+    """``totals``: what the runtime reports as a resumed conversation's running totals."""
     runtime = _runtime(roster / "gate")
     folder = write_butler(roster, "tester", port=free_port(), schema=db.schema, runtime=runtime)
     config = load_config(folder)
     adapter = get_adapter("command", RuntimeConfig(**runtime))
+    adapter.cumulative_on_resume = totals
     return spawner_over(config, db, adapter=adapter, credentials=CredentialStore(db, {}))
 
 
@@ -101,6 +103,32 @@ async def test_completion_is_retried_and_replayed_across_a_database_outage(own_p
             None,
         )
         assert not journal.exists()
+    finally:
+        await db.close()
+        await server.stop()
+
+
+async def test_a_runtime_reporting_running_totals_succeeds_through_an_outage_at_its_end(
+    own_postgres, roster
+):
+    # Claude reports a resumed conversation's whole cost, Codex its tokens: the raw totals
+    # go on the row with the outcome, journalled and retried with it, never in a statement
+    # of their own that an outage at the session's end turned into a failed session.
+    server = EmbeddedPostgres(own_postgres)
+    dsn = await server.start()
+    db = Database(dsn, "totals")
+    await db.connect()
+    await migrate(db)
+    spawner = _spawner(roster, db, frozenset({"cost_usd"}))  # as Claude Code's
+    try:
+        result = await _outage_during(spawner, server, db)
+        assert (result.success, result.error) == (True, None)
+        server = EmbeddedPostgres(own_postgres)
+        assert await server.start() == dsn
+        await eventually(lambda: spawner.completions.pending == 0, timeout=60)
+        row = await spawner.sessions.get(result.session_id)
+        assert row["status"] == "succeeded"
+        assert row["metadata"]["runtime_totals"] == {"cost_usd": None}
     finally:
         await db.close()
         await server.stop()
