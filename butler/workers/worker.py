@@ -29,7 +29,7 @@ from datetime import timedelta
 
 import asyncpg
 import httpx
-from pgqueuer import Queries, QueueManager
+from pgqueuer import QueueManager
 from pgqueuer.models import Job as QueuedJob
 
 from butler.config import ButlerConfig
@@ -38,10 +38,12 @@ from butler.spawner.execution import Execution
 from butler.spawner.remote import PICKUP_GRACE_S, Job
 from butler.spawner.worker_runs import WorkerRuns
 from butler.store.db import Database, quote_ident
+from butler.store.outages import FIRST_BACKOFF_S, MAX_BACKOFF_S, UNREACHABLE
 from butler.store.session_jobs import ENTRYPOINT, SessionJobs
 from butler.workers.claim import HEARTBEAT_TIMEOUT_S, claim
 from butler.workers.handback import run_claimed
 from butler.workers.listen import RelisteningDriver
+from butler.workers.patient import PatientQueries
 from butler.workers.registry import Registry
 from butler.workers.sweep import sweep_after_killed
 
@@ -148,7 +150,7 @@ class Worker:
         def listening() -> Awaitable[asyncpg.Connection]:
             return asyncpg.connect(self.database_url, timeout=10, server_settings=settings)
 
-        queries = Queries(RelisteningDriver(queue, listening))
+        queries = PatientQueries(RelisteningDriver(queue, listening))
         manager = QueueManager(queries)
         jobs = SessionJobs(db)
         # The runtime calls its butler across the network, not on loopback.
@@ -181,18 +183,7 @@ class Worker:
         except BaseException:
             await self.close()
             raise
-        capacity = self.registry.capacity
-        runs = [
-            asyncio.create_task(
-                served.manager.run(
-                    dequeue_timeout=timedelta(seconds=self.settings.poll_s),
-                    heartbeat_timeout=timedelta(seconds=self.settings.heartbeat_timeout_s),
-                    batch_size=1,
-                    max_concurrent_tasks=capacity,
-                )
-            )
-            for served in self.served
-        ]
+        runs = [asyncio.create_task(self._take_work(served)) for served in self.served]
         beats = asyncio.create_task(self.registry.beat_forever())
         try:
             await asyncio.gather(*runs)
@@ -204,6 +195,31 @@ class Worker:
             beats.cancel()  # listed until its running sessions are done
             await self.registry.leave()
             await self.close()
+
+    async def _take_work(self, served: Served) -> None:
+        """PgQueuer's loop for one butler, until shut down. Its looks at the queue wait out
+        an outage (:mod:`.patient`); should the database's going end it some other way,
+        it starts again (after the sessions it held are done), never ending the worker."""
+        pause = FIRST_BACKOFF_S
+        while True:
+            try:
+                await served.manager.run(
+                    dequeue_timeout=timedelta(seconds=self.settings.poll_s),
+                    heartbeat_timeout=timedelta(seconds=self.settings.heartbeat_timeout_s),
+                    batch_size=1,
+                    max_concurrent_tasks=self.registry.capacity,
+                )
+                return
+            except UNREACHABLE as exc:
+                if served.manager.shutdown.is_set():
+                    return
+                log.warning(
+                    "the queue's loop stopped (the database is away: %s): starting it again",
+                    type(exc).__name__,
+                    extra={"butler": served.config.name},
+                )
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, MAX_BACKOFF_S)
 
     async def close(self) -> None:
         for served in self.served:
