@@ -168,9 +168,9 @@ class Worker:
             log.info("session picked", extra={"butler": config.name, "session_id": sid})
             bound = (job.session.timeout_s or config.runtime.timeout_s) + PICKUP_GRACE_S
             silence = self.settings.heartbeat_timeout_s
-            if not await claim(jobs, self.name, sid, bound, silence):
-                return
-            await run_claimed(runs, jobs, self.name, job, int(queued.id))
+            pickup = await claim(jobs, self.name, sid, bound, silence)
+            if pickup is not None:
+                await run_claimed(runs, jobs, self.name, job, pickup, int(queued.id))
 
         return Served(config, db, queue, manager)
 
