@@ -183,6 +183,8 @@ class HeadlessSessions:
         """The session's runtime run here, or on a worker (which names itself on the row)."""
         if place == "here":
             return await self._run_here(session, progress)
+        if place == "worker":
+            await self._placement.refuse_strangers()
         here = (self._placement, lambda: self._run_here(session, progress))
         either = here if place == "either" else None
         return await run_on_worker(self.config, self._jobs, session, either)

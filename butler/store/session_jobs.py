@@ -34,8 +34,14 @@ from butler.store.outages import UNREACHABLE
 
 log = logging.getLogger(__name__)
 
-#: The one job kind of a butler's queue; its concurrency limit is the butler's own.
-ENTRYPOINT = "session"
+#: The hand-over's version: what a job carries and how a claim, a session's token and a
+#: result are made. Daemon and worker must speak the same (docs/scaling.md): 2 is the
+#: job without a token, its token and result key minted at the claim.
+PROTOCOL = 2
+#: The one job kind of a butler's queue, named for the protocol, so that a worker of
+#: another protocol never picks a job it would run wrongly; its concurrency limit is
+#: the butler's own.
+ENTRYPOINT = f"session-v{PROTOCOL}"
 #: Where a worker says a result is in; the payload is "<schema>:<session id>".
 RESULTS_CHANNEL = "butler_session_results"
 #: How often a waiting daemon looks at the table when no NOTIFY came.

@@ -19,9 +19,12 @@ from typing import Any
 
 import asyncpg
 
+import butler as package
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, UserError
 from butler.store.db import Database, redact_dsn
+from butler.store.migrations import known
+from butler.store.session_jobs import PROTOCOL
 from butler.store.workers import WorkerRow, WorkerRows, have_workers_table, merge
 
 log = logging.getLogger(__name__)
@@ -52,6 +55,9 @@ class Registry:
                 capacity=self.capacity,
                 queue_manager_id=manager,
                 beat_s=self.beat_s,
+                version=package.__version__,
+                protocol=PROTOCOL,
+                migration=known(),
             )
             try:
                 await rows.register(row)

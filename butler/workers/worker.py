@@ -38,6 +38,7 @@ from butler.spawner.execution import Execution
 from butler.spawner.remote import PICKUP_GRACE_S, Job
 from butler.spawner.worker_runs import WorkerRuns
 from butler.store.db import Database, quote_ident
+from butler.store.migrations import known, level
 from butler.store.outages import FIRST_BACKOFF_S, MAX_BACKOFF_S, UNREACHABLE
 from butler.store.session_jobs import ENTRYPOINT, SessionJobs
 from butler.workers.claim import HEARTBEAT_TIMEOUT_S, claim
@@ -89,6 +90,26 @@ async def reachable(config: ButlerConfig) -> str | None:
     return None
 
 
+async def disagreeing(db: Database) -> str | None:
+    """None when the butler's schema is at the migration this worker speaks; else why
+    not (which of the two to upgrade): a worker and a daemon of different versions
+    would read each other's jobs and rows wrongly."""
+    import butler
+
+    here, there = known(), await level(db)
+    if here == there:
+        return None
+    upgrade = (
+        "upgrade this worker"
+        if there > here
+        else "upgrade its daemon and restart it (its start migrates the database)"
+    )
+    return (
+        f"its database is at migration {there:03d} and this worker (butler "
+        f"{butler.__version__}) speaks {here:03d}: {upgrade}"
+    )
+
+
 @dataclass
 class Served:
     """One butler this worker runs sessions for."""
@@ -136,7 +157,15 @@ class Worker:
                     "and port, and the network between the machines"
                 )
                 continue
-            self.served.append(await self._serve(config))
+            served = await self._serve(config)
+            why = await disagreeing(served.db)
+            if why is not None:
+                await served.db.close()
+                with contextlib.suppress(Exception):
+                    await served.queue.close()
+                refused.append(f"{config.name}: {why}; this worker takes none of its sessions")
+                continue
+            self.served.append(served)
         return refused
 
     async def _serve(self, config: ButlerConfig) -> Served:
