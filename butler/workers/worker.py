@@ -157,20 +157,18 @@ class Worker:
                     "and port, and the network between the machines"
                 )
                 continue
-            served = await self._serve(config)
-            why = await disagreeing(served.db)
+            db = Database(self.database_url, config.db_schema, max_size=4)
+            await db.connect()
+            # Checked before this worker writes anything there (its sweep, its row).
+            why = await disagreeing(db)
             if why is not None:
-                await served.db.close()
-                with contextlib.suppress(Exception):
-                    await served.queue.close()
+                await db.close()
                 refused.append(f"{config.name}: {why}; this worker takes none of its sessions")
                 continue
-            self.served.append(served)
+            self.served.append(await self._serve(config, db))
         return refused
 
-    async def _serve(self, config: ButlerConfig) -> Served:
-        db = Database(self.database_url, config.db_schema, max_size=4)
-        await db.connect()
+    async def _serve(self, config: ButlerConfig, db: Database) -> Served:
         settings = {"search_path": quote_ident(config.db_schema)}
         queue = await asyncpg.create_pool(
             self.database_url, min_size=1, max_size=QUEUE_CONNECTIONS, server_settings=settings
