@@ -6,7 +6,8 @@ as the entrypoint's concurrency limit, which PgQueuer holds across every worker.
 A picked session runs here through the local path's steps
 (:mod:`butler.spawner.worker_runs`):
 its memory, a private workspace with its attachments, the invocation with the
-daemon's session token, the jail and its egress proxy, the adapter. Its result
+session token minted at the claim (:mod:`.claim`), the jail and its egress
+proxy, the adapter. Its result
 goes back to the daemon, which records it. While it runs, this machine's
 ledger names it (:mod:`.ledger`), so that a worker started after this one was
 killed records it and cleans up after it (:mod:`.sweep`) before taking work.
