@@ -71,13 +71,19 @@ class Registry:
 
     async def beat_forever(self) -> None:
         """Beat every ``beat_s`` until cancelled; a database away is noted, then retried."""
+        failing = False
         while True:
             await asyncio.sleep(self.beat_s)
             for rows in self._rows:
                 try:
                     await rows.beat(self.name)
+                    failing = False
                 except Exception as exc:  # the database away: the worker goes on, listed lost
-                    log.warning("worker heartbeat not written: %s: %s", type(exc).__name__, exc)
+                    if not failing:  # once per outage, not every beat of a long one
+                        log.warning(
+                            "worker heartbeat not written: %s: %s", type(exc).__name__, exc
+                        )
+                    failing = True
 
     async def leave(self) -> None:
         """A clean stop: the worker is no longer listed."""
