@@ -80,9 +80,7 @@ class Registry:
                     failing = False
                 except Exception as exc:  # the database away: the worker goes on, listed lost
                     if not failing:  # once per outage, not every beat of a long one
-                        log.warning(
-                            "worker heartbeat not written: %s: %s", type(exc).__name__, exc
-                        )
+                        log.warning("worker heartbeat not written: %s: %s", type(exc).__name__, exc)
                     failing = True
 
     async def leave(self) -> None:
