@@ -26,7 +26,9 @@ WORKERS_EPILOG = (
     "butlers it serves, how many sessions it runs at once for each, how many run now "
     "(as the job queue counts them) and when it last beat. [bold]lost[/bold] is a worker "
     "that missed three heartbeats (killed, its machine gone or cut off): its picked "
-    "sessions are recorded failed by the next worker (docs/scaling.md)."
+    "sessions are recorded failed by the next worker; [bold]incompatible[/bold] is one "
+    "that speaks another hand-over than the daemons (another butler version): it is given "
+    "no session (docs/scaling.md)."
 )
 
 
@@ -49,6 +51,7 @@ def workers(
 ) -> None:
     """List the workers serving the roster's butlers: host, load, heartbeat."""
     from butler.roster import load_roster
+    from butler.store.workers import speaks
     from butler.workers.registry import roster_workers
 
     url = database_url or os.environ.get("DATABASE_URL") or ""
@@ -63,13 +66,16 @@ def workers(
     if not found:
         typer.echo("no workers: start one with `butler worker --help`")
         return
-    table = Table("worker", "host", "butlers", "capacity", "running", "last heartbeat", "status")
+    table = Table(
+        "worker", "host", "butlers", "version", "capacity", "running", "last heartbeat", "status"
+    )
     for row in found:
-        style = "green" if row["status"] == "up" else "red"
+        style = {"up": "green", "incompatible": "yellow"}.get(row["status"], "red")
         table.add_row(
             row["name"],
             row["host"],
             ", ".join(row["butlers"]),
+            speaks(row["protocol"], row["version"]),
             str(row["capacity"]),
             str(row["running"]),
             f"{row['silent_s']:g} s ago",

@@ -137,6 +137,9 @@ class RequireToken:
                 await login(scope, receive, send)
                 return
         caller = self._resolve(headers, mcp)
+        if caller is None and mcp and (token := _bearer(headers)) is not None:
+            claimed = await self.sessions.resolve_claimed(token)  # a worker's runtime
+            caller = Caller(claimed) if claimed else None
         if caller is None:
             await self._refuse(scope)(scope, receive, send)
             return

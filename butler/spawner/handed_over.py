@@ -13,9 +13,9 @@ Before it serves, for each one:
   :meth:`~butler.spawner.closing.Closing.ended`, as for every session: the
   row's completion with the tool calls merged, the resumed share of its usage,
   its episode);
-- else its token, which the job holds and the runtime on its worker still
-  presents, works again here, and the result is waited for again as long as
-  the session may still run: its own time limit and ``PICKUP_GRACE_S``,
+- else its runtime's token (minted by its worker, its digest on the open row)
+  works here as in the earlier daemon, and the result is waited for again as
+  long as the session may still run: its own time limit and ``PICKUP_GRACE_S``,
   counted from when it started; past that it fails with a line saying so
   (and a job no worker picked leaves the queue).
 
@@ -75,8 +75,6 @@ class HandedOver:
         begin once the butler serves (:meth:`kept`)."""
         found = await self._find()
         for handed in found:
-            if handed.job is not None and handed.job.token:
-                self.lifecycle.tokens.honour(handed.session_id, handed.job.token)
             self.lifecycle.ledger.open(handed.session_id)
         self._kept = found
         return [handed.session_id for handed in found]

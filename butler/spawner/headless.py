@@ -61,6 +61,9 @@ class HeadlessSessions:
         self._activity = activity
         self._chains = chains
         self._jobs = SessionJobs(runs.sessions.db)
+        if runs.config.runtime.workers != "local":
+            # A worker's runtime calls with the token its worker minted at pickup.
+            lifecycle.tokens.lookup = self._jobs.claimed_session
         self._placement = Placement(runs.config, WorkerRows(runs.sessions.db))
         cumulative = runs.adapter.cumulative_on_resume
         #: How each session's end is recorded, whichever path ran it.
@@ -180,9 +183,11 @@ class HeadlessSessions:
         """The session's runtime run here, or on a worker (which names itself on the row)."""
         if place == "here":
             return await self._run_here(session, progress)
+        if place == "worker":
+            await self._placement.refuse_strangers()
         here = (self._placement, lambda: self._run_here(session, progress))
         either = here if place == "either" else None
-        return await run_on_worker(self.config, self._jobs, self._lifecycle.tokens, session, either)
+        return await run_on_worker(self.config, self._jobs, session, either)
 
     async def _run_here(self, session: Session, progress: ProgressSink | None) -> RuntimeResult:
         """In this daemon: each runtime process group goes on the row, so that a daemon

@@ -20,10 +20,19 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal
 
 from butler.config import ButlerConfig
+from butler.runtimes.base import RuntimeFailure
 from butler.spawner.session import Session
-from butler.store.workers import WorkerRows
+from butler.store.session_jobs import PROTOCOL
+from butler.store.workers import WorkerRows, speaks
 
 log = logging.getLogger(__name__)
+
+
+def version() -> str:
+    import butler
+
+    return butler.__version__
+
 
 #: Here, on a worker, or wherever room comes first.
 Place = Literal["here", "worker", "either"]
@@ -36,6 +45,26 @@ class Placement:
         self.mode = config.runtime.workers
         self.workers = workers
         self._here = asyncio.Semaphore(config.runtime.local_sessions)
+
+    async def refuse_strangers(self) -> None:
+        """Raise :class:`RuntimeFailure` when every live worker of this
+        butler speaks another hand-over protocol: none will ever pick its session, which
+        would otherwise wait out its whole bound. With no worker at all it waits (one
+        may start)."""
+        try:
+            if await self.workers.live() > 0:
+                return
+            strangers = await self.workers.strangers()
+        except Exception as exc:  # the database away: the wait copes with it
+            log.warning("cannot read the workers' rows: %s: %s", type(exc).__name__, exc)
+            return
+        if strangers:
+            line = (
+                f"no worker that speaks this daemon's hand-over ({speaks(PROTOCOL, version())})"
+                f" serves this butler; refused for that: {', '.join(strangers)}. Upgrade "
+                "them to this daemon's version (`butler workers` shows each one's)"
+            )
+            raise RuntimeFailure(line)  # the session's failure is the daemon's one line
 
     def never_waits(self) -> bool:
         """Whether :meth:`place` always answers at once (only ``"any"`` may wait)."""

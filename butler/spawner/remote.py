@@ -1,11 +1,11 @@
 """A session's runtime run by a worker on another machine: both ends of the hand-over.
 
 The daemon admits and records the session as always, then, for a butler whose
-``[butler.runtime] workers`` is ``"remote"``, issues the session's token and
-hands the run to the job queue (:func:`run_on_worker`: a :class:`Job`, the
-:class:`~butler.spawner.session.Session` whole as JSON) instead of starting the
-runtime itself. A worker picks the job (:mod:`butler.workers.worker`) and runs
-it through the same function a local run takes
+``[butler.runtime] workers`` is ``"remote"``, hands the run to the job queue
+(:func:`run_on_worker`: a :class:`Job`, the :class:`~butler.spawner.session.Session`
+whole as JSON, and no token) instead of starting the runtime itself. A worker
+picks the job (:mod:`butler.workers.worker`), mints the session's token as it
+claims it, and runs it through the same function a local run takes
 (:class:`~butler.spawner.execution.Execution`, by :mod:`.worker_runs`), and
 hands back how it ended (an :class:`~butler.spawner.result.Ending` as JSON);
 the daemon completes the row as it completes every session, merging the tool
@@ -24,7 +24,6 @@ from typing import Any
 from butler.config import ButlerConfig
 from butler.errors import ButlerError
 from butler.runtimes.base import RuntimeFailure, RuntimeResult
-from butler.security.session_tokens import SessionTokens
 from butler.spawner.placement import Placement
 from butler.spawner.result import Ending
 from butler.spawner.session import Session
@@ -40,26 +39,24 @@ PICKUP_GRACE_S = 60.0
 @dataclass(frozen=True)
 class Job:
     """A session handed to the workers, as the queue carries it: the session whole, and
-    the token its runtime calls the butler with (issued by the daemon when it is
-    enqueued, revoked when the session completes)."""
+    no credential (whoever reads the queue could use one): the worker that claims it
+    mints the session's token then (:mod:`butler.workers.claim`)."""
 
     session: Session
-    token: str
 
     def encode(self) -> bytes:
-        return json.dumps({"session": self.session.to_json(), "token": self.token}).encode()
+        return json.dumps({"session": self.session.to_json()}).encode()
 
     @classmethod
     def decode(cls, payload: bytes) -> Job:
         """The job :meth:`encode` gave; ValueError for anything else."""
         try:
-            data = json.loads(payload)
-            session, token = data["session"], data["token"]
+            session = json.loads(payload)["session"]
         except (TypeError, KeyError, ValueError) as exc:
             raise ValueError(f"not a session's job: {type(exc).__name__}") from None
-        if not isinstance(session, dict) or not isinstance(token, str):
-            raise ValueError("not a session's job: its session or token is of the wrong type")
-        return cls(Session.from_json(session), token)
+        if not isinstance(session, dict):
+            raise ValueError("not a session's job: its session is of the wrong type")
+        return cls(Session.from_json(session))
 
 
 def refuse_writable(session: Session) -> None:
@@ -79,7 +76,6 @@ def refuse_writable(session: Session) -> None:
 async def run_on_worker(
     config: ButlerConfig,
     jobs: SessionJobs,
-    tokens: SessionTokens,
     session: Session,
     here: tuple[Placement, Callable[[], Awaitable[RuntimeResult]]] | None = None,
 ) -> RuntimeResult:
@@ -91,7 +87,7 @@ async def run_on_worker(
     :class:`ButlerError` for a session a worker cannot run (it writes folders here).
     """
     refuse_writable(session)
-    job_id = await jobs.enqueue(Job(session, tokens.issue(session.id)).encode())
+    job_id = await jobs.enqueue(Job(session).encode())
     limit = (session.timeout_s or config.runtime.timeout_s) + PICKUP_GRACE_S
     waiting = asyncio.ensure_future(jobs.wait_result(session.id))
     taken_back = False

@@ -7,7 +7,8 @@ the butler's memory (read from the database the worker shares with the
 daemon), a private workspace with the session's attachments, the invocation,
 the jail (whose egress proxy lets through only the butler's MCP address and
 the runtime's model API) and the time limit. What differs is only what belongs
-to the daemon's machine: the token is given, not issued; the runtime's process group
+to the daemon's machine: the token is given (its worker minted it at the claim),
+not issued; the runtime's process group
 goes to the caller (the worker's ledger) rather than the row, since only the
 worker's machine can end it; and how the run ended is returned (an
 :class:`~butler.spawner.result.Ending`) for the daemon to record.
@@ -27,7 +28,8 @@ from butler.spawner.session import Session
 
 
 class GivenToken:
-    """The daemon's token for the session, where ``build_invocation`` would issue one."""
+    """The session's token its worker minted at the claim, where ``build_invocation``
+    would issue one."""
 
     def __init__(self, token: str) -> None:
         self._token = token

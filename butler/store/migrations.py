@@ -95,6 +95,19 @@ async def applied_count(db: Database) -> int:
     return int(await db.fetchval("SELECT count(*) FROM butler_migrations"))
 
 
+async def level(db: Database) -> int:
+    """The newest migration the butler's schema has recorded (0 for none)."""
+    try:
+        return int(await db.fetchval("SELECT coalesce(max(version), 0) FROM butler_migrations"))
+    except asyncpg.UndefinedTableError:
+        return 0
+
+
+def known() -> int:
+    """The newest migration this butler knows."""
+    return max((m.version for m in discover()), default=0)
+
+
 async def _all_applied(conn: asyncpg.Connection, pending: list[Migration]) -> bool:
     """Whether every migration is recorded already (none is ever taken back)."""
     try:

@@ -2,12 +2,16 @@
 results workers hand back (migration 016, docs/scaling.md).
 
 A job's payload is the spawner's to write and read (``butler.spawner.remote.Job``:
-the session as it was admitted, and its token, which the daemon issued and
-revokes when the session completes); here it is bytes. The database already
-holds the credentials store and every row, so the token lives nowhere new.
+the session as it was admitted, and no credential); here it is bytes. The worker
+that claims a session mints two secrets and writes only their digests on the
+row with its claim: the token its runtime calls the butler with
+(:meth:`claimed_session`), and the key its result is handed back with.
 
 A worker's result goes to ``session_results`` and a NOTIFY wakes the daemon,
-which completes the row through its own lifecycle. NOTIFY is best effort (a
+which completes the row through its own lifecycle. A result counts only with
+the key of the pickup that holds the session's claim (:meth:`result`): anyone
+else who can write the table (the database's URL is all it takes) is refused
+in one logged line, and the row is dropped. NOTIFY is best effort (a
 listener reconnecting misses what was sent meanwhile), so the waiter also looks
 at the table every few seconds.
 """
@@ -16,7 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import hmac
+import logging
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -24,12 +32,44 @@ import asyncpg
 from butler.store.db import Database, quote_ident
 from butler.store.outages import UNREACHABLE
 
-#: The one job kind of a butler's queue; its concurrency limit is the butler's own.
-ENTRYPOINT = "session"
+log = logging.getLogger(__name__)
+
+#: The hand-over's version: what a job carries and how a claim, a session's token and a
+#: result are made. Daemon and worker must speak the same (docs/scaling.md): 2 is the
+#: job without a token, its token and result key minted at the claim.
+PROTOCOL = 2
+#: The one job kind of a butler's queue, named for the protocol, so that a worker of
+#: another protocol never picks a job it would run wrongly; its concurrency limit is
+#: the butler's own.
+ENTRYPOINT = f"session-v{PROTOCOL}"
 #: Where a worker says a result is in; the payload is "<schema>:<session id>".
 RESULTS_CHANNEL = "butler_session_results"
 #: How often a waiting daemon looks at the table when no NOTIFY came.
 POLL_S = 2.0
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Pickup:
+    """One worker's claim on one session: an id for retries, and its two secrets (only
+    their digests reach the database)."""
+
+    id: str
+    #: What the session's runtime calls its butler with; revoked when the row closes.
+    token: str
+    #: What the result is handed back with: only this pickup's result counts.
+    key: str
+
+    def claim(self) -> dict[str, str]:
+        """What the claim writes on the session's row (readable by anyone who reads it)."""
+        return {
+            "pickup": self.id,
+            "token_digest": _digest(self.token),
+            "key_digest": _digest(self.key),
+        }
 
 
 class SessionJobs:
@@ -75,19 +115,19 @@ class SessionJobs:
         )
         return gone is not None
 
-    async def claim(self, session_id: str, worker: str, pickup: str) -> str | None:
-        """Mark the session as picked by ``worker`` in its pickup ``pickup`` (a token of
-        that one pickup); None when it is the first, or when the claim there is this very
-        pickup's (made by an earlier try whose reply an outage lost); else the worker that
-        picked it before (and stopped: its job came round again)."""
+    async def claim(self, session_id: str, worker: str, pickup: Pickup) -> str | None:
+        """Mark the session as picked by ``worker`` in ``pickup``; None when it is the
+        first, or when the claim there is this very pickup's (made by an earlier try whose
+        reply an outage lost); else the worker that picked it before (and stopped: its
+        job came round again), whose claim ``pickup`` then takes over (to hand back that
+        the session stopped, with its own key)."""
         key = uuid.UUID(session_id)
+        claim = {"worker": worker, **pickup.claim()}
         claimed = await self.db.fetchval(
-            "UPDATE sessions SET metadata = metadata"
-            " || jsonb_build_object('worker', $2::text, 'pickup', $3::text)"
+            "UPDATE sessions SET metadata = metadata || $2::jsonb"
             " WHERE id = $1 AND NOT metadata ? 'worker' RETURNING id",
             key,
-            worker,
-            pickup,
+            claim,
         )
         if claimed is not None:
             return None
@@ -96,9 +136,25 @@ class SessionJobs:
             " FROM sessions WHERE id = $1",
             key,
         )
-        if before is None or before["pickup"] == pickup:
+        if before is None or before["pickup"] == pickup.id:
             return None
+        await self.db.execute(
+            "UPDATE sessions SET metadata = metadata || $2::jsonb"
+            " WHERE id = $1 AND metadata->>'pickup' = $3",
+            key,
+            claim,
+            before["pickup"],
+        )
         return before["worker"]
+
+    async def claimed_session(self, token_digest: str) -> str | None:
+        """The open session whose worker minted a token of ``token_digest`` at pickup."""
+        found = await self.db.fetchval(
+            "SELECT id FROM sessions WHERE status IN ('pending', 'running')"
+            " AND metadata->>'token_digest' = $1",
+            token_digest,
+        )
+        return str(found) if found is not None else None
 
     async def open(self, session_id: str) -> bool:
         """Whether the session's row is still open: a result for it is still awaited."""
@@ -107,27 +163,59 @@ class SessionJobs:
         )
         return status in ("pending", "running")
 
-    async def put_result(self, session_id: str, worker: str, result: dict[str, Any]) -> None:
-        """A worker's result for the session (once: a second one is ignored), and the wake-up."""
+    async def put_result(
+        self, session_id: str, worker: str, result: dict[str, Any], key: str
+    ) -> None:
+        """A worker's result for the session, handed back with its pickup's ``key`` (once:
+        a second one with that key is ignored; one with another key, a forgery, is
+        replaced), and the wake-up."""
         async with self.db.pool.acquire() as conn, conn.transaction():
             await conn.execute(
                 "INSERT INTO session_results (session_id, worker, result) VALUES ($1, $2, $3)"
-                " ON CONFLICT (session_id) DO NOTHING",
+                " ON CONFLICT (session_id) DO UPDATE SET worker = EXCLUDED.worker,"
+                " result = EXCLUDED.result"
+                " WHERE session_results.result->>'key' IS DISTINCT FROM EXCLUDED.result->>'key'",
                 uuid.UUID(session_id),
                 worker,
-                result,
+                {**result, "key": key},
             )
             await conn.execute(
                 "SELECT pg_notify($1, $2)", RESULTS_CHANNEL, f"{self.db.schema}:{session_id}"
             )
 
     async def result(self, session_id: str) -> tuple[str, dict[str, Any]] | None:
-        """``(worker, result)`` once a worker handed the session's result back."""
+        """``(worker, result)`` once the worker that holds the session's claim handed its
+        result back. Any other result is refused in one logged line and dropped."""
         row = await self.db.fetchrow(
-            "SELECT worker, result FROM session_results WHERE session_id = $1",
+            "SELECT r.worker, r.result, s.metadata->>'worker' AS holder,"
+            " s.metadata->>'key_digest' AS key_digest"
+            " FROM session_results r LEFT JOIN sessions s ON s.id = r.session_id"
+            " WHERE r.session_id = $1",
             uuid.UUID(session_id),
         )
-        return (row["worker"], row["result"]) if row else None
+        if row is None:
+            return None
+        result = dict(row["result"]) if isinstance(row["result"], dict) else {}
+        key = result.pop("key", None)
+        if (
+            isinstance(key, str)
+            and row["key_digest"] is not None
+            and hmac.compare_digest(_digest(key), row["key_digest"])
+        ):
+            return row["worker"], result
+        log.warning(
+            "refused a result handed back as %r: it is not from the worker that holds the "
+            "session's claim (%s); dropped",
+            row["worker"],
+            row["holder"] or "no worker claimed it",
+            extra={"session_id": session_id},
+        )
+        await self.db.execute(
+            "DELETE FROM session_results WHERE session_id = $1 AND result = $2::jsonb",
+            uuid.UUID(session_id),
+            row["result"],
+        )
+        return None
 
     async def in_queue(self) -> dict[int, bytes]:
         """The jobs still in the queue, waiting or picked by a worker: each one's payload

@@ -22,6 +22,7 @@ from typing import Any
 import asyncpg
 
 from butler.store.db import Database
+from butler.store.session_jobs import PROTOCOL
 
 #: A row is lost when its last beat is older than this many beats.
 MISSED_BEATS = 3
@@ -41,6 +42,17 @@ class WorkerRow:
     capacity: int
     queue_manager_id: uuid.UUID
     beat_s: float
+    #: Its butler version, hand-over protocol and newest migration known (migration 018).
+    version: str
+    protocol: int
+    migration: int
+
+
+def speaks(protocol: int | None, version: str | None) -> str:
+    """What a worker speaks, in words."""
+    if protocol is None:
+        return "a butler from before hand-over protocols"
+    return f"butler {version}, hand-over protocol {protocol}"
 
 
 class WorkerRows:
@@ -55,16 +67,20 @@ class WorkerRows:
             f"DELETE FROM workers WHERE heartbeat_at < now() - interval '{FORGET_AFTER}'"
         )
         await self.db.execute(
-            "INSERT INTO workers (name, host, butlers, capacity, queue_manager_id, beat_s)"
-            " VALUES ($1, $2, $3, $4, $5, $6)"
+            "INSERT INTO workers (name, host, butlers, capacity, queue_manager_id, beat_s,"
+            " version, protocol, migration) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
             " ON CONFLICT (name) DO UPDATE SET host = $2, butlers = $3, capacity = $4,"
-            " queue_manager_id = $5, beat_s = $6, started_at = now(), heartbeat_at = now()",
+            " queue_manager_id = $5, beat_s = $6, version = $7, protocol = $8,"
+            " migration = $9, started_at = now(), heartbeat_at = now()",
             row.name[:MAX_TEXT],
             row.host[:MAX_TEXT],
             row.butlers,
             row.capacity,
             row.queue_manager_id,
             row.beat_s,
+            row.version[:MAX_TEXT],
+            row.protocol,
+            row.migration,
         )
 
     async def beat(self, name: str) -> None:
@@ -75,16 +91,31 @@ class WorkerRows:
         await self.db.execute("DELETE FROM workers WHERE name = $1", name)
 
     async def live(self) -> int:
-        """How many workers serving this butler beat recently."""
+        """How many workers serving this butler beat recently and speak this daemon's
+        hand-over protocol (only those can run its sessions)."""
         return await self.db.fetchval(
             "SELECT count(*) FROM workers"
             f" WHERE heartbeat_at >= now() - make_interval(secs => beat_s * {MISSED_BEATS})"
+            " AND protocol IS NOT DISTINCT FROM $1",
+            PROTOCOL,
         )
+
+    async def strangers(self) -> list[str]:
+        """The live workers of this butler that speak another protocol, each as
+        ``name (butler V, protocol P)``."""
+        rows = await self.db.fetch(
+            "SELECT name, version, protocol FROM workers"
+            f" WHERE heartbeat_at >= now() - make_interval(secs => beat_s * {MISSED_BEATS})"
+            " AND protocol IS DISTINCT FROM $1 ORDER BY name",
+            PROTOCOL,
+        )
+        return [f"{r['name']} ({speaks(r['protocol'], r['version'])})" for r in rows]
 
     async def listing(self) -> list[dict[str, Any]]:
         """Every worker of this butler, newest beat first, with its running sessions."""
         rows = await self.db.fetch(
             "SELECT name, host, butlers, capacity, queue_manager_id, started_at, heartbeat_at,"
+            " version, protocol, migration,"
             " extract(epoch FROM now() - heartbeat_at)::float8 AS silent_s,"
             f" heartbeat_at >= now() - make_interval(secs => beat_s * {MISSED_BEATS}) AS up"
             " FROM workers ORDER BY heartbeat_at DESC"
@@ -97,7 +128,10 @@ class WorkerRows:
                 "butlers": list(r["butlers"]),
                 "capacity": r["capacity"],
                 "running": running.get(r["queue_manager_id"], 0),
-                "status": "up" if r["up"] else "lost",
+                "status": _status(r["up"], r["protocol"]),
+                "version": r["version"],
+                "protocol": r["protocol"],
+                "migration": r["migration"],
                 "started_at": _iso(r["started_at"]),
                 "heartbeat_at": _iso(r["heartbeat_at"]),
                 "silent_s": round(max(r["silent_s"], 0.0), 1),
@@ -115,6 +149,14 @@ class WorkerRows:
 
             found = await Queries(AsyncpgDriver(conn)).active_workers()
         return {uuid.UUID(str(w.queue_manager_id)): w.active_jobs for w in found}
+
+
+def _status(up: bool, protocol: int | None) -> str:
+    """``up``, ``lost`` (three beats missed), or ``incompatible`` (up, but given no
+    session: it speaks another hand-over protocol than the daemon's)."""
+    if not up:
+        return "lost"
+    return "up" if protocol == PROTOCOL else "incompatible"
 
 
 def _iso(moment: datetime | None) -> str | None:

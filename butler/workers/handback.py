@@ -21,7 +21,7 @@ from butler.spawner.remote import PICKUP_GRACE_S, Job
 from butler.spawner.result import Ending
 from butler.spawner.worker_runs import WorkerRuns
 from butler.store.outages import UNREACHABLE, through_outage
-from butler.store.session_jobs import SessionJobs
+from butler.store.session_jobs import Pickup, SessionJobs
 from butler.workers import ledger
 
 log = logging.getLogger(__name__)
@@ -31,9 +31,10 @@ WATCH_S = 2.0
 
 
 async def run_claimed(
-    runs: WorkerRuns, jobs: SessionJobs, worker: str, job: Job, job_id: int
+    runs: WorkerRuns, jobs: SessionJobs, worker: str, job: Job, pickup: Pickup, job_id: int
 ) -> None:
-    """Run ``job``'s session (claimed by ``worker``) and hand its ending to the daemon."""
+    """Run ``job``'s session (claimed by ``worker`` in ``pickup``) and hand its ending to
+    the daemon."""
     session = job.session
     entry = ledger.Entry(
         owner=os.getpid(),
@@ -44,6 +45,7 @@ async def run_claimed(
         session_id=session.id,
         job_id=job_id,
         runtime=runs.config.runtime.type,
+        key=pickup.key,
     )
     ledger.note(entry)
 
@@ -51,7 +53,7 @@ async def run_claimed(
         nonlocal entry
         entry = ledger.started(entry, pid, start_ticks(pid))
 
-    end = await _unless_closed(runs.run(session, job.token, started), jobs, session.id)
+    end = await _unless_closed(runs.run(session, pickup.token, started), jobs, session.id)
     if end is None:
         log.warning(
             "the session was closed while it ran here: its runtime is ended",
@@ -62,7 +64,7 @@ async def run_claimed(
     result = end.to_json()
     entry = ledger.ended(entry, result)
     bound = (session.timeout_s or runs.config.runtime.timeout_s) + PICKUP_GRACE_S
-    if await hand_back(jobs, worker, session.id, result, bound):
+    if await hand_back(jobs, worker, session.id, result, pickup.key, bound):
         ledger.forget(entry)
     # else: kept with its result; this machine's next worker hands it back (sweep.py)
 
@@ -107,10 +109,15 @@ async def _closed(jobs: SessionJobs, session_id: str) -> None:
 
 
 async def hand_back(
-    jobs: SessionJobs, worker: str, session_id: str, result: dict[str, Any], bound_s: float
+    jobs: SessionJobs,
+    worker: str,
+    session_id: str,
+    result: dict[str, Any],
+    key: str,
+    bound_s: float,
 ) -> bool:
-    """Put ``result`` in the database, waiting through an outage for up to ``bound_s``
-    (the daemon waits as long); False when it could not."""
+    """Put ``result`` (with its pickup's ``key``) in the database, waiting through an
+    outage for up to ``bound_s`` (the daemon waits as long); False when it could not."""
     told: list[BaseException] = []
 
     def away(exc: BaseException) -> None:
@@ -122,7 +129,9 @@ async def hand_back(
             )
 
     try:
-        await through_outage(lambda: jobs.put_result(session_id, worker, result), bound_s, away)
+        await through_outage(
+            lambda: jobs.put_result(session_id, worker, result, key), bound_s, away
+        )
         return True
     except UNREACHABLE:
         log.error(

@@ -47,6 +47,8 @@ class Entry:
     session_id: str
     job_id: int
     runtime: str
+    #: The pickup's key its result goes back with (:class:`~butler.store.session_jobs.Pickup`).
+    key: str = ""
     #: The runtime's process group and its leader's start time, once it started.
     pgid: int | None = None
     ticks: int | None = None
@@ -131,6 +133,7 @@ def _read(path: Path) -> Entry | None:
             session_id=str(data["session_id"]),
             job_id=int(data["job_id"]),
             runtime=str(data["runtime"]),
+            key=str(data.get("key") or ""),
             pgid=None if data.get("pgid") is None else int(data["pgid"]),
             ticks=None if data.get("ticks") is None else int(data["ticks"]),
             result=data["result"] if isinstance(data.get("result"), dict) else None,

@@ -89,6 +89,7 @@ class RelisteningDriver(AsyncpgPoolDriver):
 
     async def __aenter__(self) -> Self:
         self._users += 1
+        self._closing = False  # entered again: a queue loop started again (worker.py)
         return self
 
     async def __aexit__(self, *_: object) -> None:
@@ -106,6 +107,7 @@ class RelisteningDriver(AsyncpgPoolDriver):
                 with contextlib.suppress(Exception):
                     await self._conn.close()
                 self._conn = None
+            self._channels = []  # a loop started again listens afresh
 
     async def _open(self) -> asyncpg.Connection:
         conn = await self._connect()
@@ -130,8 +132,12 @@ class RelisteningDriver(AsyncpgPoolDriver):
                 async with self._listening:
                     self._conn = await self._open()
                 break
-            except (*UNREACHABLE, asyncpg.PostgresError):
-                await asyncio.sleep(delay)  # the database is still away
+            except Exception as exc:  # the database still away, or refusing us for now
+                if not isinstance(exc, (*UNREACHABLE, asyncpg.PostgresError)):
+                    log.warning(
+                        "the queue's LISTEN could not be made: %s: %s", type(exc).__name__, exc
+                    )
+                await asyncio.sleep(delay)
                 delay = min(delay * 2, MAX_BACKOFF_S)
         log.info("the queue's LISTEN is back: looking for work queued meanwhile")
         for channel, callback in list(self._channels):

@@ -19,9 +19,12 @@ from typing import Any
 
 import asyncpg
 
+import butler as package
 from butler.config import ButlerConfig
 from butler.errors import ButlerError, UserError
 from butler.store.db import Database, redact_dsn
+from butler.store.migrations import known
+from butler.store.session_jobs import PROTOCOL
 from butler.store.workers import WorkerRow, WorkerRows, have_workers_table, merge
 
 log = logging.getLogger(__name__)
@@ -52,6 +55,9 @@ class Registry:
                 capacity=self.capacity,
                 queue_manager_id=manager,
                 beat_s=self.beat_s,
+                version=package.__version__,
+                protocol=PROTOCOL,
+                migration=known(),
             )
             try:
                 await rows.register(row)
@@ -65,13 +71,17 @@ class Registry:
 
     async def beat_forever(self) -> None:
         """Beat every ``beat_s`` until cancelled; a database away is noted, then retried."""
+        failing = False
         while True:
             await asyncio.sleep(self.beat_s)
             for rows in self._rows:
                 try:
                     await rows.beat(self.name)
+                    failing = False
                 except Exception as exc:  # the database away: the worker goes on, listed lost
-                    log.warning("worker heartbeat not written: %s: %s", type(exc).__name__, exc)
+                    if not failing:  # once per outage, not every beat of a long one
+                        log.warning("worker heartbeat not written: %s: %s", type(exc).__name__, exc)
+                    failing = True
 
     async def leave(self) -> None:
         """A clean stop: the worker is no longer listed."""

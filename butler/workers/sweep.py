@@ -70,7 +70,7 @@ async def sweep_after_killed(
         if await jobs.open(entry.session_id):
             # The runtime's own result when it ended before its worker did; else the stop.
             result = entry.result or found_at_restart(entry, worker).to_json()
-            await jobs.put_result(entry.session_id, worker, result)
+            await jobs.put_result(entry.session_id, worker, result, entry.key)
             swept.recorded.append(entry.session_id)
         # Out of the queue: once recorded, the job is no one's to pick again.
         await queries.mark_job_as_cancelled([entry.job_id])  # type: ignore[list-item]

@@ -6,7 +6,8 @@ as the entrypoint's concurrency limit, which PgQueuer holds across every worker.
 A picked session runs here through the local path's steps
 (:mod:`butler.spawner.worker_runs`):
 its memory, a private workspace with its attachments, the invocation with the
-daemon's session token, the jail and its egress proxy, the adapter. Its result
+session token minted at the claim (:mod:`.claim`), the jail and its egress
+proxy, the adapter. Its result
 goes back to the daemon, which records it. While it runs, this machine's
 ledger names it (:mod:`.ledger`), so that a worker started after this one was
 killed records it and cleans up after it (:mod:`.sweep`) before taking work.
@@ -29,7 +30,7 @@ from datetime import timedelta
 
 import asyncpg
 import httpx
-from pgqueuer import Queries, QueueManager
+from pgqueuer import QueueManager
 from pgqueuer.models import Job as QueuedJob
 
 from butler.config import ButlerConfig
@@ -38,10 +39,13 @@ from butler.spawner.execution import Execution
 from butler.spawner.remote import PICKUP_GRACE_S, Job
 from butler.spawner.worker_runs import WorkerRuns
 from butler.store.db import Database, quote_ident
+from butler.store.migrations import known, level
+from butler.store.outages import FIRST_BACKOFF_S, MAX_BACKOFF_S, UNREACHABLE
 from butler.store.session_jobs import ENTRYPOINT, SessionJobs
 from butler.workers.claim import HEARTBEAT_TIMEOUT_S, claim
 from butler.workers.handback import run_claimed
 from butler.workers.listen import RelisteningDriver
+from butler.workers.patient import PatientQueries
 from butler.workers.registry import Registry
 from butler.workers.sweep import sweep_after_killed
 
@@ -85,6 +89,26 @@ async def reachable(config: ButlerConfig) -> str | None:
     if answer.status_code != 200:
         return f"{url}: HTTP {answer.status_code}"
     return None
+
+
+async def disagreeing(db: Database) -> str | None:
+    """None when the butler's schema is at the migration this worker speaks; else why
+    not (which of the two to upgrade): a worker and a daemon of different versions
+    would read each other's jobs and rows wrongly."""
+    import butler
+
+    here, there = known(), await level(db)
+    if here == there:
+        return None
+    upgrade = (
+        "upgrade this worker"
+        if there > here
+        else "upgrade its daemon and restart it (its start migrates the database)"
+    )
+    return (
+        f"its database is at migration {there:03d} and this worker (butler "
+        f"{butler.__version__}) speaks {here:03d}: {upgrade}"
+    )
 
 
 @dataclass
@@ -134,12 +158,18 @@ class Worker:
                     "and port, and the network between the machines"
                 )
                 continue
-            self.served.append(await self._serve(config))
+            db = Database(self.database_url, config.db_schema, max_size=4)
+            await db.connect()
+            # Checked before this worker writes anything there (its sweep, its row).
+            why = await disagreeing(db)
+            if why is not None:
+                await db.close()
+                refused.append(f"{config.name}: {why}; this worker takes none of its sessions")
+                continue
+            self.served.append(await self._serve(config, db))
         return refused
 
-    async def _serve(self, config: ButlerConfig) -> Served:
-        db = Database(self.database_url, config.db_schema, max_size=4)
-        await db.connect()
+    async def _serve(self, config: ButlerConfig, db: Database) -> Served:
         settings = {"search_path": quote_ident(config.db_schema)}
         queue = await asyncpg.create_pool(
             self.database_url, min_size=1, max_size=QUEUE_CONNECTIONS, server_settings=settings
@@ -148,7 +178,7 @@ class Worker:
         def listening() -> Awaitable[asyncpg.Connection]:
             return asyncpg.connect(self.database_url, timeout=10, server_settings=settings)
 
-        queries = Queries(RelisteningDriver(queue, listening))
+        queries = PatientQueries(RelisteningDriver(queue, listening))
         manager = QueueManager(queries)
         jobs = SessionJobs(db)
         # The runtime calls its butler across the network, not on loopback.
@@ -166,9 +196,9 @@ class Worker:
             log.info("session picked", extra={"butler": config.name, "session_id": sid})
             bound = (job.session.timeout_s or config.runtime.timeout_s) + PICKUP_GRACE_S
             silence = self.settings.heartbeat_timeout_s
-            if not await claim(jobs, self.name, sid, bound, silence):
-                return
-            await run_claimed(runs, jobs, self.name, job, int(queued.id))
+            pickup = await claim(jobs, self.name, sid, bound, silence)
+            if pickup is not None:
+                await run_claimed(runs, jobs, self.name, job, pickup, int(queued.id))
 
         return Served(config, db, queue, manager)
 
@@ -181,18 +211,7 @@ class Worker:
         except BaseException:
             await self.close()
             raise
-        capacity = self.registry.capacity
-        runs = [
-            asyncio.create_task(
-                served.manager.run(
-                    dequeue_timeout=timedelta(seconds=self.settings.poll_s),
-                    heartbeat_timeout=timedelta(seconds=self.settings.heartbeat_timeout_s),
-                    batch_size=1,
-                    max_concurrent_tasks=capacity,
-                )
-            )
-            for served in self.served
-        ]
+        runs = [asyncio.create_task(self._take_work(served)) for served in self.served]
         beats = asyncio.create_task(self.registry.beat_forever())
         try:
             await asyncio.gather(*runs)
@@ -204,6 +223,31 @@ class Worker:
             beats.cancel()  # listed until its running sessions are done
             await self.registry.leave()
             await self.close()
+
+    async def _take_work(self, served: Served) -> None:
+        """PgQueuer's loop for one butler, until shut down. Its looks at the queue wait out
+        an outage (:mod:`.patient`); should the database's going end it some other way,
+        it starts again (after the sessions it held are done), never ending the worker."""
+        pause = FIRST_BACKOFF_S
+        while True:
+            try:
+                await served.manager.run(
+                    dequeue_timeout=timedelta(seconds=self.settings.poll_s),
+                    heartbeat_timeout=timedelta(seconds=self.settings.heartbeat_timeout_s),
+                    batch_size=1,
+                    max_concurrent_tasks=self.registry.capacity,
+                )
+                return
+            except UNREACHABLE as exc:
+                if served.manager.shutdown.is_set():
+                    return
+                log.warning(
+                    "the queue's loop stopped (the database is away: %s): starting it again",
+                    type(exc).__name__,
+                    extra={"butler": served.config.name},
+                )
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, MAX_BACKOFF_S)
 
     async def close(self) -> None:
         for served in self.served:

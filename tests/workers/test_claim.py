@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 
-from butler.store.session_jobs import SessionJobs
+from butler.store.session_jobs import Pickup, SessionJobs
 from butler.store.sessions import NewSession, SessionStore
 from butler.workers.claim import claim
 
@@ -20,7 +20,7 @@ async def test_a_claim_whose_reply_an_outage_lost_is_this_pickups_own_and_runs(d
     jobs, sid = await _session(db)
     on_the_row, tries = jobs.claim, []
 
-    async def reply_lost(*args: str) -> str | None:
+    async def reply_lost(*args: object) -> str | None:
         tries.append(args)
         before = await on_the_row(*args)
         if len(tries) == 1:  # written, but the connection dropped before the reply came
@@ -50,7 +50,7 @@ async def test_an_outage_at_the_rows_look_is_waited_out(db):
 
 async def test_a_session_a_stopped_worker_held_is_recorded_not_run_again(db):
     jobs, sid = await _session(db)
-    assert await jobs.claim(sid, "host:1", uuid.uuid4().hex) is None
+    assert await jobs.claim(sid, "host:1", Pickup(uuid.uuid4().hex, "t", "k")) is None
     assert not await claim(jobs, "host:2", sid, bound_s=30)
     worker, result = await jobs.result(sid)
     assert worker == "host:2" and "the worker host:1 stopped" in result["error"]

@@ -12,7 +12,8 @@ import uuid
 import asyncpg
 
 from butler.store.db import Database
-from butler.store.migrations import migrate
+from butler.store.migrations import known, migrate
+from butler.store.session_jobs import PROTOCOL
 from butler.store.workers import WorkerRow, WorkerRows
 from tests.helpers import REPO, free_port, write_butler
 
@@ -30,7 +31,9 @@ def butler(*args: str, cwd=REPO, env: dict[str, str] | None = None):
 
 
 def _row(name: str, capacity: int, beat_s: float = 2.0) -> WorkerRow:
-    return WorkerRow(name, "box-" + name, ["alpha"], capacity, uuid.uuid4(), beat_s=beat_s)
+    return WorkerRow(
+        name, "box-" + name, ["alpha"], capacity, uuid.uuid4(), beat_s, "1.0", PROTOCOL, known()
+    )
 
 
 async def test_butler_workers_lists_live_and_lost_workers_and_forgets_one_that_left(
@@ -63,6 +66,29 @@ async def test_butler_workers_lists_live_and_lost_workers_and_forgets_one_that_l
 
     table = butler("workers", "-r", str(tmp_path / "roster"), "--database-url", pg_dsn)
     assert "a:1" in table.stdout and "lost" in table.stdout, table.stdout
+
+
+async def test_butler_workers_shows_a_worker_of_an_older_version_as_incompatible(
+    db, schema_name, pg_dsn, tmp_path
+):
+    rows = WorkerRows(db)
+    await rows.register(_row("new:1", 2, beat_s=3600))
+    # What a worker from before migration 018 writes: its row, and no version.
+    await db.execute(
+        "INSERT INTO workers (name, host, butlers, capacity, queue_manager_id, beat_s)"
+        " VALUES ('old:2', 'box-old', '{alpha}', 2, $1, 3600)",
+        uuid.uuid4(),
+    )
+    write_butler(tmp_path / "roster", "alpha", port=free_port(), schema=schema_name)
+    done = butler("workers", "-r", str(tmp_path / "roster"), "--database-url", pg_dsn, "--json")
+    assert done.returncode == 0, done.stderr
+    found = {w["name"]: w for w in json.loads(done.stdout)}
+    assert found["old:2"]["status"] == "incompatible" and found["old:2"]["protocol"] is None
+    assert (found["new:1"]["status"], found["new:1"]["protocol"]) == ("up", PROTOCOL)
+    assert await rows.live() == 1
+    assert await rows.strangers() == ["old:2 (a butler from before hand-over protocols)"]
+    table = butler("workers", "-r", str(tmp_path / "roster"), "--database-url", pg_dsn)
+    assert "incompatible" in table.stdout, table.stdout
 
 
 async def test_butler_workers_on_a_butler_that_never_ran_lists_none_and_creates_nothing(
@@ -114,7 +140,9 @@ async def test_a_worker_serving_two_butlers_is_one_line_naming_both(pg_dsn, tmp_
             await db.connect()
             try:
                 await migrate(db)
-                row = WorkerRow("both:7", "box", ["one", "two"], 2, manager, beat_s=2.0)
+                row = WorkerRow(
+                    "both:7", "box", ["one", "two"], 2, manager, 2.0, "1.0", PROTOCOL, known()
+                )
                 await WorkerRows(db).register(row)
             finally:
                 await db.close()

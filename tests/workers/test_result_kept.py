@@ -12,15 +12,22 @@ import pytest
 from butler.config import load_config
 from butler.spawner.completions import CompletionWriter
 from butler.spawner.remote import wait_for_worker
-from butler.store.session_jobs import SessionJobs
+from butler.store.session_jobs import Pickup, SessionJobs
 from butler.store.sessions import NewSession, SessionOutcome, SessionStore
 from tests.helpers import eventually
+
+
+async def _handed_back(jobs: SessionJobs, sid: str, result: dict) -> None:
+    """``result`` as the worker ``w1`` hands it back, having claimed the session."""
+    pickup = Pickup(uuid.uuid4().hex, "token", "key")
+    assert await jobs.claim(sid, "w1", pickup) is None
+    await jobs.put_result(sid, "w1", result, pickup.key)
 
 
 async def test_a_result_handed_back_stays_until_the_sessions_row_records_it(db, butler_dir):
     store, jobs = SessionStore(db), SessionJobs(db)
     sid = str(await store.create(NewSession("summarise", "external", "fake")))
-    await jobs.put_result(sid, "w1", {"status": "succeeded", "result": {"output": "done"}})
+    await _handed_back(jobs, sid, {"status": "succeeded", "result": {"output": "done"}})
     try:
         result = await wait_for_worker(load_config(butler_dir), jobs, sid, None, 10)
         assert result.output == "done"
@@ -42,7 +49,7 @@ async def test_a_completion_the_database_refuses_leaves_no_result_to_take_over_a
     start fails the row as it fails any left open."""
     store, jobs = SessionStore(db), SessionJobs(db)
     sid = str(await store.create(NewSession("summarise", "external", "fake")))
-    await jobs.put_result(sid, "w1", {"status": "succeeded", "result": {"output": "done"}})
+    await _handed_back(jobs, sid, {"status": "succeeded", "result": {"output": "done"}})
 
     async def refuse(*_args: object) -> None:
         raise asyncpg.exceptions.CheckViolationError("the row breaks a constraint")
@@ -63,7 +70,7 @@ async def test_a_result_handed_back_as_the_bound_runs_out_is_recorded_not_failed
     reported: the result there is the session's."""
     store, jobs = SessionStore(db), SessionJobs(db)
     sid = str(await store.create(NewSession("summarise", "external", "fake")))
-    await jobs.put_result(sid, "w1", {"status": "succeeded", "result": {"output": "done"}})
+    await _handed_back(jobs, sid, {"status": "succeeded", "result": {"output": "done"}})
     try:
         result = await wait_for_worker(load_config(butler_dir), jobs, sid, None, 10, elapsed=20)
         assert result.output == "done"
@@ -87,7 +94,7 @@ async def test_a_completion_the_database_cannot_take_yet_is_retried_not_dropped(
     the caller was told it succeeded, and the next start failed the row."""
     store, jobs = SessionStore(db), SessionJobs(db)
     sid = str(await store.create(NewSession("summarise", "external", "fake")))
-    await jobs.put_result(sid, "w1", {"status": "succeeded", "result": {"output": "done"}})
+    await _handed_back(jobs, sid, {"status": "succeeded", "result": {"output": "done"}})
     complete, attempts = store.complete, []
 
     async def outage_then_back(*args: object) -> SessionOutcome:

@@ -68,6 +68,55 @@ async def test_a_result_made_during_a_database_outage_reaches_the_caller_once_it
         await server.stop()
 
 
+@pytest.mark.parametrize("outage_s", [5, 20])
+async def test_a_worker_outage_cutting_its_queue_lookup_pauses_it_and_it_runs_held_and_new_work(
+    own_postgres, tmp_path, outage_s
+):
+    """The database goes away while the worker holds a running session; meanwhile its
+    main loop looks at the queue (by chance under load, or at its next poll: the worker
+    ended, and took no work until restarted by hand). A poll of 1 s makes it look during
+    any outage."""
+    server = EmbeddedPostgres(own_postgres)
+    dsn = await server.start()
+    try:
+        with machine() as place:
+            port = free_port()
+            folder = probe_butler(tmp_path / "roster", place.peer, port)
+            starts, done = folder / "starts.txt", folder / "done"
+            daemon = _Daemon(folder, port=port, database_url=dsn, host=place.peer).start()
+            worker = None
+            try:
+                worker = _worker(place, folder.parent, dsn, tmp_path / "data", args=("--poll", "1"))
+                plan = {"starts": str(starts), "sleep": 3, "done": str(done)}
+                async with butler_client(f"{daemon.url}/mcp", timeout=300) as client:
+                    held = asyncio.create_task(
+                        client.call_tool("trigger", {"prompt": json.dumps(plan)})
+                    )
+                    await eventually(starts.is_file, timeout=120)
+                    await server.stop()
+                    await asyncio.sleep(outage_s)
+                    assert worker.poll() is None, "the worker ended during the outage"
+                    server = EmbeddedPostgres(own_postgres)
+                    await server.start()
+                    answer = (await asyncio.wait_for(held, 250)).structured_content
+                    after = await asyncio.wait_for(
+                        client.call_tool("trigger", {"prompt": json.dumps({})}), 250
+                    )
+                    alive = worker.poll() is None
+            finally:
+                if worker is not None:
+                    worker.terminate()
+                    output = output_of(worker, tmp_path / "data")
+                    (tmp_path / "worker.log").write_text(output)
+                daemon.stop()
+        assert alive, "the worker ended after the outage"
+        assert answer["success"], answer
+        assert starts.read_text().count("\n") == 1  # the held session ran once
+        assert after.structured_content["success"], after.structured_content
+    finally:
+        await server.stop()
+
+
 async def _claimed(dsn: str, prompt: str) -> bool:
     conn = await asyncpg.connect(dsn)
     try:

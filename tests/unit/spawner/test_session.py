@@ -82,8 +82,8 @@ def test_a_session_crosses_to_a_worker_whole_in_its_job():
         TriggerRequest(prompt="p", timeout_s=30, files=(SessionFile("b.bin", b"\x00\xff"),)),
         PARENT,
     )
-    job = Job.decode(Job(session, "token").encode())
-    assert job == Job(session, "token")
+    job = Job.decode(Job(session).encode())
+    assert job == Job(session)
     assert isinstance(job.session.timeout_s, float)
 
 
@@ -91,15 +91,14 @@ def test_a_session_crosses_to_a_worker_whole_in_its_job():
     "payload",
     [
         b"not json",
-        b'{"token": "t"}',
-        b'{"session": [], "token": "t"}',
-        b'{"session": {"id": "x", "prompt": "p"}, "token": 5}',
-        b'{"session": {"prompt": "p"}, "token": "t"}',
-        b'{"session": {"id": "x", "prompt": "p", "max_turns": "9"}, "token": "t"}',
-        b'{"session": {"id": "x", "prompt": "p", "max_turns": true}, "token": "t"}',
-        b'{"session": {"id": "x", "prompt": "p", "metadata": []}, "token": "t"}',
-        b'{"session": {"id": "x", "prompt": "p", "files": [{"name": "../x"}]}, "token": "t"}',
-        b'{"session": {"id": "x", "prompt": "p", "writable": "/"}, "token": "t"}',
+        b'{"job": "t"}',
+        b'{"session": []}',
+        b'{"session": {"prompt": "p"}}',
+        b'{"session": {"id": "x", "prompt": "p", "max_turns": "9"}}',
+        b'{"session": {"id": "x", "prompt": "p", "max_turns": true}}',
+        b'{"session": {"id": "x", "prompt": "p", "metadata": []}}',
+        b'{"session": {"id": "x", "prompt": "p", "files": [{"name": "../x"}]}}',
+        b'{"session": {"id": "x", "prompt": "p", "writable": "/"}}',
     ],
 )
 def test_a_job_that_is_not_a_sessions_is_refused_in_one_error(payload):
