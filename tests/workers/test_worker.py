@@ -16,10 +16,10 @@ from tests.workers.machines import machine
 from tests.workers.tester import (
     JAILED,
     LinkDaemon,
+    link_butler,
+    link_worker,
     output_of,
     picked_by,
-    tester_folder,
-    tester_worker,
     worker_log,
 )
 
@@ -36,11 +36,11 @@ async def test_a_session_runs_on_a_worker_machine_and_calls_its_butler_across_th
     try:
         with machine() as place:
             port = free_port()
-            folder = tester_folder(roster, place.peer, port)
+            folder = link_butler(roster, place.peer, port)
             daemon = LinkDaemon(folder, port=port, database_url=dsn, host=place.peer).start()
             worker = None
             try:
-                worker = tester_worker(place, roster, dsn, tmp_path / "worker-data")
+                worker = link_worker(place, roster, dsn, tmp_path / "worker-data")
                 # Past the daemon's own bound (the session's 60 s and the pickup grace), so
                 # a session no worker ran fails with the daemon's reason, not the client's.
                 async with butler_client(f"{daemon.url}/mcp", timeout=180) as client:
@@ -77,10 +77,10 @@ async def test_a_worker_that_cannot_reach_its_butler_says_so_in_one_line_and_tak
     try:
         with machine() as linked, machine(linked=False) as cut_off:
             port = free_port()
-            folder = tester_folder(roster, linked.peer, port)
+            folder = link_butler(roster, linked.peer, port)
             daemon = LinkDaemon(folder, port=port, database_url=dsn, host=linked.peer).start()
             try:
-                worker = tester_worker(cut_off, roster, dsn, tmp_path / "worker-data")
+                worker = link_worker(cut_off, roster, dsn, tmp_path / "worker-data")
                 output = output_of(worker, tmp_path / "worker-data")
                 assert worker.returncode == 1, output
                 lines = [line for line in output.splitlines() if "cannot reach" in line]
@@ -113,7 +113,7 @@ async def test_a_killed_workers_session_is_recorded_failed_by_the_next_worker_ne
     try:
         with machine() as place:
             port = free_port()
-            folder = tester_folder(roster, place.peer, port)
+            folder = link_butler(roster, place.peer, port)
             toml = folder / "butler.toml"
             toml.write_text(
                 toml.read_text().replace(
@@ -125,14 +125,14 @@ async def test_a_killed_workers_session_is_recorded_failed_by_the_next_worker_ne
             first = second = None
             try:
                 # Jailed: bubblewrap ends the jail with the worker (--die-with-parent).
-                first = tester_worker(place, roster, dsn, tmp_path / "first", JAILED)
+                first = link_worker(place, roster, dsn, tmp_path / "first", JAILED)
                 async with butler_client(f"{daemon.url}/mcp", timeout=120) as client:
                     call = asyncio.create_task(client.call_tool("trigger", {"prompt": "nap"}))
                     picked = await eventually(lambda: picked_by(dsn), timeout=60)
                     await eventually(lambda: _sleeping(marker), timeout=60)  # it runs
                     first.kill()  # kill -9: no drain, no goodbye
                     first.wait(30)
-                    second = tester_worker(
+                    second = link_worker(
                         place, roster, dsn, tmp_path / "second", args=("--heartbeat-timeout", "3")
                     )
                     answer = (await asyncio.wait_for(call, 120)).structured_content

@@ -12,7 +12,7 @@ from butler.store.embedded import EmbeddedPostgres
 from tests.helpers import butler_client, free_port, require_jail
 from tests.workers.far_host import far_host, status_from
 from tests.workers.machines import machine
-from tests.workers.tester import JAILED, LinkDaemon, output_of, probe_butler, tester_worker
+from tests.workers.tester import JAILED, LinkDaemon, link_worker, output_of, probe_butler
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +36,7 @@ async def test_a_jailed_session_on_a_worker_reaches_its_butler_but_no_other_host
             daemon = LinkDaemon(folder, port=port, database_url=dsn, host=place.peer).start()
             worker = None
             try:
-                worker = tester_worker(place, roster, dsn, tmp_path / "worker-data", JAILED)
+                worker = link_worker(place, roster, dsn, tmp_path / "worker-data", JAILED)
                 plan = {
                     "mcp": {"tool": "state_set", "arguments": {"key": "k", "value": "jailed"}},
                     "fetch": [other],

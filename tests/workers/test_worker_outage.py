@@ -15,10 +15,10 @@ from tests.helpers import butler_client, eventually, free_port
 from tests.workers.machines import machine
 from tests.workers.tester import (
     LinkDaemon,
+    link_butler,
+    link_worker,
     output_of,
     probe_butler,
-    tester_folder,
-    tester_worker,
     worker_log,
 )
 
@@ -41,7 +41,7 @@ async def test_a_result_made_during_a_database_outage_reaches_the_caller_once_it
             daemon = LinkDaemon(folder, port=port, database_url=dsn, host=place.peer).start()
             worker = None
             try:
-                worker = tester_worker(place, folder.parent, dsn, tmp_path / "data")
+                worker = link_worker(place, folder.parent, dsn, tmp_path / "data")
                 plan = {"starts": str(starts), "sleep": 2, "done": str(done)}
                 async with butler_client(f"{daemon.url}/mcp", timeout=180) as client:
                     call = asyncio.create_task(
@@ -98,13 +98,13 @@ async def test_after_a_database_outage_a_worker_is_woken_by_new_work_again_not_b
     try:
         with machine() as place:
             port = free_port()
-            folder = tester_folder(tmp_path / "roster", place.peer, port)
+            folder = link_butler(tmp_path / "roster", place.peer, port)
             daemon = LinkDaemon(folder, port=port, database_url=dsn, host=place.peer).start()
             worker = None
             try:
                 # PgQueuer's poll made longer than the test: only a NOTIFY brings it work.
                 slow_poll = ("--poll", "3600")
-                worker = tester_worker(place, folder.parent, dsn, tmp_path / "data", args=slow_poll)
+                worker = link_worker(place, folder.parent, dsn, tmp_path / "data", args=slow_poll)
                 async with butler_client(f"{daemon.url}/mcp", timeout=180) as client:
                     before = await client.call_tool("trigger", {"prompt": "before"})
                     assert before.structured_content["success"], before.structured_content

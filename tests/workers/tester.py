@@ -38,7 +38,7 @@ print("worker says hi")
 """
 
 
-def tester_folder(
+def link_butler(
     roster: Path, host: str, port: int, command: list[str] | None = None, extra: str = ""
 ) -> Path:
     """Butler ``tester`` on workers; its runtime is ``command`` (by default an MCP client
@@ -86,7 +86,7 @@ class LinkDaemon(DaemonProcess):
         return f"http://{self.host}:{self.port}"
 
 
-def tester_worker(
+def link_worker(
     place: Machine,
     roster: Path,
     dsn: str,
@@ -133,6 +133,6 @@ PROBE_COMMAND = [
 
 
 def probe_butler(roster: Path, host: str, port: int, extra: str = "") -> Path:
-    folder = tester_folder(roster, host, port, PROBE_COMMAND, extra)
+    folder = link_butler(roster, host, port, PROBE_COMMAND, extra)
     shutil.copy(PROBE, folder / "jail_probe.py")
     return folder
