@@ -25,8 +25,9 @@ from tests.fakes.runtime import FakeAdapter
 from tests.helpers import TEST_TOKEN, free_port, spawner_over, write_butler
 
 #: The fake model server and MCP probe fixtures serve every test package, and so do the
-#: real servers tests run (a Matrix homeserver, a mail server, an MQTT subscriber, a webhook).
-pytest_plugins = ["tests.fakes.fixtures", "tests.servers.fixtures"]
+#: real servers tests run (a Matrix homeserver, a mail server, an MQTT subscriber, a webhook);
+#: tests/tiers.py marks the tiers and runs the fast ones first.
+pytest_plugins = ["tests.fakes.fixtures", "tests.servers.fixtures", "tests.tiers"]
 
 #: Suites that are not about the jail run their fakes (which live in this repository,
 #: outside any jail) unjailed; tests/sandbox turns it on for every runtime it starts.
