@@ -100,6 +100,27 @@ def schema_name() -> Iterator[str]:
 
 
 @pytest.fixture
+def schemas() -> Iterator[list[str]]:
+    """Four schema names, for a roster's butlers, dropped after the test."""
+    prefix = f"t_{uuid.uuid4().hex[:8]}"
+    names = [f"{prefix}_{i}" for i in range(4)]
+    yield names
+    if not SUITE.opened:
+        return
+    import asyncio
+
+    async def drop() -> None:
+        conn = await asyncpg.connect(SUITE.dsn())
+        try:
+            for name in names:
+                await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(name)} CASCADE")
+        finally:
+            await conn.close()
+
+    asyncio.run(drop())
+
+
+@pytest.fixture
 async def db(schema_name: str) -> AsyncIterator[Database]:
     """A migrated database in a schema of its own."""
     database = Database(SUITE.dsn(), schema_name)
