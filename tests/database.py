@@ -105,7 +105,9 @@ class SuiteDatabase:
         if answering("127.0.0.1", port):
             return f"postgresql://postgres@127.0.0.1:{port}/test"
         self.embedded = EmbeddedPostgres(self._folder() / "pgdata")
-        # Also when imported outside pytest (the benchmarks import the fixtures).
+        # Also when used outside pytest, which calls neither at its end (atexit runs the
+        # last registered first: let go, then remove what this process named).
+        atexit.register(self.remove_run_folder)
         atexit.register(self.close)
         return asyncio.run(self.embedded.start())
 
