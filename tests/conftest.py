@@ -20,13 +20,14 @@ from butler.store.db import Database, quote_ident
 from butler.store.memory import Memory, PostgresMemory
 from butler.store.migrations import migrate
 from butler.store.sessions import SessionStore
-from tests.database import SuiteDatabase
+from tests.database import SUITE, name_run_folder
 from tests.fakes.runtime import FakeAdapter
 from tests.helpers import TEST_TOKEN, free_port, spawner_over, write_butler
 
 #: The fake model server and MCP probe fixtures serve every test package, and so do the
-#: real servers tests run (a Matrix homeserver, a mail server, an MQTT subscriber, a webhook).
-pytest_plugins = ["tests.fakes.fixtures", "tests.servers.fixtures"]
+#: real servers tests run (a Matrix homeserver, a mail server, an MQTT subscriber, a webhook);
+#: tests/tiers.py marks the tiers and runs the fast ones first.
+pytest_plugins = ["tests.fakes.fixtures", "tests.servers.fixtures", "tests.tiers"]
 
 #: Suites that are not about the jail run their fakes (which live in this repository,
 #: outside any jail) unjailed; tests/sandbox turns it on for every runtime it starts.
@@ -42,19 +43,31 @@ os.environ.setdefault("BUTLER_ALLOW_ROOT", "1")
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-#: The test database: TEST_DATABASE_URL, the machine's PostgreSQL, or an embedded one.
-_DATABASE = SuiteDatabase()
-TEST_DSN = _DATABASE.open()
+#: The embedded server's folder, if a test of this run needs one, named before xdist starts workers.
+name_run_folder()
+
+
+def __getattr__(name: str) -> str:
+    """``TEST_DSN``, for the modules that import it: the server is found on that import.
+
+    Lazy so that a run that never imports it nor asks for ``pg_dsn`` (the unit
+    tier) never looks for a database.
+    """
+    if name == "TEST_DSN":
+        return SUITE.dsn()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Stop the embedded PostgreSQL once every test (and every xdist worker) is done."""
-    _DATABASE.close()
+    """Let go of the embedded PostgreSQL once every test (and every xdist worker) is done."""
+    SUITE.close()
+    SUITE.remove_run_folder()
 
 
 @pytest.fixture(scope="session")
 def pg_dsn() -> str:
-    return TEST_DSN
+    """The suite's PostgreSQL, found or started by the first test that asks for it."""
+    return SUITE.dsn()
 
 
 @pytest.fixture(autouse=True)
@@ -72,10 +85,12 @@ def schema_name() -> Iterator[str]:
     """A fresh schema name, dropped with everything in it after the test."""
     name = f"t_{uuid.uuid4().hex[:12]}"
     yield name
+    if not SUITE.opened:  # nothing asked for the database: no schema can exist
+        return
     import asyncio
 
     async def drop() -> None:
-        conn = await asyncpg.connect(TEST_DSN)
+        conn = await asyncpg.connect(SUITE.dsn())
         try:
             await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(name)} CASCADE")
         finally:
@@ -85,9 +100,30 @@ def schema_name() -> Iterator[str]:
 
 
 @pytest.fixture
+def schemas() -> Iterator[list[str]]:
+    """Four schema names, for a roster's butlers, dropped after the test."""
+    prefix = f"t_{uuid.uuid4().hex[:8]}"
+    names = [f"{prefix}_{i}" for i in range(4)]
+    yield names
+    if not SUITE.opened:
+        return
+    import asyncio
+
+    async def drop() -> None:
+        conn = await asyncpg.connect(SUITE.dsn())
+        try:
+            for name in names:
+                await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(name)} CASCADE")
+        finally:
+            await conn.close()
+
+    asyncio.run(drop())
+
+
+@pytest.fixture
 async def db(schema_name: str) -> AsyncIterator[Database]:
     """A migrated database in a schema of its own."""
-    database = Database(TEST_DSN, schema_name)
+    database = Database(SUITE.dsn(), schema_name)
     await database.connect()
     await migrate(database)
     try:

@@ -1,11 +1,17 @@
-"""The suite's PostgreSQL, found or started once per test run.
+"""The suite's PostgreSQL, found or started on first use, once per test run.
 
 In order: ``TEST_DATABASE_URL``; else the server answering on
 127.0.0.1:``BUTLER_TEST_PG_PORT`` (5432 unless set); else one embedded
-PostgreSQL (the package the daemon itself falls back to), started by the first
-pytest process of the run. That process puts its DSN in ``TEST_DATABASE_URL``,
-so the xdist workers it starts afterwards inherit the same server instead of
-each starting their own; it stops the server when the run ends.
+PostgreSQL (the package the daemon itself falls back to). Nothing is looked
+for until a test asks for the database (the ``pg_dsn`` or ``db`` fixture, or
+``tests.conftest.TEST_DSN``), so the unit tier runs with no server at all.
+
+The embedded server's files go in one folder per run, named by the first
+pytest process (:func:`name_run_folder`, before it starts its xdist workers)
+in ``BUTLER_TEST_PG_FOLDER``: each worker that needs the server starts or
+joins it there (the embedded server is shared by every process of its folder,
+and stops when the last lets go), and the first process deletes the folder
+when the run ends.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import os
 import shutil
 import socket
 import tempfile
+import uuid
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -51,41 +58,86 @@ def endpoints(dsn: str) -> tuple[list[tuple[str, int]], list[str]]:
     return tcp, unix
 
 
+#: Set (to anything), a run must not touch a database: the unit tier's proof that it needs none.
+REFUSE_VARIABLE = "BUTLER_TEST_NO_DATABASE"
+#: The folder of this run's embedded server, named by the run's first pytest process.
+FOLDER_VARIABLE = "BUTLER_TEST_PG_FOLDER"
+
+
+def name_run_folder() -> None:
+    """Name the run's embedded-server folder, in the first pytest process of a run.
+
+    Not in an xdist worker, which inherits its controller's. Always a new name
+    otherwise: a pytest run started by a test must not share its parent's.
+    Named only; created by the first process that needs the server.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    name = f"butler-test-pg-{uuid.uuid4().hex[:12]}"
+    os.environ[FOLDER_VARIABLE] = str(Path(tempfile.gettempdir()) / name)
+
+
 class SuiteDatabase:
-    """The DSN every test uses, and the embedded server behind it when one was started."""
+    """The DSN every test uses, found or started on the first call to :meth:`dsn`."""
 
     def __init__(self) -> None:
-        self.dsn = ""
+        self._dsn = ""
         self.embedded: EmbeddedPostgres | None = None
-        self._folder: Path | None = None
 
-    def open(self) -> str:
-        """Find or start the server; return its DSN."""
+    def dsn(self) -> str:
+        """Find or start the server on first use; return its DSN."""
+        if not self._dsn:
+            self._dsn = self._open()
+        return self._dsn
+
+    @property
+    def opened(self) -> bool:
+        """Whether a test of this process has asked for the database yet."""
+        return bool(self._dsn)
+
+    def _open(self) -> str:
+        if os.environ.get(REFUSE_VARIABLE):
+            raise RuntimeError(f"{REFUSE_VARIABLE} is set: this run must not use a database")
         configured = os.environ.get("TEST_DATABASE_URL")
         if configured:
-            self.dsn = configured
-            return self.dsn
+            return configured
         port = int(os.environ.get(PORT_VARIABLE) or 5432)
         if answering("127.0.0.1", port):
-            self.dsn = f"postgresql://postgres@127.0.0.1:{port}/test"
-        else:
-            self.dsn = self._start_embedded()
-            os.environ["TEST_DATABASE_URL"] = self.dsn
-        return self.dsn
-
-    def _start_embedded(self) -> str:
-        self._folder = Path(tempfile.mkdtemp(prefix="butler-test-pg-"))
-        self.embedded = EmbeddedPostgres(self._folder / "pgdata")
-        # Also when imported outside pytest (the benchmarks import the fixtures).
+            return f"postgresql://postgres@127.0.0.1:{port}/test"
+        self.embedded = EmbeddedPostgres(self._folder() / "pgdata")
+        # Also when used outside pytest, which calls neither at its end (atexit runs the
+        # last registered first: let go, then remove what this process named).
+        atexit.register(self.remove_run_folder)
         atexit.register(self.close)
         return asyncio.run(self.embedded.start())
 
+    @staticmethod
+    def _folder() -> Path:
+        if FOLDER_VARIABLE not in os.environ:  # imported outside a pytest run
+            name_run_folder()
+        return Path(os.environ[FOLDER_VARIABLE])
+
     def close(self) -> None:
-        """Stop the embedded server this process started, and delete its data."""
+        """Let go of the embedded server this process joined (the last one out stops it)."""
         embedded, self.embedded = self.embedded, None
         if embedded is not None:
             asyncio.run(embedded.stop())
-            os.environ.pop("TEST_DATABASE_URL", None)
-        if self._folder is not None:
-            shutil.rmtree(self._folder, ignore_errors=True)
-            self._folder = None
+
+    def remove_run_folder(self) -> None:
+        """In the run's first process, once its workers are done: stop and delete the server.
+
+        A worker killed before it let go leaves the server running: joining and
+        leaving once stops it (every other user is gone by now).
+        """
+        if os.environ.get("PYTEST_XDIST_WORKER") or FOLDER_VARIABLE not in os.environ:
+            return
+        folder = Path(os.environ[FOLDER_VARIABLE])
+        if (folder / "pgdata" / "postmaster.pid").exists():
+            left = EmbeddedPostgres(folder / "pgdata")
+            asyncio.run(left.start())
+            asyncio.run(left.stop())
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+#: The one per test process.
+SUITE = SuiteDatabase()

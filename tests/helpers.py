@@ -23,6 +23,15 @@ REPO = Path(__file__).resolve().parents[1]
 #: The owner token of every butler a test starts (tests/conftest.py sets BUTLER_TOKEN to it).
 TEST_TOKEN = "test-owner-token-0123456789-abcdefghijklmnop"
 
+#: Environment variables that override a butler folder's files (a test of the files unsets them).
+CONFIG_OVERRIDES = (
+    "DATABASE_URL",
+    "BUTLER_PORT",
+    "BUTLER_HOST",
+    "BUTLER_DB_SCHEMA",
+    "BUTLER_RUNTIME",
+)
+
 
 def butler_client(url: str, **kwargs: Any) -> Any:
     """An MCP client on a butler's ``/mcp`` or ``/sse``, presenting the owner token (or the
@@ -101,6 +110,13 @@ def write_butler(
         lines.append("")
     (folder / "butler.toml").write_text("\n".join(lines) + extra, encoding="utf-8")
     (folder / "CLAUDE.md").write_text(prompt, encoding="utf-8")
+    return folder
+
+
+def butler_toml(roster: Path, body: str, name: str = "tester") -> Path:
+    """A butler folder whose butler.toml is exactly ``body`` (beside a CLAUDE.md)."""
+    folder = write_butler(roster, name, port=8100)
+    (folder / "butler.toml").write_text(body, encoding="utf-8")
     return folder
 
 

@@ -5,32 +5,15 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import subprocess
-import sys
-from pathlib import Path
 
 import asyncpg
 import pytest
 
 from butler import __version__
-from tests.helpers import REPO, free_port, write_butler
+from tests.commands import butler
+from tests.helpers import free_port, write_butler
 
 pytestmark = pytest.mark.slow
-
-#: The console script the package installs next to the interpreter.
-BUTLER = Path(sys.executable).with_name("butler")
-
-
-def butler(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    return subprocess.run(
-        [str(BUTLER), *args],
-        capture_output=True,
-        text=True,
-        env={**clean, "COLUMNS": "100", **(env or {})},
-        cwd=REPO,
-        timeout=60,
-    )
 
 
 def test_version():

@@ -9,19 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from butler.config import load_config
-from tests.helpers import REPO, write_butler
+from tests.helpers import CONFIG_OVERRIDES, REPO, butler_toml
 
 pytestmark = pytest.mark.slow
 
-#: Variables that would override the files under test.
 BUILT_IN_RUNTIMES = ("claude-code", "codex", "command", "copilot", "gemini", "opencode")
-OVERRIDES = ("DATABASE_URL", "BUTLER_PORT", "BUTLER_HOST", "BUTLER_DB_SCHEMA", "BUTLER_RUNTIME")
 
 
 def run_butler(folder: Path | str, *args: str, env: dict[str, str] | None = None):
     """``butler run --config folder`` as a person would type it; it must not get far."""
-    clean = {k: v for k, v in os.environ.items() if k not in OVERRIDES}
+    clean = {k: v for k, v in os.environ.items() if k not in CONFIG_OVERRIDES}
     argv = [sys.executable, "-m", "butler.cli", "run", "--config", str(folder), *args]
     return subprocess.run(
         argv, capture_output=True, text=True, env={**clean, **(env or {})}, cwd=REPO, timeout=60
@@ -36,12 +33,6 @@ def one_line_error(result: subprocess.CompletedProcess[str]) -> str:
     assert len(lines) == 1, result.stderr
     assert result.stdout == ""
     return lines[0]
-
-
-def butler_toml(roster: Path, body: str, name: str = "tester") -> Path:
-    folder = write_butler(roster, name, port=8100)
-    (folder / "butler.toml").write_text(body, encoding="utf-8")
-    return folder
 
 
 @pytest.mark.parametrize(
@@ -146,12 +137,6 @@ def test_missing_claude_md_is_named(roster):
     assert line == f"butler: error: {folder}: missing CLAUDE.md (the butler's system prompt)"
 
 
-def test_a_codex_butler_with_only_agents_md_loads(roster):
-    folder = butler_toml(roster, '[butler]\nname = "tester"\n[butler.runtime]\ntype = "codex"\n')
-    (folder / "CLAUDE.md").rename(folder / "AGENTS.md")
-    assert load_config(folder).runtime.type == "codex"
-
-
 def test_a_codex_butler_without_its_prompt_file_names_both_it_reads(roster):
     folder = butler_toml(roster, '[butler]\nname = "tester"\n[butler.runtime]\ntype = "codex"\n')
     (folder / "CLAUDE.md").unlink()
@@ -178,84 +163,3 @@ def test_a_bad_override_blames_the_variable_or_option_not_the_file(roster):
     )
     line = one_line_error(run_butler(folder, "--port", "0"))
     assert "--port (butler.port): expected a port number from 1 to 65535, found 0" in line
-
-
-def test_environment_wins_over_the_file_and_options_over_the_environment(roster, monkeypatch):
-    folder = butler_toml(
-        roster,
-        '[butler]\nname = "tester"\nport = 8100\n\n'
-        '[butler.db]\nurl = "postgresql://file@127.0.0.1/file"\n',
-    )
-    assert load_config(folder).butler.port == 8100
-    monkeypatch.setenv("BUTLER_PORT", "8201")
-    monkeypatch.setenv("DATABASE_URL", "postgresql://env@127.0.0.1/env")
-    config = load_config(folder)
-    assert config.butler.port == 8201
-    assert config.butler.db.url == "postgresql://env@127.0.0.1/env"
-    config = load_config(folder, port=8302, db_url="postgresql://cli@127.0.0.1/cli")
-    assert config.butler.port == 8302
-    assert config.butler.db.url == "postgresql://cli@127.0.0.1/cli"
-
-
-def test_a_minimal_folder_gets_the_documented_defaults(roster, monkeypatch):
-    for name in OVERRIDES:
-        monkeypatch.delenv(name, raising=False)
-    folder = butler_toml(roster, '[butler]\nname = "my-butler"\n', name="my-butler")
-    config = load_config(folder)
-    assert config.butler.host == "127.0.0.1"
-    assert config.runtime.type == "claude-code"
-    assert config.runtime.max_concurrent_sessions == 1
-    assert config.runtime.max_queued_sessions == 100
-    assert config.runtime.max_turns == 20
-    assert config.butler.db.url is None  # the embedded database
-    assert config.db_schema == "my_butler"  # its own schema, named after it
-
-
-def test_a_full_butler_toml_loads(roster):
-    folder = butler_toml(
-        roster,
-        """
-[butler]
-name = "health"
-port = 8201
-description = "Tracks medications."
-
-[butler.runtime]
-type = "claude-code"
-model = "claude-sonnet-4-5"
-max_concurrent_sessions = 2
-timeout_s = 300
-
-[butler.env]
-required = ["ANTHROPIC_API_KEY"]
-
-[butler.db]
-schema = "health_v2"
-
-[[butler.schedule]]
-name = "morning-check"
-cron = "0 8 * * *"
-prompt = "Check today's medications."
-timezone = "Europe/Paris"
-""",
-    )
-    config = load_config(folder)
-    assert config.runtime.max_concurrent_sessions == 2
-    assert config.runtime.timeout_s == 300.0
-    assert config.db_schema == "health_v2"
-    [schedule] = config.butler.schedule
-    assert (schedule.name, schedule.cron, schedule.timezone) == (
-        "morning-check",
-        "0 8 * * *",
-        "Europe/Paris",
-    )
-
-
-def test_a_builder_runtime_table_is_checked_like_the_runtime(roster):
-    extra = '\n[butler.builders.runtimes.codex]\nmodel = "m"\nargs = ["-c", "x=1"]\n'
-    folder = write_butler(roster, "b", port=1, extra=extra)
-    table = load_config(folder).butler.builders.runtimes["codex"]
-    assert (table.model, table.args) == ("m", ["-c", "x=1"])
-    write_butler(roster, "b", port=1, extra='\n[butler.builders.runtimes.nope]\nmodel = "m"\n')
-    with pytest.raises(Exception, match=r"butler.builders.runtimes.nope.type: unknown runtime"):
-        load_config(folder)

@@ -17,9 +17,6 @@ import pytest
 
 from tests.conftest import TEST_DSN
 from tests.helpers import REPO, DaemonProcess, free_port, get_json, wait_until, write_butler
-from tests.test_roster import schemas
-
-__all__ = ["schemas"]  # a fixture: a schema per butler, dropped after
 
 pytestmark = pytest.mark.slow
 

@@ -18,10 +18,9 @@ import pytest
 
 from tests.conftest import TEST_DSN
 from tests.helpers import butler_client, free_port, wait_until, write_butler
-from tests.test_roster import release, roster_up, schemas, session_statuses, wait_healthy
+from tests.rosters import release, roster_up, session_statuses, wait_healthy
 
 pytestmark = pytest.mark.slow
-__all__ = ["schemas"]  # the fixture, used by name
 
 CALLERS = 8
 #: The runtime waits on the FIFO named in the last line of its prompt.

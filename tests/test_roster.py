@@ -3,33 +3,35 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import shutil
 import signal
 import socket
-import subprocess
-import sys
 import tempfile
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from subprocess import Popen
 
-import asyncpg
 import pytest
 
-from butler.store.db import quote_ident
 from tests.conftest import TEST_DSN
 from tests.helpers import (
-    REPO,
     DaemonProcess,
-    butler_client,
     free_port,
     get_json,
     wait_until,
     write_butler,
+)
+from tests.rosters import (
+    butler_cli,
+    call,
+    gated_runtime,
+    healthy,
+    release,
+    roster_up,
+    session_statuses,
+    table_rows,
+    wait_healthy,
 )
 
 pytestmark = pytest.mark.slow
@@ -40,34 +42,6 @@ name = "morning"
 cron = "0 8 * * *"
 prompt = "Good morning."
 """
-
-
-def butler_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "butler.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=timeout,
-    )
-
-
-@pytest.fixture
-def schemas() -> Iterator[list[str]]:
-    """Schema names for the roster's butlers, dropped after the test."""
-    prefix = f"t_{uuid.uuid4().hex[:8]}"
-    names = [f"{prefix}_{i}" for i in range(4)]
-    yield names
-
-    async def drop() -> None:
-        conn = await asyncpg.connect(TEST_DSN)
-        try:
-            for name in names:
-                await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(name)} CASCADE")
-        finally:
-            await conn.close()
-
-    asyncio.run(drop())
 
 
 @pytest.fixture
@@ -81,47 +55,9 @@ def four(roster: Path, schemas: list[str]) -> dict[str, int]:
     return ports
 
 
-def healthy(port: int) -> bool:
-    try:
-        status, body = get_json(f"http://127.0.0.1:{port}/health", timeout=1)
-    except OSError:
-        return False
-    return status == 200 and body["status"] == "ok"  # 200 only while the database answers
-
-
 def refused(port: int) -> bool:
     with socket.socket() as sock:
         return sock.connect_ex(("127.0.0.1", port)) != 0
-
-
-def table_rows(text: str) -> dict[str, list[str]]:
-    """The body rows of a rich table, by their first cell."""
-    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in text.splitlines()]
-    return {row[0]: row for row in rows if row}
-
-
-async def call(port: int, tool: str, **arguments: object) -> object:
-    async with butler_client(f"http://127.0.0.1:{port}/mcp") as client:
-        return (await client.call_tool(tool, arguments)).data
-
-
-@contextlib.contextmanager
-def roster_up(roster: Path, log: Path, *args: str, env: dict[str, str]) -> Iterator[Popen]:
-    """``butler up`` as a real process; killed if the test did not stop it."""
-    argv = [sys.executable, "-m", "butler.cli", "up", "--roster", str(roster), *args]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
-    try:
-        yield proc
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
-
-def wait_healthy(proc: Popen, ports: list[int], log: Path) -> None:
-    wait_until(lambda: proc.poll() is not None or all(healthy(p) for p in ports), timeout=90)
-    assert proc.poll() is None, log.read_text()
 
 
 def test_up_serves_three_butlers_from_one_process_each_in_its_own_schema(roster, four, tmp_path):
@@ -180,35 +116,6 @@ def test_up_with_no_database_shares_one_embedded_postgresql(roster, tmp_path, op
     pgdata = open_data_dir / "pgdata"
     assert pgdata.is_dir()
     assert not (pgdata / "postmaster.pid").exists()
-
-
-def gated_runtime(gate: Path) -> dict[str, object]:
-    """A runtime that runs until the test opens ``gate`` (a FIFO) and closes it."""
-    os.mkfifo(gate)
-    script = "import sys; open(sys.argv[1]).read(); print('done: ' + open(sys.argv[2]).read())"
-    argv = [sys.executable, "-c", script, str(gate), "{prompt_file}"]
-    return {"type": "command", "command": argv}
-
-
-def release(gate: Path) -> None:
-    """Let the runtime reading ``gate`` finish, once it has opened it."""
-
-    def opened() -> int | None:
-        try:
-            return os.open(gate, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError:  # ENXIO: no reader yet
-            return None
-
-    os.close(wait_until(opened))
-
-
-async def session_statuses(schema: str) -> list[str]:
-    conn = await asyncpg.connect(TEST_DSN)
-    try:
-        rows = await conn.fetch(f"SELECT status FROM {quote_ident(schema)}.sessions")
-    finally:
-        await conn.close()
-    return [r["status"] for r in rows]
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP])

@@ -20,7 +20,7 @@ from butler.store.budget import ROSTER_CONNECTIONS
 from butler.store.db import quote_ident
 from tests.conftest import TEST_DSN
 from tests.helpers import free_port, wait_until, write_butler
-from tests.test_roster import call, healthy, roster_up
+from tests.rosters import call, healthy, roster_up
 
 pytestmark = pytest.mark.slow  # 25 butlers in a real process
 

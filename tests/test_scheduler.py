@@ -14,7 +14,6 @@ from fastmcp.exceptions import ToolError
 from butler.config import ButlerConfig, load_config
 from butler.context import ButlerContext
 from butler.daemon import assemble
-from butler.runtimes.base import Invocation, ProgressSink, RuntimeAdapter, RuntimeResult
 from butler.runtimes.registry import register
 from butler.scheduler import Scheduler, next_due
 from butler.server import build_mcp
@@ -23,16 +22,10 @@ from butler.store.schedules import ScheduleStore
 from butler.store.sessions import SessionStore
 from tests.fakes.clock import ManualClock
 from tests.helpers import eventually, free_port, write_butler
+from tests.schedules import PARIS_DIGEST, RecordingAdapter
 
 T = TypeVar("T")
 
-PARIS_DIGEST = """
-[[butler.schedule]]
-name = "digest"
-cron = "0 8 * * *"
-timezone = "Europe/Paris"
-prompt = "Write the morning digest."
-"""
 
 WEEKLY = """
 [[butler.schedule]]
@@ -40,20 +33,6 @@ name = "weekly"
 cron = "0 9 * * 1"
 prompt = "Plan the week."
 """
-
-
-class RecordingAdapter(RuntimeAdapter):
-    """A runtime that answers at once and remembers every prompt, across workers."""
-
-    type_name = "recording"
-    binary_name = "recording"
-    prompts: list[str] = []  # noqa: RUF012 - shared on purpose: workers are new instances
-
-    async def invoke(
-        self, invocation: Invocation, progress: ProgressSink | None = None
-    ) -> RuntimeResult:
-        RecordingAdapter.prompts.append(invocation.prompt)
-        return RuntimeResult(output=f"done: {invocation.prompt}")
 
 
 register("recording", f"{__name__}:RecordingAdapter")

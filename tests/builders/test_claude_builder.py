@@ -9,16 +9,16 @@ is not).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 
 import pytest
 
+from tests.builders.butler_state import state_get
 from tests.builders.conftest import Builders, write_builder_butler
 from tests.conftest import TEST_DSN
 from tests.fakes.model_server import Text, ToolCall
-from tests.helpers import DaemonProcess, butler_client, free_port, wait_until
+from tests.helpers import DaemonProcess, free_port, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -56,17 +56,6 @@ def send_keys(builders: Builders, builder: dict, line: str) -> None:
         subprocess.run(
             ["tmux", "-L", builders.socket, "send-keys", "-t", target, *keys], check=True
         )
-
-
-def state_get(url: str, key: str) -> str:
-    """A value of the butler's state, read over MCP as any client would."""
-
-    async def go() -> str:
-        async with butler_client(f"{url}/mcp") as client:
-            stored = await client.call_tool("state_get", {"key": key})
-        return stored.content[0].text
-
-    return asyncio.run(go())
 
 
 def test_claude_interactive_builder_calls_its_own_butler(

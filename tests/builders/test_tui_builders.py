@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders.butler_state import state_get
 from tests.builders.conftest import (
     COMMAND_RUNTIME,
     Builders,
     kill_tmux_server,
     write_builder_butler,
 )
-from tests.builders.test_claude_builder import state_get
 from tests.conformance.runtimes import CASES
 from tests.conftest import TEST_DSN
 from tests.fakes.model_server import USAGE, Text, ToolCall
@@ -50,7 +50,7 @@ EXIT = {
 #: OpenCode's TUI (1.18.33) now and then dies of SIGILL, a deliberate trap in its
 #: renderer (upstream anomalyco/opencode#42094, seen under tmux), one run in many: such a
 #: run is tried once more, and only for that cause. Our part, the row naming the signal,
-#: is asserted in test_pure_parts.py.
+#: is asserted in tests/unit/builders/test_pure_parts.py.
 UPSTREAM_CRASH = pytest.mark.flaky(reruns=1, only_rerun=["signal SIGILL"])
 
 

@@ -17,7 +17,7 @@ from tests.channels.conftest import reply_count, rows, switchboard_toml, write_r
 from tests.conftest import TEST_DSN
 from tests.fakes.telegram_api import ALICE, MALLORY, TOKEN
 from tests.helpers import get_json
-from tests.test_roster import butler_cli, roster_up, table_rows, wait_healthy
+from tests.rosters import butler_cli, roster_up, table_rows, wait_healthy
 
 pytestmark = pytest.mark.slow
 

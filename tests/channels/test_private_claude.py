@@ -21,7 +21,7 @@ from tests.conftest import TEST_DSN
 from tests.fakes.model_server import Text, ToolCall
 from tests.fakes.telegram_api import ALICE, TOKEN, Person
 from tests.helpers import free_port, write_butler
-from tests.test_roster import butler_cli, roster_up, wait_healthy
+from tests.rosters import butler_cli, roster_up, wait_healthy
 
 pytestmark = pytest.mark.e2e
 

@@ -13,9 +13,9 @@ from butler.config.switchboard import load_switchboard
 from butler.errors import ConfigError
 from butler.store.channel_senders import SenderStore
 from tests.channels.conftest import write_roster
+from tests.commands import butler
 from tests.conftest import TEST_DSN
 from tests.helpers import write_butler
-from tests.test_cli import butler
 
 
 def butler_with(roster, table: str):

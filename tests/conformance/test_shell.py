@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conformance.calls import model_requests, session, trigger
 from tests.conformance.conftest import Conformance
-from tests.conformance.test_runtimes import model_requests, session, trigger
 from tests.fakes.model_server import FakeModelServer, Text, ToolCall
 from tests.helpers import missing_tool
 

@@ -12,8 +12,8 @@ import uuid
 
 import pytest
 
+from tests.conformance.calls import session, state_get, trigger
 from tests.conformance.conftest import Conformance
-from tests.conformance.test_runtimes import session, state_get, trigger
 from tests.fakes.model_server import FakeModelServer, Text, ToolCall, UnofferedCall
 
 pytestmark = pytest.mark.e2e

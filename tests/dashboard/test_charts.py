@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 import pytest
 
 from tests.dashboard.conftest import ARTIFACTS, logged_in
-from tests.dashboard.test_finding import fetch, refusal_in_frame
+from tests.dashboard.pages import fetch, refusal_in_frame
 
 pytestmark = pytest.mark.slow
 

@@ -2,42 +2,25 @@
 
 from __future__ import annotations
 
-import html
 import re
-import urllib.error
-import urllib.request
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from butler.security.login import issue_cookie
 from tests.dashboard.conftest import ARTIFACTS, TRACE_URL, logged_in
+from tests.dashboard.pages import (
+    ROWS,
+    fetch,
+    form_token_of,
+    refusal_in_frame,
+    seed_rows,
+)
 from tests.helpers import TEST_TOKEN
 
 pytestmark = pytest.mark.slow
 
 LIVE_MS = 20_000
-#: (prompt, output, status, trigger source, runtime, days ago)
-ROWS = [
-    ("Pay the plumber invoice", "Paid the kangaroo invoice", "succeeded", "external", "command", 0),
-    ("Pay the dentist invoice", "Card declined", "failed", "external", "command", 1),
-    ("Water the plants", "Watered every plant", "succeeded", "schedule:morning", "command", 2),
-    ("Summarise the news", "Kangaroos escaped the zoo", "succeeded", "external", "codex", 3),
-    ("Book a train", "No train today", "failed", "tick", "codex", 20),
-    ("Renew the passport", None, "cancelled", "external", "command", 40),
-]
-SEED = (
-    "INSERT INTO sessions (id, prompt, output, status, trigger_source, runtime, created_at,"
-    " duration_ms) SELECT gen_random_uuid(), r.p, r.o, r.s, r.t, r.rt,"
-    " now() - make_interval(days => r.d), 1000"
-    " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::int[])"
-    " AS r(p, o, s, t, rt, d)"
-)
-
-
-def seed_rows(seeded) -> None:
-    columns = [list(c) for c in zip(*ROWS, strict=True)]
-    seeded.sql(SEED, *columns)
 
 
 def shown_prompts(page) -> list[str]:
@@ -78,14 +61,6 @@ def test_filters_and_search_narrow_a_seeded_table(seeded, browser):
     page.goto(f"{seeded.url}/?from=2000-01-01&to=2000-12-31")
     assert shown_prompts(page) == []
     page.close()
-
-
-def refusal_in_frame(body: str) -> str:
-    """The refusal's one line, after checking the page frame is around it."""
-    assert body.startswith("<!doctype html>") and '<nav aria-label="views">' in body
-    found = re.search(r'<p class="error" role="alert" id="refused">([^<]*)</p>', body)
-    assert found, body
-    return html.unescape(found.group(1))
 
 
 def test_a_bad_parameter_is_one_line_naming_it_inside_the_page(seeded):
@@ -202,32 +177,3 @@ def test_run_again_is_refused_without_the_token_or_from_another_origin(seeded):
     assert seeded.sql("SELECT count(*) AS n FROM sessions")[0]["n"] == 1
     status, _ = fetch(url, headers={**cookie, **own}, data=form)
     assert status == 303  # the same request with everything is accepted
-
-
-def form_token_of(url: str, session_id: str) -> str:
-    _, page = fetch(
-        f"{url}/sessions/{session_id}", headers={"Authorization": f"Bearer {TEST_TOKEN}"}
-    )
-    return "csrf=" + re.search(r'name="csrf" value="([0-9a-f]+)"', page).group(1)
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args, **kwargs):
-        return None
-
-
-def fetch(url: str, headers: dict[str, str] | None = None, data: str | None = None):
-    """GET (or POST ``data``) without following redirects; (status, body)."""
-    if data is None:
-        headers = {"Authorization": f"Bearer {TEST_TOKEN}", **(headers or {})}
-    request = urllib.request.Request(
-        url, headers=headers or {}, data=data.encode() if data is not None else None
-    )
-    if data is not None:
-        request.add_header("Content-Type", "application/x-www-form-urlencoded")
-    opener = urllib.request.build_opener(_NoRedirect)
-    try:
-        with opener.open(request, timeout=10) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()

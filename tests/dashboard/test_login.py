@@ -92,7 +92,7 @@ def roster_up(roster: Path, log: Path) -> Iterator[subprocess.Popen]:
 
 
 def test_one_login_opens_every_butler_the_roster_page_links_to(roster, tmp_path):
-    from tests.dashboard.test_roster_page import run_sql
+    from tests.dashboard.conftest import run_sql
 
     ports = {"alpha": free_port(), "beta": free_port()}
     schemas = {name: f"t_login_{os.getpid()}_{name}" for name in ports}

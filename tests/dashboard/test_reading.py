@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from tests.dashboard.conftest import ARTIFACTS, logged_in
-from tests.dashboard.test_finding import seed_rows
+from tests.dashboard.pages import seed_rows
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,8 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from tests.dashboard.conftest import ARTIFACTS, launched, run_sql
-from tests.dashboard.test_finding import fetch, refusal_in_frame
-from tests.dashboard.test_roster_page import NAMES, _configured_port, answering, process, three
+from tests.dashboard.pages import fetch, refusal_in_frame
+from tests.dashboard.roster_pages import NAMES, answering, configured_port, process, three
 from tests.helpers import TEST_TOKEN
 
 pytestmark = pytest.mark.slow
@@ -80,7 +80,7 @@ def test_roster_charts_cost_and_sessions_per_day_by_butler(roster, three, tmp_pa
             "--database-url", TEST_DSN]  # fmt: skip
     log = tmp_path / "up.log"
     with process(argv, log) as proc:
-        url = f"http://127.0.0.1:{_configured_port(roster / 'alpha')}"
+        url = f"http://127.0.0.1:{configured_port(roster / 'alpha')}"
         answering(url, proc, log)
         for name, rows in SESSIONS.items():
             run_sql(three[name], SEED, *[list(c) for c in zip(*rows, strict=True)])

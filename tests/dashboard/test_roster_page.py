@@ -4,41 +4,32 @@ and from ``butler dashboard --roster`` for butlers started one by one."""
 from __future__ import annotations
 
 import contextlib
-import signal
-import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
-from asyncpg.utils import _quote_ident as quote_ident
 
 from butler.paths import DataOwner
 from butler.security.owner_token import token_path
-from tests.dashboard.conftest import ARTIFACTS, FIFO_AGENT, launched, run_sql
+from tests.dashboard.conftest import ARTIFACTS, launched, run_sql
+from tests.dashboard.roster_pages import (
+    NAMES,
+    answering,
+    configured_port,
+    process,
+    three,
+)
 from tests.helpers import (
-    REPO,
     TEST_TOKEN,
     DaemonProcess,
     free_port,
     get_json,
     wait_until,
-    write_butler,
 )
 
 pytestmark = pytest.mark.slow
+__all__ = ["three"]  # the fixture, imported to be used here
 
-NAMES = ("alpha", "beta", "gamma")
-RUNTIME = {"type": "command", "command": [sys.executable, str(FIFO_AGENT), "{prompt_file}"]}
-SCHEDULE = """
-[[butler.schedule]]
-name = "digest"
-cron = "30 7 * * *"
-timezone = "Europe/Paris"
-prompt = "Send the digest"
-"""
 #: Today's sessions of each butler: (status, cost); and one of yesterday's, not counted.
 TODAY = {
     "alpha": [("succeeded", 0.25), ("failed", 0.5), ("failed", 0.25)],
@@ -61,20 +52,6 @@ EXPECTED = {
     "beta": ["up", "command", "1", "0", "$1.00", "2", "$10.00"],
     "gamma": ["up", "command", "0", "0", "$0.00", "1", "$9.00"],
 }
-
-
-@pytest.fixture
-def three(roster: Path) -> Iterator[dict[str, str]]:
-    """Three butlers in a roster, each in its own schema (dropped after); schema by name."""
-    prefix = f"t_{uuid.uuid4().hex[:8]}"
-    schemas = {name: f"{prefix}_{name}" for name in NAMES}
-    for name in NAMES:
-        extra = SCHEDULE if name == "alpha" else ""
-        write_butler(roster, name, port=free_port(), schema=schemas[name], runtime=RUNTIME,
-                     extra=extra)  # fmt: skip
-    yield schemas
-    for schema in schemas.values():
-        run_sql("public", f"DROP SCHEMA IF EXISTS {quote_ident(schema)} CASCADE")
 
 
 def seed(schemas: dict[str, str]) -> None:
@@ -120,32 +97,6 @@ def check_page(page) -> None:
     assert total[3:8] == ["4", "2", "$2.00", "7", "$29.00"]
 
 
-@contextlib.contextmanager
-def process(argv: list[str], log: Path) -> Iterator[subprocess.Popen]:
-    with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
-    try:
-        yield proc
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def answering(url: str, proc: subprocess.Popen, log: Path) -> None:
-    def up() -> bool:
-        assert proc.poll() is None, log.read_text()
-        try:
-            return get_json(f"{url}/health")[0] == 200
-        except OSError:
-            return False
-
-    wait_until(up, timeout=90)
-
-
 def test_butler_up_serves_one_roster_page_for_three_butlers(roster, three, tmp_path):
     from tests.conftest import TEST_DSN
 
@@ -153,7 +104,7 @@ def test_butler_up_serves_one_roster_page_for_three_butlers(roster, three, tmp_p
             "--database-url", TEST_DSN]  # fmt: skip
     log = tmp_path / "up.log"
     with process(argv, log) as proc:
-        port = _configured_port(roster / "alpha")
+        port = configured_port(roster / "alpha")
         answering(f"http://127.0.0.1:{port}", proc, log)
         seed(three)
         with launched() as browser:
@@ -201,7 +152,7 @@ def test_butler_dashboard_roster_for_butlers_started_separately(roster, three, t
             check_page(page)
             check_charts(page)  # each butler's per-day figures reach the standalone roster
             href = page.get_attribute('#roster tr[data-butler="beta"] a', "href")
-            assert href != f"http://127.0.0.1:{_configured_port(roster / 'beta')}/"
+            assert href != f"http://127.0.0.1:{configured_port(roster / 'beta')}/"
             page.screenshot(path=str(ARTIFACTS / "dashboard-roster-standalone.png"), full_page=True)
             page.close()
 
@@ -211,8 +162,3 @@ def _serving(url: str) -> bool:
         return get_json(f"{url}/api/roster", token=None)[0] == 401
     except OSError:
         return False
-
-
-def _configured_port(folder: Path) -> int:
-    lines = (folder / "butler.toml").read_text().splitlines()
-    return int(next(ln for ln in lines if ln.startswith("port")).split("=")[1])

@@ -19,7 +19,7 @@ from butler.server import build_app
 from butler.store.db import Database
 from butler.store.sessions import NewSession
 from tests.helpers import TEST_TOKEN, eventually, free_port, write_butler
-from tests.test_scheduler import PARIS_DIGEST, RecordingAdapter
+from tests.schedules import PARIS_DIGEST, RecordingAdapter
 
 BASE = "http://butler"
 #: What the dashboard's own forms send: its origin, its form token, the owner's token.

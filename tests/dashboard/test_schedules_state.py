@@ -9,7 +9,7 @@ import pytest
 
 from butler.security.login import issue_cookie
 from tests.dashboard.conftest import ARTIFACTS, logged_in
-from tests.dashboard.test_finding import fetch, form_token_of, refusal_in_frame
+from tests.dashboard.pages import fetch, form_token_of, refusal_in_frame
 from tests.helpers import TEST_TOKEN
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,7 @@ from tests.conftest import TEST_DSN
 from tests.fakes.telegram import TelegramAtItsAddress
 from tests.helpers import free_port, write_butler
 from tests.notify.conftest import notify_table
-from tests.notify.test_secrets import store_credential
+from tests.notify.credentials import store_credential
 from tests.servers.mail import MailServer
 
 pytestmark = pytest.mark.slow

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -16,6 +14,7 @@ import pytest
 from tests.conftest import TEST_DSN
 from tests.helpers import REPO, TEST_TOKEN, DaemonProcess, butler_client, free_port, write_butler
 from tests.notify.conftest import notify_table
+from tests.notify.credentials import store_credential
 from tests.servers.webhook import Webhook
 
 pytestmark = pytest.mark.slow
@@ -40,19 +39,6 @@ def probe_butler(roster: Path, schema: str, extra: str) -> tuple[Path, int]:
     folder = write_butler(roster, "keeper", port=port, schema=schema, runtime=runtime, extra=extra)
     shutil.copy(PROBE, folder / "probe.py")
     return folder, port
-
-
-def store_credential(folder: Path, name: str, value: str) -> None:
-    """``butler credentials set``, the value on standard input, as the owner stores one."""
-    env = {**os.environ, "DATABASE_URL": TEST_DSN}
-    subprocess.run(
-        [sys.executable, "-m", "butler.cli", "credentials", "set", name, "-c", str(folder)],
-        input=value,
-        text=True,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
 
 
 async def everything_stored(schema: str) -> str:

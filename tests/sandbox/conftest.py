@@ -18,7 +18,14 @@ import asyncpg
 import pytest
 
 from butler.sandbox.bridge_binary import bridge_binary
-from tests.builders.conftest import repo, tmux_socket  # noqa: F401 - builder fixtures
+from tests.builders.conftest import (  # noqa: F401 - repo and tmux_socket: builder fixtures
+    AGENT,
+    AGENT_ARGS,
+    Builders,
+    repo,
+    tmux_socket,
+    write_builder_butler,
+)
 from tests.conftest import TEST_DSN
 from tests.helpers import DaemonProcess, butler_client, free_port, require_jail, write_butler
 
@@ -100,3 +107,25 @@ def bridge() -> str:
     """The bridge every jail runs (built by ``pip install -e .``, see scripts/setup-dev)."""
     require_jail()
     return str(bridge_binary())
+
+
+@pytest.fixture
+def jailed_builders(
+    roster: Path,
+    schema_name: str,
+    repo: Path,  # noqa: F811 - the fixture imported above
+    tmux_socket: str,  # noqa: F811
+    _isolated_data_dir: Path,
+) -> Iterator[Builders]:
+    """A jailed daemon whose interactive runtime is the test agent, copied into its folder."""
+    require_jail()
+    agent = roster / "tester" / "agent.py"
+    python = ["/usr/bin/python3", "-I", str(agent), *AGENT_ARGS, "--mcp", "{mcp_config}"]
+    runtime = {"type": "command", "command": [*python, "--once"], "interactive_command": python}
+    port = free_port()
+    folder = write_builder_butler(roster, schema_name, port, runtime)
+    shutil.copy(AGENT, agent)
+    env = {"BUTLER_TMUX_SOCKET": tmux_socket, "BUTLER_DATA_DIR": str(_isolated_data_dir)}
+    env |= {"ANTHROPIC_API_KEY": "sk-test", "BUTLER_SANDBOX": "bwrap"}
+    with DaemonProcess(folder, port=port, database_url=TEST_DSN, env=env) as daemon:
+        yield Builders(daemon, folder, repo, tmux_socket, schema_name, _isolated_data_dir)

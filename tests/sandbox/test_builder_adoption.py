@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.builders.butler_state import state_get
 from tests.builders.conftest import Builders, builders  # noqa: F401 - a fixture
-from tests.builders.test_claude_builder import state_get
 from tests.helpers import wait_until
-from tests.sandbox.test_builder_jail import jailed_builders  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.slow
 

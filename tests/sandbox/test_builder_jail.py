@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -11,35 +9,13 @@ import pytest
 
 from butler.runtimes import launcher
 from tests.builders.conftest import (
-    AGENT,
-    AGENT_ARGS,
     Builders,
     kill_tmux_server,
-    write_builder_butler,
 )
-from tests.conftest import TEST_DSN
-from tests.helpers import DaemonProcess, free_port, require_jail, wait_until
-from tests.sandbox.test_lifetime import processes_naming
+from tests.helpers import wait_until
+from tests.sandbox.processes import processes_naming
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def jailed_builders(
-    roster: Path, schema_name: str, repo: Path, tmux_socket: str, _isolated_data_dir: Path
-) -> Iterator[Builders]:
-    """A jailed daemon whose interactive runtime is the test agent, copied into its folder."""
-    require_jail()
-    agent = roster / "tester" / "agent.py"
-    python = ["/usr/bin/python3", "-I", str(agent), *AGENT_ARGS, "--mcp", "{mcp_config}"]
-    runtime = {"type": "command", "command": [*python, "--once"], "interactive_command": python}
-    port = free_port()
-    folder = write_builder_butler(roster, schema_name, port, runtime)
-    shutil.copy(AGENT, agent)
-    env = {"BUTLER_TMUX_SOCKET": tmux_socket, "BUTLER_DATA_DIR": str(_isolated_data_dir)}
-    env |= {"ANTHROPIC_API_KEY": "sk-test", "BUTLER_SANDBOX": "bwrap"}
-    with DaemonProcess(folder, port=port, database_url=TEST_DSN, env=env) as daemon:
-        yield Builders(daemon, folder, repo, tmux_socket, schema_name, _isolated_data_dir)
 
 
 def test_a_builder_tui_runs_jailed_and_tmux_kill_server_ends_it(jailed_builders: Builders):

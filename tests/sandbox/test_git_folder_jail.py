@@ -4,28 +4,19 @@ but can leave nothing that chooses what git runs for the daemon or the owner."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from butler.builders.git import prepare
-from butler.sandbox import probe
-from butler.sandbox.policy import JailPolicy, bwrap_argv
+from butler.sandbox.policy import JailPolicy
 from tests.builders import conftest as builder_fixtures
 from tests.builders.conftest import run
+from tests.sandbox.git_attempts import attempts
 
 pytestmark = pytest.mark.slow  # real jails
 
 repo = builder_fixtures.repo
-
-
-def attempts(policy: JailPolicy, script: str) -> str:
-    """What ``script`` printed, run by ``sh`` inside a real jail of ``policy``."""
-    assert probe() is None, f"no jail here: {probe()}; run scripts/setup-dev"
-    argv = [*bwrap_argv(policy, shutil.which("bwrap") or "bwrap"), "--", "/bin/sh", "-c", script]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
-    return done.stdout + done.stderr
 
 
 def tries(*paths: Path) -> str:

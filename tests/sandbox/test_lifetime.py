@@ -13,23 +13,9 @@ import pytest
 
 from tests.helpers import butler_client, require_jail, wait_until
 from tests.sandbox.conftest import Jailed, jailed_butler
+from tests.sandbox.processes import processes_naming
 
 pytestmark = pytest.mark.slow
-
-
-def processes_naming(token: str) -> list[int]:
-    """Host pids whose command line holds ``token``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if token.encode() in cmdline:
-            found.append(int(entry.name))
-    return found
 
 
 async def test_a_setsid_grandchild_is_gone_when_the_session_times_out(jailed: Jailed):

@@ -15,7 +15,7 @@ from butler.builders.git import add_worktree
 from butler.sandbox.policy import JailPolicy
 from tests.builders import conftest as builder_fixtures
 from tests.builders.conftest import run
-from tests.sandbox.test_git_folder_jail import attempts
+from tests.sandbox.git_attempts import attempts
 from tests.security.conftest import owners_git
 
 pytestmark = pytest.mark.slow  # real jails

@@ -25,7 +25,7 @@ from butler.runtimes.settings import RuntimeConfig
 from butler.runtimes.terminals import COPILOT_STATE, codex_project_servers, copilot_state
 from butler.spawner.prompt import compose_system_prompt
 from tests.builders.conftest import run
-from tests.security.test_untrusted_files import SECRET, finishes
+from tests.security.untrusted import SECRET, finishes
 
 
 @dataclass

@@ -14,7 +14,7 @@ import pytest
 from butler.runtimes.claude_code import CliGroup
 from butler.runtimes.launch_main import PID_FILE
 from butler.runtimes.process import child_group, group_alive
-from tests.security.test_untrusted_files import finishes
+from tests.security.untrusted import finishes
 
 pytestmark = pytest.mark.slow  # real processes
 

@@ -6,34 +6,13 @@ from __future__ import annotations
 
 import os
 import stat
-import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from butler.runtimes.mcp_config import ConfigFileError, write_files
 from butler.security import untrusted
-
-SECRET = "owner-token-5f2a9c-must-not-leak"
-
-
-def finishes(call: Any, timeout: float = 10.0) -> Any:
-    """What ``call()`` returned (or raised), failing the test if it did not end in time:
-    a FIFO opened for reading waits for a writer forever, /dev/zero never ends."""
-    outcome: list[Any] = []
-
-    def run() -> None:
-        try:
-            outcome.append(call())
-        except Exception as exc:  # the refusal is an outcome too
-            outcome.append(exc)
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(timeout)
-    assert not worker.is_alive(), "the daemon's read hung on what the runtime planted"
-    return outcome[0]
+from tests.security.untrusted import SECRET, finishes
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from butler.runtimes.mcp_config import (
     servers,
 )
 from butler.spawner.workspace import OWNER_FILE, Workspace, sweep_leftovers, temp_root
-from tests.security.test_untrusted_files import finishes
+from tests.security.untrusted import finishes
 
 MCP = McpEndpoint("health", "http://127.0.0.1:8001/mcp?session=s1", {"X-Butler-Session": "s1"})
 

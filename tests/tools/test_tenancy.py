@@ -7,33 +7,10 @@ recorded). Bob's session asks for everything; it gets its own.
 
 from __future__ import annotations
 
-import uuid
-from typing import Any
-
 from fastmcp import Client
 
-from butler.store.sessions import NewSession
 from butler.store.tenants import tenant_of
-
-
-async def chat_session(butler: Any, who: str, conversation: str, prompt: str, **more: Any):
-    meta = {"channel": "telegram", "sender": who, "conversation_id": conversation}
-    new = NewSession(prompt, "route", "command", type="channel", metadata=meta, **more)
-    return await butler.sessions.create(new)
-
-
-async def rows(butler: Any) -> dict[str, uuid.UUID]:
-    alice_talk, bob_talk = str(uuid.uuid4()), str(uuid.uuid4())
-    alice = await chat_session(butler, "1001", alice_talk, "my test results say HIV+")
-    child = NewSession("look it up", "trigger", "command", root_id=alice, chain_depth=1)
-    helper = await butler.sessions.create(child)
-    bob = await chat_session(butler, "1002", bob_talk, "what did the others ask you?")
-    owner = await butler.sessions.create(NewSession("weekly review", "schedule", "command"))
-    return {"alice": alice, "helper": helper, "bob": bob, "owner": owner}
-
-
-def token_of(butler: Any, session: uuid.UUID) -> str:
-    return butler.spawner.session_tokens.issue(str(session))
+from tests.tools.tenants import rows, token_of
 
 
 async def test_a_senders_session_sees_its_own_conversation_and_nothing_of_anothers(served):

@@ -13,7 +13,7 @@ import uuid
 from fastmcp import Client
 
 from tests.helpers import butler_client
-from tests.tools.test_tenancy import rows, token_of
+from tests.tools.tenants import rows, token_of
 
 
 async def test_a_senders_session_cannot_plant_the_session_an_owners_dedupe_key_joins(served):

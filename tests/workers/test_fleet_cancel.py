@@ -17,7 +17,7 @@ from butler.store.embedded import EmbeddedPostgres
 from tests.helpers import DaemonProcess, butler_client, eventually, free_port, write_butler
 from tests.workers.fleet import stop
 from tests.workers.machines import machine
-from tests.workers.test_worker import _butler, _Daemon, _worker
+from tests.workers.tester import LinkDaemon, link_butler, link_worker
 
 
 async def _one(dsn: str, query: str):
@@ -74,15 +74,15 @@ async def test_a_session_cancelled_while_a_worker_runs_it_has_its_runtime_ended_
     try:
         with machine() as place:
             port = free_port()
-            folder = _butler(tmp_path / "roster", place.peer, port, ["sleep", marker])
+            folder = link_butler(tmp_path / "roster", place.peer, port, ["sleep", marker])
             toml = folder / "butler.toml"
             text = toml.read_text().replace("port = ", "shutdown_timeout_s = 1\nport = ", 1)
             # The session's own limit far past the test: only the cancel may end it.
             toml.write_text(text.replace("timeout_s = 60", "timeout_s = 900"))
-            daemon = _Daemon(folder, port=port, database_url=dsn, host=place.peer).start()
+            daemon = LinkDaemon(folder, port=port, database_url=dsn, host=place.peer).start()
             worker = None
             try:
-                worker = _worker(place, folder.parent, dsn, tmp_path / "data")
+                worker = link_worker(place, folder.parent, dsn, tmp_path / "data")
 
                 async def trigger() -> None:
                     with contextlib.suppress(Exception):  # its daemon stops under it

@@ -5,112 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-import asyncpg
 import psutil
 import pytest
 
 from butler.store.embedded import EmbeddedPostgres
-from tests.helpers import DaemonProcess, butler_client, eventually, free_port, require_jail
-from tests.workers.fleet import start_worker
-from tests.workers.machines import Machine, machine
+from tests.helpers import butler_client, eventually, free_port, require_jail
+from tests.workers.machines import machine
+from tests.workers.tester import (
+    JAILED,
+    LinkDaemon,
+    link_butler,
+    link_worker,
+    output_of,
+    picked_by,
+    worker_log,
+)
 
 pytestmark = pytest.mark.slow
-
-#: A worker whose runtimes run in the jail (the tests' default is none).
-JAILED = {"BUTLER_SANDBOX": "bwrap"}
-
-#: The runtime: reads its MCP config, calls its butler's state_set over MCP with its
-#: session token, and answers. What it calls crosses the link to the daemon.
-RUNTIME_SCRIPT = """
-import asyncio, json, sys
-from fastmcp import Client
-from fastmcp.client.transports import StreamableHttpTransport
-
-entry = next(iter(json.load(open(sys.argv[1]))["mcpServers"].values()))
-
-async def main():
-    transport = StreamableHttpTransport(entry["url"], headers=entry.get("headers") or {})
-    async with Client(transport) as butler:
-        await butler.call_tool("state_set", {"key": sys.argv[2], "value": "from-worker"})
-
-asyncio.run(main())
-print("worker says hi")
-"""
-
-
-def _butler(
-    roster: Path, host: str, port: int, command: list[str] | None = None, extra: str = ""
-) -> Path:
-    """Butler ``tester`` on workers; its runtime is ``command`` (by default an MCP client
-    of the test's Python, unjailed: the jail shows no virtualenv)."""
-    folder = roster / "tester"
-    folder.mkdir(parents=True)
-    if command is None:
-        script = roster / "runtime.py"
-        script.write_text(RUNTIME_SCRIPT, encoding="utf-8")
-        command = [sys.executable, str(script), "{mcp_config}", "{prompt}"]
-    (folder / "butler.toml").write_text(
-        "\n".join(
-            [
-                "[butler]",
-                'name = "tester"',
-                f"port = {port}",
-                f'host = "{host}"',
-                "[butler.db]",
-                'schema = "workers_test"',
-                "[butler.runtime]",
-                'type = "command"',
-                f"command = {json.dumps(command)}",
-                'workers = "remote"',
-                "max_concurrent_sessions = 2",
-                "timeout_s = 60",
-            ]
-        )
-        + "\n"
-        + extra,
-        encoding="utf-8",
-    )
-    (folder / "CLAUDE.md").write_text("You are a test butler.\n", encoding="utf-8")
-    return folder
-
-
-class _Daemon(DaemonProcess):
-    """The daemon bound to its end of the link (not loopback)."""
-
-    def __init__(self, *args, host: str, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self.host = host
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-
-def _worker(
-    place: Machine,
-    roster: Path,
-    dsn: str,
-    data: Path,
-    env: dict[str, str] | None = None,
-    args: tuple[str, ...] = (),
-) -> subprocess.Popen[str]:
-    """``butler worker`` for the butler ``tester``, at its default capacity."""
-    return start_worker(place, roster, dsn, data, only="tester", capacity=None, env=env, args=args)
-
-
-def worker_log(tmp_path: Path) -> str:
-    """What the test's worker has written so far (for a failing assertion's message)."""
-    return (tmp_path / "worker-data" / "worker.log").read_text(errors="replace")
-
-
-def output_of(worker: subprocess.Popen[str], data: Path, timeout: float = 60) -> str:
-    """What the worker started with ``data`` wrote, once it has ended."""
-    worker.wait(timeout)
-    return (data / "worker.log").read_text()
 
 
 async def test_a_session_runs_on_a_worker_machine_and_calls_its_butler_across_the_link(
@@ -123,17 +36,21 @@ async def test_a_session_runs_on_a_worker_machine_and_calls_its_butler_across_th
     try:
         with machine() as place:
             port = free_port()
-            folder = _butler(roster, place.peer, port)
-            daemon = _Daemon(folder, port=port, database_url=dsn, host=place.peer).start()
+            folder = link_butler(roster, place.peer, port)
+            daemon = LinkDaemon(folder, port=port, database_url=dsn, host=place.peer).start()
             worker = None
             try:
-                worker = _worker(place, roster, dsn, tmp_path / "worker-data")
+                worker = link_worker(place, roster, dsn, tmp_path / "worker-data")
                 # Past the daemon's own bound (the session's 60 s and the pickup grace), so
                 # a session no worker ran fails with the daemon's reason, not the client's.
                 async with butler_client(f"{daemon.url}/mcp", timeout=180) as client:
                     result = await client.call_tool("trigger", {"prompt": "greeting"})
                     answer = result.structured_content
-                    assert answer["success"], (answer, worker_log(tmp_path), daemon.logs())
+                    assert answer["success"], (
+                        answer,
+                        worker_log(tmp_path / "worker-data"),
+                        daemon.logs(),
+                    )
                     assert answer["output"].strip() == "worker says hi"
                     state = await client.call_tool("state_get", {"key": "greeting"})
                     assert "from-worker" in state.content[0].text
@@ -160,10 +77,10 @@ async def test_a_worker_that_cannot_reach_its_butler_says_so_in_one_line_and_tak
     try:
         with machine() as linked, machine(linked=False) as cut_off:
             port = free_port()
-            folder = _butler(roster, linked.peer, port)
-            daemon = _Daemon(folder, port=port, database_url=dsn, host=linked.peer).start()
+            folder = link_butler(roster, linked.peer, port)
+            daemon = LinkDaemon(folder, port=port, database_url=dsn, host=linked.peer).start()
             try:
-                worker = _worker(cut_off, roster, dsn, tmp_path / "worker-data")
+                worker = link_worker(cut_off, roster, dsn, tmp_path / "worker-data")
                 output = output_of(worker, tmp_path / "worker-data")
                 assert worker.returncode == 1, output
                 lines = [line for line in output.splitlines() if "cannot reach" in line]
@@ -174,17 +91,6 @@ async def test_a_worker_that_cannot_reach_its_butler_says_so_in_one_line_and_tak
                 daemon.stop()
     finally:
         await server.stop()
-
-
-async def _picked_by(dsn: str) -> str | None:
-    """The worker that picked the newest session, once one did."""
-    conn = await asyncpg.connect(dsn)
-    try:
-        return await conn.fetchval(
-            "SELECT metadata->>'worker' FROM workers_test.sessions ORDER BY created_at DESC LIMIT 1"
-        )
-    finally:
-        await conn.close()
 
 
 def _sleeping(marker: str) -> list[psutil.Process]:
@@ -207,7 +113,7 @@ async def test_a_killed_workers_session_is_recorded_failed_by_the_next_worker_ne
     try:
         with machine() as place:
             port = free_port()
-            folder = _butler(roster, place.peer, port)
+            folder = link_butler(roster, place.peer, port)
             toml = folder / "butler.toml"
             toml.write_text(
                 toml.read_text().replace(
@@ -215,18 +121,18 @@ async def test_a_killed_workers_session_is_recorded_failed_by_the_next_worker_ne
                     json.dumps(["sleep", marker]),
                 )
             )
-            daemon = _Daemon(folder, port=port, database_url=dsn, host=place.peer).start()
+            daemon = LinkDaemon(folder, port=port, database_url=dsn, host=place.peer).start()
             first = second = None
             try:
                 # Jailed: bubblewrap ends the jail with the worker (--die-with-parent).
-                first = _worker(place, roster, dsn, tmp_path / "first", JAILED)
+                first = link_worker(place, roster, dsn, tmp_path / "first", JAILED)
                 async with butler_client(f"{daemon.url}/mcp", timeout=120) as client:
                     call = asyncio.create_task(client.call_tool("trigger", {"prompt": "nap"}))
-                    picked = await eventually(lambda: _picked_by(dsn), timeout=60)
+                    picked = await eventually(lambda: picked_by(dsn), timeout=60)
                     await eventually(lambda: _sleeping(marker), timeout=60)  # it runs
                     first.kill()  # kill -9: no drain, no goodbye
                     first.wait(30)
-                    second = _worker(
+                    second = link_worker(
                         place, roster, dsn, tmp_path / "second", args=("--heartbeat-timeout", "3")
                     )
                     answer = (await asyncio.wait_for(call, 120)).structured_content

@@ -16,7 +16,7 @@ from tests.fakes.cli_recipes import RECIPES
 from tests.fakes.model_server import FakeModelServer, Text, ToolCall
 from tests.helpers import butler_client, free_port, require_cli, require_jail
 from tests.workers.machines import machine
-from tests.workers.test_worker import _Daemon, _worker, output_of
+from tests.workers.tester import LinkDaemon, link_worker, output_of
 
 pytestmark = pytest.mark.slow
 
@@ -69,7 +69,7 @@ async def test_the_genuine_claude_code_runs_jailed_on_a_worker_calls_its_butler_
             model.script = [call, Text("Set.")]
             port = free_port()
             folder = claude_butler(roster, place.peer, port)
-            daemon = _Daemon(folder, port=port, database_url=dsn, host=place.peer).start()
+            daemon = LinkDaemon(folder, port=port, database_url=dsn, host=place.peer).start()
             worker = None
             seen: set[str] = set()
             try:
@@ -78,7 +78,7 @@ async def test_the_genuine_claude_code_runs_jailed_on_a_worker_calls_its_butler_
                     "ANTHROPIC_BASE_URL": model.url,
                     "ANTHROPIC_API_KEY": KEY,
                 }
-                worker = _worker(place, roster, dsn, tmp_path / "worker-data", env)
+                worker = link_worker(place, roster, dsn, tmp_path / "worker-data", env)
                 watch = asyncio.create_task(_jails_of(psutil.Process(worker.pid), seen))
                 async with butler_client(f"{daemon.url}/mcp", timeout=180) as client:
                     result = await client.call_tool("trigger", {"prompt": "Store the value"})

@@ -5,8 +5,6 @@ model API and nothing else, and shows it none of the worker machine's files."""
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
 import pytest
 
@@ -14,26 +12,9 @@ from butler.store.embedded import EmbeddedPostgres
 from tests.helpers import butler_client, free_port, require_jail
 from tests.workers.far_host import far_host, status_from
 from tests.workers.machines import machine
-from tests.workers.test_worker import JAILED, _butler, _Daemon, _worker, output_of
+from tests.workers.tester import JAILED, LinkDaemon, link_worker, output_of, probe_butler
 
 pytestmark = pytest.mark.slow
-
-PROBE = Path(__file__).with_name("jail_probe.py")
-#: The probe in the butler's folder (which the jail shows), on the system's Python.
-PROBE_COMMAND = [
-    "/usr/bin/python3",
-    "-I",
-    "{cwd}/jail_probe.py",
-    "{prompt_file}",
-    "{mcp_config}",
-    "{system_prompt_file}",
-]
-
-
-def probe_butler(roster: Path, host: str, port: int, extra: str = "") -> Path:
-    folder = _butler(roster, host, port, PROBE_COMMAND, extra)
-    shutil.copy(PROBE, folder / "jail_probe.py")
-    return folder
 
 
 async def test_a_jailed_session_on_a_worker_reaches_its_butler_but_no_other_host_nor_file(
@@ -52,10 +33,10 @@ async def test_a_jailed_session_on_a_worker_reaches_its_butler_but_no_other_host
             assert status_from(place, other) == "200"
             port = free_port()
             folder = probe_butler(roster, place.peer, port)
-            daemon = _Daemon(folder, port=port, database_url=dsn, host=place.peer).start()
+            daemon = LinkDaemon(folder, port=port, database_url=dsn, host=place.peer).start()
             worker = None
             try:
-                worker = _worker(place, roster, dsn, tmp_path / "worker-data", JAILED)
+                worker = link_worker(place, roster, dsn, tmp_path / "worker-data", JAILED)
                 plan = {
                     "mcp": {"tool": "state_set", "arguments": {"key": "k", "value": "jailed"}},
                     "fetch": [other],

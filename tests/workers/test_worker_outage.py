@@ -13,10 +13,19 @@ import pytest
 from butler.store.embedded import EmbeddedPostgres
 from tests.helpers import butler_client, eventually, free_port
 from tests.workers.machines import machine
-from tests.workers.test_worker import _butler, _Daemon, _worker, output_of
-from tests.workers.test_worker_jail import probe_butler
+from tests.workers.tester import (
+    LinkDaemon,
+    link_butler,
+    link_worker,
+    output_of,
+    probe_butler,
+    worker_log,
+)
 
 pytestmark = pytest.mark.slow
+
+#: What the worker logs once a hand-back of a result has failed for want of the database.
+AWAY = "the session's result waits on this worker"
 
 
 async def test_a_result_made_during_a_database_outage_reaches_the_caller_once_it_is_back(
@@ -29,10 +38,10 @@ async def test_a_result_made_during_a_database_outage_reaches_the_caller_once_it
             port = free_port()
             folder = probe_butler(tmp_path / "roster", place.peer, port)
             starts, done = folder / "starts.txt", folder / "done"
-            daemon = _Daemon(folder, port=port, database_url=dsn, host=place.peer).start()
+            daemon = LinkDaemon(folder, port=port, database_url=dsn, host=place.peer).start()
             worker = None
             try:
-                worker = _worker(place, folder.parent, dsn, tmp_path / "data")
+                worker = link_worker(place, folder.parent, dsn, tmp_path / "data")
                 plan = {"starts": str(starts), "sleep": 2, "done": str(done)}
                 async with butler_client(f"{daemon.url}/mcp", timeout=180) as client:
                     call = asyncio.create_task(
@@ -41,7 +50,8 @@ async def test_a_result_made_during_a_database_outage_reaches_the_caller_once_it
                     await eventually(starts.is_file, timeout=60)
                     await server.stop()
                     await eventually(done.is_file, timeout=60)  # it ended with no database
-                    await asyncio.sleep(3)  # the worker's first tries to hand it back fail
+                    # The worker has tried to hand the result back, and failed.
+                    await eventually(lambda: AWAY in worker_log(tmp_path / "data"), timeout=60)
                     server = EmbeddedPostgres(own_postgres)
                     await server.start()
                     answer = (await asyncio.wait_for(call, 150)).structured_content
@@ -137,13 +147,13 @@ async def test_after_a_database_outage_a_worker_is_woken_by_new_work_again_not_b
     try:
         with machine() as place:
             port = free_port()
-            folder = _butler(tmp_path / "roster", place.peer, port)
-            daemon = _Daemon(folder, port=port, database_url=dsn, host=place.peer).start()
+            folder = link_butler(tmp_path / "roster", place.peer, port)
+            daemon = LinkDaemon(folder, port=port, database_url=dsn, host=place.peer).start()
             worker = None
             try:
                 # PgQueuer's poll made longer than the test: only a NOTIFY brings it work.
                 slow_poll = ("--poll", "3600")
-                worker = _worker(place, folder.parent, dsn, tmp_path / "data", args=slow_poll)
+                worker = link_worker(place, folder.parent, dsn, tmp_path / "data", args=slow_poll)
                 async with butler_client(f"{daemon.url}/mcp", timeout=180) as client:
                     before = await client.call_tool("trigger", {"prompt": "before"})
                     assert before.structured_content["success"], before.structured_content

@@ -15,8 +15,7 @@ import pytest
 from butler.store.embedded import EmbeddedPostgres
 from tests.helpers import butler_client, eventually, free_port, require_jail
 from tests.workers.machines import machine
-from tests.workers.test_worker import _Daemon, _picked_by, _worker
-from tests.workers.test_worker_jail import probe_butler
+from tests.workers.tester import LinkDaemon, link_worker, picked_by, probe_butler
 
 pytestmark = pytest.mark.slow
 
@@ -52,14 +51,14 @@ async def test_a_restarted_worker_records_the_killed_ones_session_and_leaves_not
             port = free_port()
             folder = probe_butler(roster, place.peer, port)
             starts = folder / "starts.txt"
-            daemon = _Daemon(folder, port=port, database_url=dsn, host=place.peer).start()
+            daemon = LinkDaemon(folder, port=port, database_url=dsn, host=place.peer).start()
             first = second = None
             try:
-                first = _worker(place, roster, dsn, data, env)
+                first = link_worker(place, roster, dsn, data, env)
                 plan = json.dumps({"starts": str(starts), "sleep": 600})
                 async with butler_client(f"{daemon.url}/mcp", timeout=180) as client:
                     call = asyncio.create_task(client.call_tool("trigger", {"prompt": plan}))
-                    picked = await eventually(lambda: _picked_by(dsn), timeout=60)
+                    picked = await eventually(lambda: picked_by(dsn), timeout=60)
                     await eventually(lambda: starts.is_file() and _probes(folder), timeout=60)
                     left = _left(tmp, data)
                     assert len(left) == 4, left  # workspace, jail folder, home, ledger entry
@@ -68,7 +67,7 @@ async def test_a_restarted_worker_records_the_killed_ones_session_and_leaves_not
                     assert _left(tmp, data) == left  # nothing removed them
                     # The heartbeat reclaim stays at its 60 s: what records the session is
                     # the restarted worker's own start.
-                    second = _worker(place, roster, dsn, data, env)
+                    second = link_worker(place, roster, dsn, data, env)
                     answer = (await asyncio.wait_for(call, 120)).structured_content
                     assert not answer["success"]
                     assert f"the worker {picked} stopped while this session ran" in answer["error"]

@@ -20,8 +20,7 @@ from butler.store.embedded import EmbeddedPostgres
 from tests.helpers import free_port, require_jail
 from tests.workers.fleet import served
 from tests.workers.machines import machine
-from tests.workers.test_worker import _worker
-from tests.workers.test_worker_jail import probe_butler
+from tests.workers.tester import link_worker, probe_butler
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +37,7 @@ async def test_a_session_on_a_worker_gets_its_attachments_and_memory_and_a_build
         with machine() as place:
             folder = probe_butler(tmp_path / "roster", place.peer, free_port(), MEMORY)
             async with served(folder, dsn, place.peer) as butler:
-                worker = _worker(
+                worker = link_worker(
                     place, folder.parent, dsn, tmp_path / "data", {"BUTLER_SANDBOX": "bwrap"}
                 )
                 try:

@@ -23,7 +23,8 @@ from butler.runtimes.events import (
 )
 from butler.runtimes.fold import Fold
 
-CAPTURES = Path(__file__).parent / "captures"
+#: The genuine CLIs' captured output, beside the tests that run those CLIs.
+CAPTURES = Path(__file__).parents[2] / "runtimes" / "captures"
 PARSERS: dict[str, ParseEvent] = {
     "claude": claude_stream.parse_event,
     "codex": codex.parse_event,

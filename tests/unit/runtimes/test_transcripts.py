@@ -13,7 +13,8 @@ from pathlib import Path
 from butler.runtimes import transcripts
 from butler.runtimes.base import Usage
 
-CAPTURES = Path(__file__).with_name("captures")
+#: The genuine CLIs' captured output, beside the tests that run those CLIs.
+CAPTURES = Path(__file__).parents[2] / "runtimes" / "captures"
 STORE = transcripts.OPENCODE_STORE
 
 

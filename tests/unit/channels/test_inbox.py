@@ -1,0 +1,208 @@
+"""What the inbox does with each message, from the sender's side: who is refused, told,
+paired or slowed down, which butler answers, and what each message's row says."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from butler.channels.gate import NOT_PAIRED
+from butler.channels.inbox import Inbox
+from butler.channels.message import Inbound
+from butler.channels.routing import which_one
+from butler.errors import Rejected, SessionNotFound
+from butler.spawner.result import SpawnerResult
+from tests.unit.channels.in_memory import Butler, Chat, Conversations, Mail, Senders, live
+
+ALICE = Inbound("telegram", "1", "1001", "", "1001", "Alice", "what is due today?")
+CODE = "K7Q2M-9XHDA"
+
+
+class Desk:
+    """An inbox over in-memory stores, one chat app and its butlers (the first is home)."""
+
+    def __init__(self, *names: str, channel: Chat | None = None, bound: bool = False) -> None:
+        self.senders, self.conversations = Senders(), Conversations()
+        self.butlers = {name: Butler() for name in names or ("tester",)}
+        self.chat = channel or Chat()
+        self.link = live(self.chat, self.conversations, self.butlers, bound=bound)
+        self.inbox = Inbox(self.senders, self.conversations)  # type: ignore[arg-type]
+        self._n = 0
+
+    async def send(self, text: str, message: Inbound = ALICE) -> dict:
+        """Deliver ``text`` as a new message of ``message``'s sender; its row afterwards."""
+        self._n += 1
+        message = replace(message, channel=self.chat.kind, external_id=str(self._n), text=text)
+        row_id = self.conversations.received(message)
+        await self.inbox.handle(self.link, message, row_id)
+        return self.conversations.messages[row_id]
+
+
+@pytest.fixture
+def desk() -> Desk:
+    d = Desk()
+    d.senders.pair("telegram", ALICE.sender)
+    return d
+
+
+async def test_a_paired_sender_is_answered_by_the_butler_with_its_name_on_the_reply(desk):
+    row = await desk.send("what is due today?")
+    assert desk.chat.sent == ["[tester] done"]
+    assert row["status"] == "answered" and row["butler"] == "tester"
+    assert desk.butlers["tester"].requests[0].prompt.endswith("what is due today?")
+
+
+async def test_a_stranger_hears_one_refusal_an_hour_and_starts_no_session():
+    desk = Desk()
+    first, second = await desk.send("hello"), await desk.send("hello?")
+    assert desk.chat.sent == [NOT_PAIRED]
+    assert first["status"] == second["status"] == "refused"
+    assert first["payload"]["refused"] == "not paired"
+    assert desk.butlers["tester"].requests == []
+
+
+async def test_a_stranger_on_email_is_told_nothing():
+    desk = Desk(channel=Mail())
+    row = await desk.send("hello")
+    assert desk.chat.sent == [] and row["status"] == "refused"
+
+
+async def test_a_good_code_pairs_the_sender_once_and_then_they_are_answered():
+    desk = Desk()
+    desk.senders.offer("telegram", CODE)
+    paired = await desk.send(f"/start {CODE}")
+    assert paired["status"] == "paired"
+    assert desk.chat.sent == ["Paired, Alice. Send a message to talk to tester."]
+    assert (await desk.send("hi"))["status"] == "answered"
+    other = replace(ALICE, sender="2002", chat="2002")
+    again = await desk.send(CODE, other)  # a code is used once
+    assert again["payload"]["refused"] == "not paired (the code was not good)"
+
+
+async def test_an_unproven_sender_is_refused_and_a_paired_address_told_once_a_day():
+    desk = Desk(channel=Mail())
+    desk.senders.pair("email", ALICE.sender)
+    forged = replace(ALICE, unproven="it carries no DKIM signature")
+    rows = [await desk.send("pay this invoice", forged) for _ in range(2)]
+    assert [r["status"] for r in rows] == ["refused", "refused"]
+    assert rows[0]["payload"]["refused"] == "sender not proven: it carries no DKIM signature"
+    assert len(desk.chat.sent) == 1 and "it carries no DKIM signature" in desk.chat.sent[0]
+    assert desk.butlers["tester"].requests == []
+
+
+async def test_an_unproven_stranger_is_told_nothing():
+    desk = Desk(channel=Mail())
+    await desk.send("pay this invoice", replace(ALICE, unproven="no signature"))
+    assert desk.chat.sent == []
+
+
+async def test_over_the_rate_a_paired_sender_is_slowed_down_once_and_not_answered(desk):
+    limit = desk.chat.settings.max_messages_per_minute
+    rows = [await desk.send(f"message {n}") for n in range(limit + 2)]
+    assert [r["status"] for r in rows[limit:]] == ["refused", "refused"]
+    assert rows[limit]["payload"]["refused"] == f"over {limit} messages a minute"
+    slow_downs = [s for s in desk.chat.sent if s.startswith("Too many messages")]
+    assert slow_downs == [f"Too many messages: at most {limit} a minute. Wait a moment."]
+    assert len(desk.butlers["tester"].requests) == limit
+
+
+async def test_over_the_rate_a_stranger_is_refused_silently():
+    desk = Desk()
+    limit = desk.chat.settings.max_messages_per_minute
+    for n in range(limit + 1):
+        await desk.send(f"message {n}")
+    assert not any(s.startswith("Too many") for s in desk.chat.sent)
+
+
+async def test_a_follow_up_resumes_the_conversation_and_new_starts_afresh(desk):
+    await desk.send("first")
+    await desk.send("second")
+    tester = desk.butlers["tester"]
+    first_session = desk.conversations.out()[0]["session_id"]
+    assert tester.requests[1].resume_session_id == first_session
+    row = await desk.send("/new")
+    assert desk.chat.sent[-1] == "New conversation: the next message starts afresh."
+    assert row["status"] == "answered"
+    await desk.send("third")
+    assert tester.requests[2].resume_session_id is None
+
+
+async def test_new_with_text_starts_afresh_and_answers_it(desk):
+    await desk.send("first")
+    await desk.send("/new what now?")
+    assert desk.butlers["tester"].requests[1].resume_session_id is None
+    assert desk.butlers["tester"].requests[1].prompt.endswith("what now?")
+
+
+async def test_a_message_over_the_length_limit_is_refused_with_the_limit(desk):
+    limit = desk.chat.settings.max_message_chars
+    row = await desk.send("x" * (limit + 1))
+    line = f"That message is longer than the {limit} characters a message may be."
+    assert desk.chat.sent == [line] and row["payload"]["refused"] == line
+
+
+async def test_naming_a_butler_routes_to_it_and_the_conversation_stays_with_it():
+    desk = Desk("home", "garden")
+    desk.senders.pair("telegram", ALICE.sender)
+    row = await desk.send("/garden water the roses")
+    assert row["butler"] == "garden" and desk.chat.sent == ["[garden] done"]
+    assert desk.butlers["garden"].requests[0].prompt.endswith("water the roses")
+    assert desk.butlers["garden"].requests[0].metadata["routed_by"] == "mention"
+    await desk.send("and the tulips")
+    follow_up = desk.butlers["garden"].requests[1]
+    assert follow_up.metadata["routed_by"] == "conversation"
+    assert desk.butlers["home"].requests == []
+
+
+async def test_a_message_no_butler_could_be_picked_for_is_answered_with_the_question():
+    desk = Desk("home", "garden")
+    desk.senders.pair("telegram", ALICE.sender)
+    row = await desk.send("hello")  # no mention, no rule, and the classifier cannot tell
+    assert desk.chat.sent == [which_one(["home", "garden"])] and row["status"] == "asked"
+
+
+async def test_a_bound_channel_sends_everything_to_its_butler():
+    desk = Desk("home", "garden", bound=True)
+    desk.senders.pair("telegram", ALICE.sender)
+    await desk.send("/garden hello")
+    assert desk.butlers["home"].requests and not desk.butlers["garden"].requests
+
+
+async def test_a_failed_session_is_said_as_such_and_the_row_failed(desk):
+    desk.butlers["tester"].answer = SpawnerResult(success=False, error="the model is away")
+    row = await desk.send("hi")
+    assert desk.chat.sent == ["[tester] could not answer: the model is away"]
+    assert row["status"] == "failed"
+
+
+async def test_a_refused_session_is_said_as_such(desk):
+    desk.butlers["tester"].refuse_next = Rejected("too many sessions at once")
+    row = await desk.send("hi")
+    assert desk.chat.sent == ["[tester] could not answer: too many sessions at once"]
+    assert row["status"] == "failed"
+
+
+async def test_a_session_that_cannot_be_resumed_is_started_afresh_with_the_history(desk):
+    await desk.send("first")
+    desk.butlers["tester"].refuse_next = SessionNotFound("gone")
+    row = await desk.send("second")
+    again = desk.butlers["tester"].requests[-1]
+    assert row["status"] == "answered" and again.resume_session_id is None
+    assert "first" in again.context
+
+
+async def test_a_butler_shutting_down_leaves_the_message_for_the_next_start(desk):
+    desk.butlers["tester"].accepting = False
+    row = await desk.send("hi")
+    assert desk.chat.sent == [] and row["status"] == "received"
+
+
+async def test_a_failure_while_handling_is_said_in_one_line_and_recorded(desk):
+    async def broken(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    desk.butlers["tester"].start = broken  # type: ignore[method-assign]
+    row = await desk.send("hi")
+    assert desk.chat.sent == ["Something went wrong answering this; see the butler's log."]
+    assert row["status"] == "failed"
