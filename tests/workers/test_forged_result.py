@@ -14,7 +14,7 @@ from butler.store.embedded import EmbeddedPostgres
 from butler.store.session_jobs import RESULTS_CHANNEL
 from tests.helpers import butler_client, eventually, free_port
 from tests.workers.machines import machine
-from tests.workers.test_worker import _butler, _Daemon, _worker, output_of
+from tests.workers.tester import LinkDaemon, link_butler, link_worker, output_of
 
 pytestmark = pytest.mark.slow
 
@@ -70,8 +70,8 @@ async def test_a_result_forged_for_an_unclaimed_job_is_refused_and_the_workers_o
     try:
         with machine() as place:
             port = free_port()
-            folder = _butler(tmp_path / "roster", place.peer, port)
-            daemon = _Daemon(folder, port=port, database_url=dsn, host=place.peer).start()
+            folder = link_butler(tmp_path / "roster", place.peer, port)
+            daemon = LinkDaemon(folder, port=port, database_url=dsn, host=place.peer).start()
             worker = None
             try:
                 async with butler_client(f"{daemon.url}/mcp", timeout=300) as client:
@@ -85,7 +85,7 @@ async def test_a_result_forged_for_an_unclaimed_job_is_refused_and_the_workers_o
                     assert not call.done()
                     assert await _results(dsn) == 0  # dropped
                     # The job stayed queued: a genuine worker runs it, and its result counts.
-                    worker = _worker(place, folder.parent, dsn, tmp_path / "data")
+                    worker = link_worker(place, folder.parent, dsn, tmp_path / "data")
                     answer = (await asyncio.wait_for(call, 250)).structured_content
             finally:
                 if worker is not None:

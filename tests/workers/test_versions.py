@@ -14,7 +14,7 @@ import pytest
 from butler.store.embedded import EmbeddedPostgres
 from tests.helpers import butler_client, free_port
 from tests.workers.machines import machine
-from tests.workers.test_worker import _butler, _Daemon, _worker, output_of
+from tests.workers.tester import LinkDaemon, link_butler, link_worker, output_of
 
 pytestmark = pytest.mark.slow
 
@@ -34,8 +34,8 @@ async def test_a_session_only_an_older_worker_could_take_is_refused_at_once_in_o
     dsn = await server.start()
     try:
         port = free_port()
-        folder = _butler(tmp_path / "roster", "127.0.0.1", port)
-        daemon = _Daemon(folder, port=port, database_url=dsn, host="127.0.0.1").start()
+        folder = link_butler(tmp_path / "roster", "127.0.0.1", port)
+        daemon = LinkDaemon(folder, port=port, database_url=dsn, host="127.0.0.1").start()
         try:
             # What a worker of the version before this check writes when it starts.
             await _execute(
@@ -71,8 +71,8 @@ async def test_a_worker_refuses_a_butler_whose_database_is_at_another_migration_
     try:
         with machine() as place:
             port = free_port()
-            folder = _butler(tmp_path / "roster", place.peer, port)
-            daemon = _Daemon(folder, port=port, database_url=dsn, host=place.peer).start()
+            folder = link_butler(tmp_path / "roster", place.peer, port)
+            daemon = LinkDaemon(folder, port=port, database_url=dsn, host=place.peer).start()
             try:
                 # A newer daemon migrated the database past what this worker knows.
                 await _execute(
@@ -80,7 +80,7 @@ async def test_a_worker_refuses_a_butler_whose_database_is_at_another_migration_
                     "INSERT INTO workers_test.butler_migrations (version, name)"
                     " VALUES (999, 'from_the_future')",
                 )
-                worker = _worker(place, folder.parent, dsn, tmp_path / "data")
+                worker = link_worker(place, folder.parent, dsn, tmp_path / "data")
                 output = output_of(worker, tmp_path / "data")
             finally:
                 daemon.stop()

@@ -93,10 +93,12 @@ async def test_a_worker_outage_cutting_its_queue_lookup_pauses_it_and_it_runs_he
             port = free_port()
             folder = probe_butler(tmp_path / "roster", place.peer, port)
             starts, done = folder / "starts.txt", folder / "done"
-            daemon = _Daemon(folder, port=port, database_url=dsn, host=place.peer).start()
+            daemon = LinkDaemon(folder, port=port, database_url=dsn, host=place.peer).start()
             worker = None
             try:
-                worker = _worker(place, folder.parent, dsn, tmp_path / "data", args=("--poll", "1"))
+                worker = link_worker(
+                    place, folder.parent, dsn, tmp_path / "data", args=("--poll", "1")
+                )
                 plan = {"starts": str(starts), "sleep": 3, "done": str(done)}
                 async with butler_client(f"{daemon.url}/mcp", timeout=300) as client:
                     held = asyncio.create_task(
