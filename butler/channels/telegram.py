@@ -189,7 +189,15 @@ def inbound_of(update: Update, bot: User) -> Inbound | None:
         reply={"message_id": message.message_id},
         group=group,
         addressed=addressed,
+        follows=_follows(message),
     )
+
+
+def _follows(message: Message) -> tuple[str, ...]:
+    """The message this one replies to, by the id the bot records (``chat:message``); a
+    forum topic's messages reply to its opening, which is nobody's conversation."""
+    replied = message.reply_to_message
+    return (f"{message.chat_id}:{replied.message_id}",) if replied else ()
 
 
 def _words(message: Message) -> str:

@@ -148,6 +148,35 @@ class ConversationStore:
         )
         return dict(row) if row else None
 
+    async def followed(
+        self, channel: str, chat: str, sender: str, external_ids: list[str]
+    ) -> dict[str, Any] | None:
+        """The sender's own conversation one of ``external_ids`` (messages in or out of
+        ``chat``) belongs to, the latest such; open or closed."""
+        row = await self.db.fetchrow(
+            "SELECT c.* FROM channel_messages m JOIN conversations c ON c.id = m.conversation_id"
+            " WHERE m.channel = $1 AND m.direction IN ('in', 'out') AND m.external_id = ANY($3)"
+            " AND m.chat = $2 AND c.sender = $4 ORDER BY m.id DESC LIMIT 1",
+            channel,
+            chat,
+            [e[:500] for e in external_ids],
+            sender,
+        )
+        return dict(row) if row else None
+
+    async def reopen(self, conversation_id: uuid.UUID) -> None:
+        """Make a conversation its sender's current one in its chat and thread again (a reply
+        to one of its messages): the others there close, it opens."""
+        await self.db.execute(
+            "UPDATE conversations o SET closed_at = now() FROM conversations c"
+            " WHERE c.id = $1 AND o.id <> c.id AND o.channel = c.channel AND o.chat = c.chat"
+            " AND o.thread = c.thread AND o.sender = c.sender AND o.closed_at IS NULL",
+            conversation_id,
+        )
+        await self.db.execute(
+            "UPDATE conversations SET closed_at = NULL WHERE id = $1", conversation_id
+        )
+
     async def start(
         self, channel: str, chat: str, thread: str, sender: str, butler: str
     ) -> uuid.UUID:

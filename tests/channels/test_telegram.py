@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.channels.conftest import replies, switchboard_toml, write_roster
-from tests.fakes.telegram_api import ALICE, MALLORY, Person
+from tests.fakes.telegram_api import ALICE, FAMILY, MALLORY, Person
 from tests.helpers import eventually
 
 #: Each answer runs the command runtime: a real process.
@@ -165,6 +165,61 @@ async def test_a_follow_up_continues_the_conversation_and_new_starts_afresh(
     sessions = await running.sessions()
     conversations = [s["metadata"]["conversation_id"] for s in sessions]
     assert conversations[0] == conversations[1] != conversations[2]
+
+
+async def test_a_reply_to_an_earlier_answer_continues_that_answers_conversation(
+    roster, schema_name, telegram, start_roster
+):
+    write_roster(roster, schema_name)
+    switchboard_toml(roster, telegram)
+    running = await start_roster()
+    await paired(running, telegram)
+
+    await answer_to(telegram, "/health what is due today?")
+    health_answer = telegram.bot_message(ALICE.id)
+    await answer_to(telegram, "/general buy milk")
+    replied = await answer_to(telegram, "and tomorrow?", reply_to=health_answer)
+    after = await answer_to(telegram, "and the day after?")
+
+    # The reply went to health, though general had the chat's latest conversation, and
+    # carried on health's conversation; it is the chat's current one again after it.
+    assert replied == "[health] health heard: and tomorrow?\nearlier turns: 2"
+    assert after == "[health] health heard: and the day after?\nearlier turns: 4"
+    sessions = [s for s in await running.sessions() if s["type"] == "channel"]
+    conversations = [s["metadata"]["conversation_id"] for s in sessions]
+    assert conversations[0] == conversations[2] == conversations[3] != conversations[1]
+    assert sent_to(telegram, ALICE.id)[-2]["reply_parameters"]["message_id"] > 0
+
+
+async def test_each_forum_topic_is_a_conversation_of_its_own_answered_in_its_topic(
+    roster, schema_name, telegram, start_roster
+):
+    write_roster(roster, schema_name)
+    switchboard_toml(roster, telegram, f"groups = [{FAMILY.id}]\n")
+    running = await start_roster()
+    await paired(running, telegram)
+    telegram.add_bot(FAMILY)
+    topic = {"is_topic_message": True}
+
+    telegram.send("/health what is due today?", chat=FAMILY, message_thread_id=7, **topic)
+    await eventually(lambda: len(telegram.texts(FAMILY.id)) >= 1, timeout=60)
+    telegram.send("/general buy milk", chat=FAMILY, message_thread_id=9, **topic)
+    await eventually(lambda: len(telegram.texts(FAMILY.id)) >= 2, timeout=60)
+    answer = telegram.bot_message(FAMILY.id, 0)
+    telegram.send("and tomorrow?", chat=FAMILY, message_thread_id=7, reply_to=answer, **topic)
+    await eventually(lambda: len(telegram.texts(FAMILY.id)) >= 3, timeout=60)
+
+    said = sent_to(telegram, FAMILY.id)
+    assert [m["text"] for m in said] == [
+        "[health] health heard: what is due today?",
+        "[general] general heard: buy milk",
+        "[health] health heard: and tomorrow?\nearlier turns: 2",
+    ]
+    assert [m["message_thread_id"] for m in said] == [7, 9, 7]
+
+
+def sent_to(telegram: Any, chat: int) -> list[dict[str, Any]]:
+    return [m for m in telegram.sent if m["chat_id"] == chat and m["method"] == "sendMessage"]
 
 
 async def test_a_long_answer_is_split_to_telegrams_limit_and_nothing_is_lost(

@@ -217,7 +217,7 @@ class FakeTelegram:
         """A message the bot sent to ``chat``, as a person's reply quotes it."""
         sent = [m for m in self.sent if m["chat_id"] == chat and m["method"] == "sendMessage"]
         found = sent[index]
-        where = self.groups[chat].chat() if chat in self.groups else {"id": chat}
+        where = self.groups[chat].chat() if chat in self.groups else {"id": chat, "type": "private"}
         return {
             "message_id": found["message_id"],
             "date": 1_760_000_000,
