@@ -3,7 +3,9 @@
 In order: a sender over the rate is told to slow down (when paired); a
 sender the channel could not prove is refused (:mod:`.gate` decides who gets
 in); an unpaired sender is refused (or paired, when the message is a code); ``/new`` ends the
-conversation; the router picks the butler; attachments are fetched within
+conversation, and the other commands (:mod:`.chat_commands`) are answered
+without a session; the router picks the butler (when it cannot, the message
+is kept, and answered by the butler the person then names); attachments are fetched within
 bounds; the butler's spawner runs the session (source ``route``), resuming
 the conversation's last one; the answer, labelled with the butler, goes back
 to the chat. Every way it ends is recorded on the message's row.
@@ -17,6 +19,15 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from butler.channels.attachments import Refused, check, fetch_all
+from butler.channels.chat_commands import (
+    STOPPED,
+    Answering,
+    ChatCommands,
+    Running,
+    asked_since,
+    command_in,
+)
+from butler.channels.commands import AT_ONCE
 from butler.channels.gate import Action, Entry, admit, unproven_notice
 from butler.channels.limits import REFUSAL_EVERY_S, SLOW_DOWN_EVERY_S, Notices, RateLimit
 from butler.channels.live import LiveChannel
@@ -64,6 +75,14 @@ class Inbox:
         self.rates: dict[str, RateLimit] = {}
         self.refusals = Notices(REFUSAL_EVERY_S)
         self.slow_downs = Notices(SLOW_DOWN_EVERY_S)
+        self.answering = Answering()
+        self.commands = ChatCommands(senders, conversations, self.threads, self.answering)
+
+    def at_once(self, message: Inbound) -> bool:
+        """Whether ``message`` is a command answered at once, not after the answer being
+        written to the same sender (``/stop`` would otherwise wait for what it stops)."""
+        command = command_in(message)
+        return command is not None and command.name in AT_ONCE
 
     async def handle(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
         """Answer one message; a failure is recorded and said in one line, never raised."""
@@ -89,6 +108,10 @@ class Inbox:
             return
         if entry.action is not Action.ANSWER:
             await self._stranger(link, message, row_id, entry)
+            return
+        command = command_in(message)
+        if command is not None:
+            await self.commands.answer(link, message, row_id, command)
             return
         fresh, text = new_conversation(message.text)
         if fresh:
@@ -123,6 +146,19 @@ class Inbox:
             await link.say(message, which_one(link.router.names))
             await self.conversations.mark(row_id, "asked")
             return None
+        if route.how == "mention" and not route.text.strip() and not message.attachments:
+            kept = await self.conversations.asked(
+                message.channel,
+                message.chat,
+                message.thread,
+                message.sender,
+                asked_since(settings.idle_minutes),
+            )
+            if kept is not None:  # the person named a butler for the message kept: answer it
+                await self.conversations.mark(row_id, "picked", butler=route.butler)
+                message, row_id = Inbound.from_row(kept), kept["id"]
+                route = Route(route.butler, message.text, "picked")
+                current = None
         try:
             files = await fetch_all(link.channel, message.attachments, settings)
         except Refused as exc:
@@ -150,9 +186,13 @@ class Inbox:
         else:
             reply = f"could not answer: {one_line(result.error or 'unknown error', 200)}"
             status = "failed"
+        if result.error == STOPPED:
+            status = "stopped"  # /stop said so already
         await self.conversations.mark(exchange.row_id, status, session_id=result.session_id)
         if result.session_id:
             await self.conversations.touch(thread.conversation_id, result.session_id)
+        if status == "stopped":
+            return
         await link.say(
             message,
             labelled(butler, reply),
@@ -189,7 +229,18 @@ class Inbox:
         except Rejected as exc:
             return SpawnerResult(success=False, error=str(exc))
         await self.conversations.mark(exchange.row_id, "handling", session_id=session_id)
-        return await task
+        assert exchange.route.butler is not None
+        running = Running(exchange.route.butler, session_id, task)
+        self.answering.started(exchange.message, running)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            this = asyncio.current_task()
+            if not running.stopped or not task.cancelled() or (this and this.cancelling()):
+                raise  # the daemon stopping: the next start takes the message up again
+            return SpawnerResult(success=False, error=STOPPED, session_id=session_id)
+        finally:
+            self.answering.ended(exchange.message, running)
 
     def _request(self, exchange: Exchange) -> TriggerRequest:
         message, thread = exchange.message, exchange.thread

@@ -148,6 +148,34 @@ class ConversationStore:
         )
         return dict(row) if row else None
 
+    async def asked(
+        self, channel: str, chat: str, thread: str, sender: str, since: datetime
+    ) -> dict[str, Any] | None:
+        """The sender's latest message here, since ``since``, that no butler could be picked
+        for (status ``asked``): kept for the butler the person picks next."""
+        row = await self.db.fetchrow(
+            "SELECT * FROM channel_messages WHERE channel = $1 AND direction = 'in'"
+            " AND chat = $2 AND thread = $3 AND sender = $4 AND status = 'asked'"
+            " AND created_at > $5 ORDER BY id DESC LIMIT 1",
+            channel,
+            chat,
+            thread,
+            sender,
+            since,
+        )
+        return dict(row) if row else None
+
+    async def waiting(self, channel: str, chat: str, sender: str) -> int:
+        """The sender's messages here recorded and not yet taken up."""
+        found = await self.db.fetchval(
+            "SELECT count(*) FROM channel_messages WHERE channel = $1 AND direction = 'in'"
+            " AND chat = $2 AND sender = $3 AND status = 'received'",
+            channel,
+            chat,
+            sender,
+        )
+        return int(found or 0)
+
     async def followed(
         self, channel: str, chat: str, sender: str, external_ids: list[str]
     ) -> dict[str, Any] | None:

@@ -130,6 +130,31 @@ async def test_a_follow_up_in_a_thread_on_the_answer_continues_its_conversation_
     assert [s["metadata"]["routed_by"] for s in sessions[2:]] == ["conversation"] * 2
 
 
+async def test_commands_on_matrix_are_answered_without_a_session_and_a_kept_message_is_answered(
+    roster, schema_name, synapse, matrix, start_roster
+):
+    bot, person, room = matrix["bot"], matrix["person"], matrix["room"]
+    write_roster(roster, schema_name)
+    matrix_switchboard(roster, synapse, bot)
+    running = await start_roster({"MATRIX_ACCESS_TOKEN": bot.token})
+    await eventually(lambda: has_joined(synapse, person, room, bot), timeout=60)
+    synapse.say(person, room, await running.pair("matrix"))
+    await bot_says(synapse, person, room, bot, 1)
+
+    synapse.say(person, room, "/butlers")
+    butlers = (await bot_says(synapse, person, room, bot, 2))[1]["body"]
+    assert butlers.startswith("Butlers that answer here:\n/general")
+    assert [s["type"] for s in await running.sessions()] == []
+
+    synapse.say(person, room, "hmm, is the thing on friday?")
+    asked = (await bot_says(synapse, person, room, bot, 3))[2]["body"]
+    synapse.say(person, room, "/health")
+    answer = (await bot_says(synapse, person, room, bot, 4))[3]["body"]
+
+    assert asked.startswith("Which butler should answer?")
+    assert answer == "[health] health heard: hmm, is the thing on friday?"
+
+
 async def test_a_file_is_read_by_the_runtime_and_an_encrypted_room_is_named_in_one_line(
     roster, schema_name, synapse, matrix, start_roster
 ):

@@ -17,6 +17,7 @@ from tests.helpers import eventually
 #: Each answer runs the command runtime: a real process.
 pytestmark = pytest.mark.slow
 
+GATED = '\n[butler.env]\noptional = ["AGENT_GATE"]\n'
 RULES = """
 [[switchboard.rules]]
 butler = "general"
@@ -140,8 +141,94 @@ async def test_an_unclassifiable_message_asks_the_person_which_butler(
 
     reply = await answer_to(telegram, "hmm")
 
-    assert reply == "Which butler should answer? Start your message with one of /general, /health."
+    assert reply == (
+        "Which butler should answer? Send one of /general, /health and it answers this "
+        "message (or start a message with one)."
+    )
     assert [s["type"] for s in await running.sessions()] == ["classify"]
+
+
+async def test_an_unroutable_message_is_kept_and_answered_once_the_person_picks_a_butler(
+    roster, schema_name, telegram, start_roster
+):
+    write_roster(roster, schema_name)
+    switchboard_toml(roster, telegram)
+    running = await start_roster()
+    await paired(running, telegram)
+
+    await answer_to(telegram, "hmm, is the thing on friday?")
+    picked = await answer_to(telegram, "/health")
+
+    assert picked == "[health] health heard: hmm, is the thing on friday?"
+    sessions = await running.sessions()
+    assert [s["type"] for s in sessions] == ["classify", "channel"]
+    assert sessions[1]["metadata"]["routed_by"] == "picked"
+    statuses = await running.db.fetch(
+        "SELECT status FROM channel_messages WHERE direction = 'in' ORDER BY id"
+    )
+    assert [r["status"] for r in statuses] == ["paired", "answered", "picked"]
+
+
+async def test_chat_commands_are_answered_by_the_daemon_without_a_session(
+    roster, schema_name, telegram, start_roster
+):
+    write_roster(roster, schema_name)
+    switchboard_toml(roster, telegram)
+    running = await start_roster()
+    await paired(running, telegram)
+
+    helped = await answer_to(telegram, "/start")  # Telegram's Start button: the help
+    butlers = await answer_to(telegram, "/butlers")
+    status = await answer_to(telegram, "/status")
+    code = await running.pair("telegram")
+    repaired = await answer_to(telegram, f"/pair {code}")
+    again = await answer_to(telegram, f"/pair {code}")
+
+    assert "/health – Medications, doses, appointments and what is due today." in helped
+    assert "/stop – stop the answer being written in this conversation" in helped
+    assert butlers.splitlines()[:3] == [
+        "Butlers that answer here:",
+        "/general – Shopping lists, errands and everything else.",
+        "/health – Medications, doses, appointments and what is due today.",
+    ]
+    assert status.startswith("general: not answering anything in this conversation.\nSessions:")
+    assert repaired == "Paired again with the new code."
+    assert again.startswith("That code is not good")
+    assert await running.sessions() == []  # no session was started for any of them
+
+
+async def test_stop_ends_the_answer_being_written_and_status_shows_it_meanwhile(
+    roster, schema_name, telegram, start_roster, tmp_path
+):
+    write_roster(roster, schema_name, {"health": GATED})
+    switchboard_toml(roster, telegram)
+    running = await start_roster({"AGENT_GATE": str(tmp_path / "never")})
+    await paired(running, telegram)
+
+    telegram.send("/health what is due today? WAIT", user=ALICE)
+
+    async def session_running() -> bool:
+        found = [s for s in await running.sessions() if s["type"] == "channel"]
+        return bool(found) and found[0]["status"] == "running"
+
+    await eventually(session_running, timeout=60)
+    status = await answer_to(telegram, "/status")
+    stopped = await answer_to(telegram, "/stop")
+    nothing = await answer_to(telegram, "/stop")
+
+    [session] = await running.sessions()
+    assert status.startswith(
+        f"health: answering this conversation (session {session['id'].hex[:8]})"
+    )
+    assert stopped == "Stopped: the answer being written was cancelled."
+    assert nothing == "Nothing to stop: no answer is being written in this conversation."
+
+    async def ended() -> bool:
+        [row] = await running.sessions()
+        return row["status"] != "running"
+
+    await eventually(ended, timeout=30)
+    assert not any(t.startswith("[health]") for t in telegram.texts(ALICE.id))
 
 
 async def test_a_follow_up_continues_the_conversation_and_new_starts_afresh(
