@@ -63,6 +63,8 @@ class Exchange:
     target: Target
     thread: Thread
     files: tuple[SessionFile, ...]
+    #: The dashboard of the butler keeping the conversation ("" when unknown).
+    keeper_url: str = ""
 
 
 class Inbox:
@@ -174,7 +176,7 @@ class Inbox:
         await self.conversations.mark(
             row_id, "handling", conversation_id=thread.conversation_id, butler=route.butler
         )
-        return Exchange(message, row_id, route, target, thread, files)
+        return Exchange(message, row_id, route, target, thread, files, link.dashboard_url)
 
     async def _converse(self, link: LiveChannel, exchange: Exchange) -> None:
         """Run the butler's session and send its answer (or its failure) back."""
@@ -259,6 +261,7 @@ class Inbox:
                 "conversation_id": str(thread.conversation_id),
                 "routed_by": exchange.route.how,
                 "attachments": [{"name": f.name, "note": f.note} for f in exchange.files],
+                **conversation_link(exchange.keeper_url, thread.conversation_id),
             },
         )
 
@@ -316,6 +319,14 @@ class Inbox:
         """A message whose session a stopped daemon left unfinished: say so, once."""
         await self.conversations.mark(row_id, "failed")
         await link.say(message, "The butler stopped while answering this; please send it again.")
+
+
+def conversation_link(keeper_url: str, conversation_id: object) -> dict[str, str]:
+    """Where a routed session's page links to its conversation: the conversations page of
+    the butler keeping it (another butler's dashboard, for a switchboard's session)."""
+    if not keeper_url:
+        return {}
+    return {"conversation_url": f"{keeper_url}/conversations/{conversation_id}"}
 
 
 def hello(router: Router) -> str:

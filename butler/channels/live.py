@@ -37,8 +37,12 @@ class LiveChannel:
         state: ChannelState,
         router: Router,
         conversations: ConversationStore,
+        dashboard_url: str = "",
     ) -> None:
         self.channel = channel
+        #: The dashboard of the butler keeping the channel's conversations (for the link a
+        #: routed session's page shows to its conversation).
+        self.dashboard_url = dashboard_url.rstrip("/")
         self.state = state
         self.router = router
         self.conversations = conversations

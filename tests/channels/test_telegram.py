@@ -276,6 +276,10 @@ async def test_a_reply_to_an_earlier_answer_continues_that_answers_conversation(
     conversations = [s["metadata"]["conversation_id"] for s in sessions]
     assert conversations[0] == conversations[2] == conversations[3] != conversations[1]
     assert sent_to(telegram, ALICE.id)[-2]["reply_parameters"]["message_id"] > 0
+    # health's session page links to the conversation, kept on general's dashboard.
+    general = running.spawners["general"].config.mcp_base_url
+    link = f"{general}/conversations/{conversations[0]}"
+    assert sessions[2]["metadata"]["conversation_url"] == link
 
 
 async def test_each_forum_topic_is_a_conversation_of_its_own_answered_in_its_topic(
