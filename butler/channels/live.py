@@ -14,7 +14,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 from butler.channels.backoff import Backoff
-from butler.channels.base import Channel, ChannelState
+from butler.channels.base import Channel, ChannelState, Paced
 from butler.channels.message import Inbound
 from butler.channels.switchboard import Router
 from butler.channels.text import one_line, split
@@ -105,7 +105,10 @@ class LiveChannel:
                 log.warning(
                     "reply not sent; trying again", extra={"channel": self.kind, "error": error}
                 )
-                await asyncio.sleep(backoff.next())
+                wait = backoff.next()
+                if isinstance(exc, Paced):  # the server said how long: no sooner
+                    wait = max(wait, exc.retry_after_s)
+                await asyncio.sleep(wait)
 
     @contextlib.asynccontextmanager
     async def typing(self, to: Inbound) -> AsyncIterator[None]:

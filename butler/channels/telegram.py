@@ -16,14 +16,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import warnings
+from datetime import timedelta
 from typing import Any
 
 from telegram import Bot, Message, MessageEntity, ReplyParameters, Update, User
 from telegram.constants import ChatAction, ChatMemberStatus, ChatType
-from telegram.error import InvalidToken, TelegramError
+from telegram.error import InvalidToken, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
 
-from butler.channels.base import Channel, ChannelError, Misconfigured, TooLarge
+from butler.channels.base import Channel, ChannelError, Misconfigured, Paced, TooLarge
 from butler.channels.message import AttachmentRef, Batch, Inbound
 from butler.channels.text import utf16_units
 from butler.config.channels import TelegramSettings
@@ -129,14 +131,18 @@ class TelegramChannel(Channel):
 
     async def send(self, to: Inbound, text: str) -> str:
         reply_to = to.reply.get("message_id")
-        sent = await self.bot.send_message(
-            chat_id=int(to.chat),
-            text=text,
-            message_thread_id=int(to.thread) if to.thread else None,
-            reply_parameters=ReplyParameters(reply_to, allow_sending_without_reply=True)
-            if reply_to
-            else None,
-        )
+        try:
+            sent = await self.bot.send_message(
+                chat_id=int(to.chat),
+                text=text,
+                message_thread_id=int(to.thread) if to.thread else None,
+                reply_parameters=ReplyParameters(reply_to, allow_sending_without_reply=True)
+                if reply_to
+                else None,
+            )
+        except RetryAfter as exc:  # flood control: the wait Telegram names, no sooner
+            wait = seconds(exc)
+            raise Paced(f"telegram: flood control, retry after {wait:g} s", wait) from None
         return f"{sent.chat_id}:{sent.message_id}"
 
     async def typing(self, to: Inbound) -> None:
@@ -162,6 +168,14 @@ class TelegramChannel(Channel):
         bot, self._bot = self._bot, None
         if bot is not None:
             await bot.shutdown()
+
+
+def seconds(flood: RetryAfter) -> float:
+    """The wait a flood-control answer names (seconds, or a timedelta in later versions)."""
+    with warnings.catch_warnings():  # its int form is deprecated; either form is read
+        warnings.simplefilter("ignore")
+        value = flood.retry_after
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
 
 
 def inbound_of(update: Update, bot: User) -> Inbound | None:

@@ -175,3 +175,25 @@ async def test_a_message_whose_session_a_crash_cut_short_is_named_at_the_next_st
     assert texts[1] == "The butler stopped while answering this; please send it again."
     statuses = await db.fetch("SELECT status FROM channel_messages WHERE external_id = '1001:900'")
     assert [r["status"] for r in statuses] == ["failed"]
+
+
+async def test_flood_control_is_waited_out_as_telegram_says_and_the_answer_sent_once(
+    roster, schema_name, telegram: FakeTelegram, start_roster
+):
+    write_roster(roster, schema_name)
+    switchboard_toml(roster, telegram)
+    running = await start_roster()
+    await paired(running, telegram)
+
+    telegram.flood(times=1, retry_after=2)
+    telegram.send("/health what is due today?", user=ALICE)
+    texts = await replies(telegram, ALICE.id, 2)
+
+    assert texts[1] == "[health] health heard: what is due today?"
+    assert telegram.flooded == 1 and telegram.too_early == 0  # no retry before 2 s
+
+    async def both_recorded_sent() -> bool:
+        query = "SELECT status FROM channel_messages WHERE direction = 'out' ORDER BY id"
+        return [r["status"] for r in await running.db.fetch(query)] == ["sent", "sent"]
+
+    await eventually(both_recorded_sent, timeout=30)
