@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 
 #: A paired address hears that mail in its name was refused at most this often.
 UNPROVEN_NOTICE_EVERY_S = 24 * 3600.0
+#: A paired sender's messages over the rate wait their turn, up to this many minutes' worth.
+BACKLOG_MINUTES = 10
 #: How the daily notice is recognised among the replies the channel already sent.
 NOTICE_MARK = unproven_notice("")[:40]
 
@@ -100,8 +102,7 @@ class Inbox:
     async def _handle(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
         settings = link.channel.settings
         rate = self.rates.setdefault(link.kind, RateLimit(settings.max_messages_per_minute))
-        if not rate.allow(message.sender):
-            await self._slow_down(link, message, row_id)
+        if not await self._paced(link, message, row_id, rate):
             return
         paired = await self.senders.is_paired(link.kind, message.sender)
         entry = admit(message, paired, link.channel.refuses_strangers)
@@ -303,6 +304,32 @@ class Inbox:
         since = datetime.now(UTC) - timedelta(seconds=UNPROVEN_NOTICE_EVERY_S)
         if not await self.conversations.told_since(link.kind, message.chat, NOTICE_MARK, since):
             await link.say(message, entry.notice)
+
+    async def _paced(
+        self, link: LiveChannel, message: Inbound, row_id: int, rate: RateLimit
+    ) -> bool:
+        """Wait until ``message`` is within its sender's rate; False when it was refused.
+
+        A paired sender's burst is answered in turn, paced to the rate, and told so once;
+        a flood of more than :data:`BACKLOG_MINUTES` minutes' worth waiting (or a
+        stranger's) is refused.
+        """
+        wait = rate.wait(message.sender)
+        if wait == 0.0:
+            return True
+        limit = link.channel.settings.max_messages_per_minute
+        paired = await self.senders.is_paired(link.kind, message.sender)
+        waiting = await self.conversations.waiting(link.kind, message.chat, message.sender)
+        if not paired or waiting > BACKLOG_MINUTES * limit:
+            await self._slow_down(link, message, row_id)
+            return False
+        if self.slow_downs.due(f"{link.kind}:{message.sender}"):
+            line = f"Many messages at once: each is answered in turn, at most {limit} a minute."
+            await link.say(message, line)
+        while wait:
+            await asyncio.sleep(wait)
+            wait = rate.wait(message.sender)
+        return True
 
     async def _slow_down(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
         limit = link.channel.settings.max_messages_per_minute
