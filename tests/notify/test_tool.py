@@ -6,11 +6,15 @@ import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
+from starlette.applications import Starlette
 
 from butler.context import ButlerContext
+from butler.dashboard.deliveries import delivery_routes
+from butler.dashboard.view import View
 from butler.notify import Notifier
 from butler.store.credentials import CredentialStore
 from butler.store.deliveries import DeliveryStore
@@ -212,3 +216,20 @@ async def test_a_message_interrupted_while_sending_is_sent_again_at_the_next_sta
         await eventually(lambda: _status(butler, "delivered"))
     finally:
         await restarted.stop()
+
+
+async def test_the_deliveries_page_lists_what_every_butler_sent_and_what_was_refused_and_why(
+    make_butler, webhook: Webhook
+):
+    butler = await make_butler(notify_table({"hook": webhook.url()}, max_per_hour=1))
+    await call(butler, message="one")
+    await refusal(butler, message="two")
+    app = Starlette(routes=delivery_routes(View(butler, lambda: "token")))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://dashboard") as client:
+        page = (await client.get("/deliveries")).text
+
+    rows = page.split('<div id="deliveries">', 1)[1]
+    assert rows.index('data-status="refused"') < rows.index('data-status="delivered"')
+    assert "[butler.notify] max_per_hour allows; try again later" in rows
+    assert f"<td>{butler.config.name}</td>" in rows
