@@ -6,6 +6,11 @@ retries. The cursor is the next update offset; Telegram forgets updates
 only once a later ``getUpdates`` names a higher one, so a message recorded
 just before a crash is delivered again and recognised, never lost.
 
+An album (several photos or files sent at once) comes as one update per item
+sharing a ``media_group_id``, the last ones maybe a moment later: the channel
+waits :data:`ALBUM_WAIT_S` for the rest (reading again from the same offset,
+so nothing is confirmed before it is recorded) and makes it one message.
+
 In a group the bot hears what is addressed to it (a command, an
 ``@username`` mention, a reply to one of its messages) whatever its privacy
 mode lets through, and leaves at once a group that is not on ``groups``.
@@ -17,6 +22,7 @@ import contextlib
 import logging
 import re
 import warnings
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -32,6 +38,8 @@ from butler.config.channels import TelegramSettings
 
 log = logging.getLogger(__name__)
 
+#: How long the rest of an album may take to arrive after its first items.
+ALBUM_WAIT_S = 1
 #: What Telegram takes in one message, counted in UTF-16 code units.
 MAX_MESSAGE = 4096
 #: Kinds of file a message may carry, with the media type assumed when Telegram gives none.
@@ -89,21 +97,30 @@ class TelegramChannel(Channel):
         return None
 
     async def receive(self) -> Batch:
-        try:
-            updates = await self.bot.get_updates(
-                offset=self._offset,
-                timeout=self.settings.poll_timeout_s,
-                allowed_updates=["message", "my_chat_member"],
-            )
-        except TelegramError as exc:
-            raise ChannelError(f"telegram: {exc}") from None
+        updates = await self._updates(self.settings.poll_timeout_s)
+        while updates and _in_album(updates[-1]):  # the rest of the album, a moment later
+            more = await self._updates(ALBUM_WAIT_S)
+            if len(more) <= len(updates):
+                break
+            updates = more
         if not updates:
             return Batch([])
         self._offset = updates[-1].update_id + 1
         for update in updates:
             await self._added(update)
-        found = [inbound_of(update, self.bot.bot) for update in updates]
-        return Batch([m for m in found if m is not None], str(self._offset))
+        found = [(update, inbound_of(update, self.bot.bot)) for update in updates]
+        return Batch(albums([(u, m) for u, m in found if m is not None]), str(self._offset))
+
+    async def _updates(self, timeout: float) -> tuple[Update, ...]:
+        """What waits from the cursor on (read again, not confirmed, until recorded)."""
+        try:
+            return await self.bot.get_updates(
+                offset=self._offset,
+                timeout=timeout,
+                allowed_updates=["message", "my_chat_member"],
+            )
+        except TelegramError as exc:
+            raise ChannelError(f"telegram: {exc}") from None
 
     async def _added(self, update: Update) -> None:
         """Leave a group the bot was just added to, unless it is on the allow-list."""
@@ -168,6 +185,33 @@ class TelegramChannel(Channel):
         bot, self._bot = self._bot, None
         if bot is not None:
             await bot.shutdown()
+
+
+def _in_album(update: Update) -> bool:
+    return bool(update.message and update.message.media_group_id)
+
+
+def albums(found: list[tuple[Update, Inbound]]) -> list[Inbound]:
+    """The messages, each album's items made one message: the first item's id and place,
+    every item's attachments, and the words of those that have any (the caption)."""
+    merged: list[Inbound] = []
+    where: dict[tuple[str, str, str], int] = {}
+    for update, message in found:
+        album = update.message.media_group_id if update.message else None
+        key = (message.chat, message.sender, str(album))
+        if album and key in where:
+            first = merged[where[key]]
+            merged[where[key]] = replace(
+                first,
+                text="\n".join(t for t in (first.text, message.text) if t),
+                attachments=first.attachments + message.attachments,
+                addressed=first.addressed or message.addressed,
+            )
+            continue
+        if album:
+            where[key] = len(merged)
+        merged.append(message)
+    return merged
 
 
 def seconds(flood: RetryAfter) -> float:

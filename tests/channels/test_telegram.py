@@ -359,6 +359,42 @@ async def test_a_document_is_read_by_the_runtime_and_a_video_is_refused_in_one_l
     assert sessions[0]["metadata"]["attachments"][0]["name"] == "attachment-1.txt"
 
 
+async def test_an_album_is_one_message_answered_once_with_every_file(
+    roster, schema_name, telegram, start_roster
+):
+    write_roster(roster, schema_name)
+    switchboard_toml(roster, telegram)
+    running = await start_roster()
+    await paired(running, telegram)
+    lines = ("Iron 65 mg at 8:00.", "Dentist at 15:30.", "Walk at 18:00.")
+    documents = [
+        {
+            "file_id": telegram.add_file(f"{line}\n".encode(), f"documents/{n}.txt"),
+            "file_unique_id": f"u{n}",
+            "file_name": f"page{n}.txt",
+            "mime_type": "text/plain",
+            "file_size": len(line) + 1,
+        }
+        for n, line in enumerate(lines)
+    ]
+
+    album = {"media_group_id": "13579"}
+    telegram.send(None, caption="/health what do these say?", document=documents[0], **album)
+    telegram.send(None, document=documents[1], **album)
+    telegram.send(None, document=documents[2], **album)
+    [answer] = (await replies(telegram, ALICE.id, 2))[1:]
+
+    assert answer == (
+        "[health] health heard: what do these say?\n"
+        "attachment-1.txt says: Iron 65 mg at 8:00.\n"
+        "attachment-2.txt says: Dentist at 15:30.\n"
+        "attachment-3.txt says: Walk at 18:00."
+    )
+    assert [s["type"] for s in await running.sessions()] == ["channel"]
+    rows = await running.db.fetch("SELECT status FROM channel_messages WHERE direction = 'in'")
+    assert [r["status"] for r in rows] == ["paired", "answered"]
+
+
 async def test_a_channel_bound_to_one_butler_answers_as_that_butler_alone(
     roster, schema_name, telegram, start_roster
 ):
