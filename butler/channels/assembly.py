@@ -139,6 +139,7 @@ def build_services(
                 r,
                 conversations,
                 host.config.mcp_base_url,
+                need,
             )
             for kind, s, r, via in plan
         ]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from butler.channels.attachments import Refused, check, fetch_all
+from butler.channels.base import ChannelError
 from butler.channels.chat_commands import (
     STOPPED,
     Answering,
@@ -38,6 +39,7 @@ from butler.channels.routing import new_conversation, which_one
 from butler.channels.switchboard import Route, Router, Target
 from butler.channels.text import display_name, labelled, one_line
 from butler.channels.threads import Thread, Threads
+from butler.channels.transcribe import Transcript, transcribe, with_transcripts
 from butler.errors import Rejected, SessionNotFound
 from butler.spawner.request import TriggerRequest
 from butler.spawner.result import SpawnerResult
@@ -67,6 +69,8 @@ class Exchange:
     files: tuple[SessionFile, ...]
     #: The dashboard of the butler keeping the conversation ("" when unknown).
     keeper_url: str = ""
+    #: What the voice notes and audio said, when a transcription API is set.
+    transcripts: tuple[Transcript, ...] = ()
 
 
 class Inbox:
@@ -177,7 +181,35 @@ class Inbox:
         await self.conversations.mark(
             row_id, "handling", conversation_id=thread.conversation_id, butler=route.butler
         )
-        return Exchange(message, row_id, route, target, thread, files, link.dashboard_url)
+        transcripts = await self._transcribed(link, message, files)
+        return Exchange(
+            message, row_id, route, target, thread, files, link.dashboard_url, transcripts
+        )
+
+    async def _transcribed(
+        self, link: LiveChannel, message: Inbound, files: tuple[SessionFile, ...]
+    ) -> tuple[Transcript, ...]:
+        """What each audio attachment said, through the channel's transcription API."""
+        settings = link.channel.settings
+        audio = [
+            (ref, file)
+            for ref, file in zip(message.attachments, files, strict=False)
+            if ref.media_type.startswith("audio/")
+        ]
+        if not settings.transcribe_url or not audio or link.need is None:
+            return ()
+        try:
+            key = await link.need(settings.transcribe_credential)
+        except ChannelError as exc:  # the key is not set: said on the session, not fatal
+            return tuple(Transcript(file.name, None, str(exc)) for _, file in audio)
+        found = []
+        for ref, file in audio:
+            found.append(
+                await transcribe(
+                    settings.transcribe_url, settings.transcribe_model, key, file, ref.media_type
+                )
+            )
+        return tuple(found)
 
     async def _converse(self, link: LiveChannel, exchange: Exchange) -> None:
         """Run the butler's session and send its answer (or its failure) back."""
@@ -247,8 +279,10 @@ class Inbox:
 
     def _request(self, exchange: Exchange) -> TriggerRequest:
         message, thread = exchange.message, exchange.thread
+        text = exchange.route.text
+        prompt = prompt_of(text, message) if text.strip() or not exchange.transcripts else ""
         return TriggerRequest(
-            prompt=prompt_of(exchange.route.text, message),
+            prompt=with_transcripts(prompt, exchange.transcripts),
             context=framing(message, thread.history),
             trigger_source="route",
             session_type="channel",
@@ -263,6 +297,11 @@ class Inbox:
                 "routed_by": exchange.route.how,
                 "attachments": [{"name": f.name, "note": f.note} for f in exchange.files],
                 **conversation_link(exchange.keeper_url, thread.conversation_id),
+                **(
+                    {"transcripts": [t.as_json() for t in exchange.transcripts]}
+                    if exchange.transcripts
+                    else {}
+                ),
             },
         )
 

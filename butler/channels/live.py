@@ -14,7 +14,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 from butler.channels.backoff import Backoff
-from butler.channels.base import Channel, ChannelState, Paced
+from butler.channels.base import Channel, ChannelState, Need, Paced
 from butler.channels.message import Inbound
 from butler.channels.switchboard import Router
 from butler.channels.text import one_line, split
@@ -38,11 +38,14 @@ class LiveChannel:
         router: Router,
         conversations: ConversationStore,
         dashboard_url: str = "",
+        need: Need | None = None,
     ) -> None:
         self.channel = channel
         #: The dashboard of the butler keeping the channel's conversations (for the link a
         #: routed session's page shows to its conversation).
         self.dashboard_url = dashboard_url.rstrip("/")
+        #: Resolves a further credential by name (the transcription API's key).
+        self.need = need
         self.state = state
         self.router = router
         self.conversations = conversations

@@ -12,6 +12,8 @@ import pytest
 
 from tests.channels.conftest import replies, switchboard_toml, write_roster
 from tests.fakes.telegram_api import ALICE, FAMILY, MALLORY, Person
+from tests.fakes.transcription_api import KEY as TRANSCRIPTION_KEY
+from tests.fakes.transcription_api import FakeTranscription
 from tests.helpers import eventually
 
 #: Each answer runs the command runtime: a real process.
@@ -393,6 +395,41 @@ async def test_an_album_is_one_message_answered_once_with_every_file(
     assert [s["type"] for s in await running.sessions()] == ["channel"]
     rows = await running.db.fetch("SELECT status FROM channel_messages WHERE direction = 'in'")
     assert [r["status"] for r in rows] == ["paired", "answered"]
+
+
+async def test_a_voice_note_is_transcribed_before_the_session_and_the_transcript_kept(
+    roster, schema_name, telegram, start_roster
+):
+    with FakeTranscription(says="What is due today at the pharmacy?") as api:
+        write_roster(roster, schema_name)
+        switchboard_toml(roster, telegram, f'transcribe_url = "{api.url}"\n')
+        running = await start_roster({"TRANSCRIBE_API_KEY": TRANSCRIPTION_KEY})
+        await paired(running, telegram)
+        ogg = b"OggS" + bytes(60)
+        voice = {
+            "file_id": telegram.add_file(ogg, "voice/file_1.oga"),
+            "file_unique_id": "v1",
+            "duration": 2,
+            "mime_type": "audio/ogg",
+            "file_size": len(ogg),
+        }
+
+        answer = await answer_to(telegram, None, caption="/health", voice=voice)
+
+    assert answer.startswith(
+        "[health] health heard: Transcript of the voice note attachment-1.ogg:\n"
+        "What is due today at the pharmacy?"
+    )
+    [request] = api.requests
+    assert (request["model"], request["filename"], request["data"]) == (
+        "whisper-1",
+        "attachment-1.ogg",
+        ogg,
+    )
+    [session] = await running.sessions()
+    assert session["metadata"]["transcripts"] == [
+        {"name": "attachment-1.ogg", "text": "What is due today at the pharmacy?", "error": None}
+    ]
 
 
 async def test_a_channel_bound_to_one_butler_answers_as_that_butler_alone(
