@@ -19,7 +19,6 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from butler.channels.attachments import Refused, check, fetch_all
-from butler.channels.base import ChannelError
 from butler.channels.chat_commands import (
     STOPPED,
     Answering,
@@ -39,7 +38,7 @@ from butler.channels.routing import new_conversation, which_one
 from butler.channels.switchboard import Route, Router, Target
 from butler.channels.text import display_name, labelled, one_line
 from butler.channels.threads import Thread, Threads
-from butler.channels.transcribe import Transcript, transcribe, with_transcripts
+from butler.channels.transcribe import Transcript, transcribed, with_transcripts
 from butler.errors import Rejected, SessionNotFound
 from butler.spawner.request import TriggerRequest
 from butler.spawner.result import SpawnerResult
@@ -181,35 +180,10 @@ class Inbox:
         await self.conversations.mark(
             row_id, "handling", conversation_id=thread.conversation_id, butler=route.butler
         )
-        transcripts = await self._transcribed(link, message, files)
+        transcripts = await transcribed(link.channel.settings, link.need, message, files)
         return Exchange(
             message, row_id, route, target, thread, files, link.dashboard_url, transcripts
         )
-
-    async def _transcribed(
-        self, link: LiveChannel, message: Inbound, files: tuple[SessionFile, ...]
-    ) -> tuple[Transcript, ...]:
-        """What each audio attachment said, through the channel's transcription API."""
-        settings = link.channel.settings
-        audio = [
-            (ref, file)
-            for ref, file in zip(message.attachments, files, strict=False)
-            if ref.media_type.startswith("audio/")
-        ]
-        if not settings.transcribe_url or not audio or link.need is None:
-            return ()
-        try:
-            key = await link.need(settings.transcribe_credential)
-        except ChannelError as exc:  # the key is not set: said on the session, not fatal
-            return tuple(Transcript(file.name, None, str(exc)) for _, file in audio)
-        found = []
-        for ref, file in audio:
-            found.append(
-                await transcribe(
-                    settings.transcribe_url, settings.transcribe_model, key, file, ref.media_type
-                )
-            )
-        return tuple(found)
 
     async def _converse(self, link: LiveChannel, exchange: Exchange) -> None:
         """Run the butler's session and send its answer (or its failure) back."""

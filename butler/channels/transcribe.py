@@ -14,7 +14,10 @@ from dataclasses import dataclass
 
 import httpx
 
+from butler.channels.base import ChannelError, Need
+from butler.channels.message import Inbound
 from butler.channels.text import one_line
+from butler.config.channels import ChannelSettings
 from butler.spawner.workspace import SessionFile
 
 #: Longest a transcription may take.
@@ -65,6 +68,28 @@ async def transcribe(
     if not isinstance(text, str):
         return Transcript(file.name, None, "the transcription API's answer held no text")
     return Transcript(file.name, text.strip()[:MAX_CHARS])
+
+
+async def transcribed(
+    settings: ChannelSettings,
+    need: Need | None,
+    message: Inbound,
+    files: tuple[SessionFile, ...],
+) -> tuple[Transcript, ...]:
+    """What each audio attachment of ``message`` said, when the channel names an API."""
+    audio = [
+        (ref, file)
+        for ref, file in zip(message.attachments, files, strict=False)
+        if ref.media_type.startswith("audio/")
+    ]
+    if not settings.transcribe_url or not audio or need is None:
+        return ()
+    try:
+        key = await need(settings.transcribe_credential)
+    except ChannelError as exc:  # the key is not set: said on the session, not fatal
+        return tuple(Transcript(file.name, None, str(exc)) for _, file in audio)
+    url, model = settings.transcribe_url, settings.transcribe_model
+    return tuple([await transcribe(url, model, key, f, ref.media_type) for ref, f in audio])
 
 
 def with_transcripts(prompt: str, transcripts: tuple[Transcript, ...]) -> str:
