@@ -61,7 +61,7 @@ class ChannelSettings(Section):
     enabled: bool = True
     #: Messages within this many minutes of the last resume the same session.
     idle_minutes: int = Field(default=30, ge=1, le=60 * 24 * 30)
-    #: A paired sender's messages per minute; the rest get one line and are dropped.
+    #: A sender's messages per minute; a paired sender's burst past it waits its turn.
     max_messages_per_minute: int = Field(default=6, ge=1, le=600)
     #: Longest message text taken, in characters.
     max_message_chars: int = Field(default=8000, ge=100, le=100_000)
