@@ -50,6 +50,8 @@ log = logging.getLogger(__name__)
 
 #: A paired address hears that mail in its name was refused at most this often.
 UNPROVEN_NOTICE_EVERY_S = 24 * 3600.0
+#: Files sent alone within this many seconds after a message with files go with it.
+BURST_S = 1.0
 #: A paired sender's messages over the rate wait their turn, up to this many minutes' worth.
 BACKLOG_MINUTES = 10
 #: How the daily notice is recognised among the replies the channel already sent.
@@ -104,6 +106,8 @@ class Inbox:
 
     async def _handle(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
         settings = link.channel.settings
+        if await self.conversations.status_of(row_id) == "merged":
+            return  # its files went with the message before it (a burst)
         rate = self.rates.setdefault(link.kind, RateLimit(settings.max_messages_per_minute))
         if not await self._paced(link, message, row_id, rate):
             return
@@ -119,6 +123,8 @@ class Inbox:
         if command is not None:
             await self.commands.answer(link, message, row_id, command)
             return
+        if message.attachments:
+            message = await self._burst(message, row_id, settings.max_attachments)
         fresh, text = new_conversation(message.text)
         if fresh:
             await self.threads.forget(message)
@@ -317,6 +323,21 @@ class Inbox:
         since = datetime.now(UTC) - timedelta(seconds=UNPROVEN_NOTICE_EVERY_S)
         if not await self.conversations.told_since(link.kind, message.chat, NOTICE_MARK, since):
             await link.say(message, entry.notice)
+
+    async def _burst(self, message: Inbound, row_id: int, most: int) -> Inbound:
+        """``message`` with the files its sender sent right after it, each alone (several
+        images picked at once come as one message each): one message, answered once."""
+        await asyncio.sleep(BURST_S)
+        later = await self.conversations.following(
+            message.channel, message.chat, message.thread, message.sender, row_id, most
+        )
+        for row in later:
+            follower = Inbound.from_row(row)
+            if follower.text.strip() or not follower.attachments:
+                break  # words of their own: a message of its own
+            message = replace(message, attachments=message.attachments + follower.attachments)
+            await self.conversations.mark(row["id"], "merged")
+        return message
 
     async def _paced(
         self, link: LiveChannel, message: Inbound, row_id: int, rate: RateLimit

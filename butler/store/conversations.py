@@ -165,6 +165,29 @@ class ConversationStore:
         )
         return dict(row) if row else None
 
+    async def status_of(self, message_id: int) -> str | None:
+        return await self.db.fetchval(
+            "SELECT status FROM channel_messages WHERE id = $1", message_id
+        )
+
+    async def following(
+        self, channel: str, chat: str, thread: str, sender: str, after: int, limit: int
+    ) -> list[dict[str, Any]]:
+        """The sender's messages here recorded after ``after`` and not yet taken up,
+        oldest first."""
+        rows = await self.db.fetch(
+            "SELECT * FROM channel_messages WHERE channel = $1 AND direction = 'in'"
+            " AND chat = $2 AND thread = $3 AND sender = $4 AND id > $5"
+            " AND status = 'received' ORDER BY id LIMIT $6",
+            channel,
+            chat,
+            thread,
+            sender,
+            after,
+            limit,
+        )
+        return [dict(row) for row in rows]
+
     async def waiting(self, channel: str, chat: str, sender: str) -> int:
         """The sender's messages here recorded and not yet taken up."""
         found = await self.db.fetchval(

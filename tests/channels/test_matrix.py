@@ -186,6 +186,36 @@ async def test_a_file_is_read_by_the_runtime_and_an_encrypted_room_is_named_in_o
     assert [s["type"] for s in await running.sessions()] == ["channel", "channel"]
 
 
+async def test_files_sent_one_after_another_are_one_message_answered_once(
+    roster, schema_name, synapse, matrix, start_roster
+):
+    bot, person, room = matrix["bot"], matrix["person"], matrix["room"]
+    write_roster(roster, schema_name)
+    matrix_switchboard(roster, synapse, bot)
+    running = await start_roster({"MATRIX_ACCESS_TOKEN": bot.token})
+    await eventually(lambda: has_joined(synapse, person, room, bot), timeout=60)
+    synapse.say(person, room, await running.pair("matrix"))
+    synapse.say(person, room, "/health files follow")
+    await bot_says(synapse, person, room, bot, 2)
+
+    for text in (b"Iron 65 mg at 8:00.\n", b"Dentist at 15:30.\n"):  # two picked at once
+        url = synapse.upload(person, text, "text/plain")
+        info = {"mimetype": "text/plain", "size": len(text)}
+        synapse.say(person, room, {"msgtype": "m.file", "body": "f.txt", "url": url, "info": info})
+    read = await bot_says(synapse, person, room, bot, 3)
+
+    assert read[2]["body"] == (
+        "[health] health heard: (The person sent 2 attachment(s) and no text.)\n"
+        "earlier turns: 2\nattachment-1.txt says: Iron 65 mg at 8:00.\n"
+        "attachment-2.txt says: Dentist at 15:30."
+    )
+    assert [s["type"] for s in await running.sessions()] == ["channel", "channel"]
+    statuses = await running.db.fetch(
+        "SELECT status FROM channel_messages WHERE direction = 'in' ORDER BY id"
+    )
+    assert [r["status"] for r in statuses][-2:] == ["answered", "merged"]
+
+
 async def has_joined(synapse: Synapse, person: MatrixUser, room: str, bot: MatrixUser) -> bool:
     path = f"/_matrix/client/v3/rooms/{room}/joined_members"
     found = await asyncio.to_thread(synapse.call, "GET", path, None, person.token)
