@@ -134,7 +134,12 @@ def build_services(
         need = needing(resolve, hint)
         links = [
             LiveChannel(
-                new_channel(kind, s, need), ChannelState(kind, host.name, via), r, conversations
+                new_channel(kind, s, need),
+                ChannelState(kind, host.name, via),
+                r,
+                conversations,
+                host.config.mcp_base_url,
+                need,
             )
             for kind, s, r, via in plan
         ]

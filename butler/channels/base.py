@@ -30,6 +30,14 @@ class Misconfigured(ChannelError):
     """The channel's server refused who the daemon says it is: a person must fix a setting."""
 
 
+class Paced(ChannelError):
+    """The chat server asked the daemon to wait before sending again (Telegram's 429)."""
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class TooLarge(ChannelError):
     """An attachment was larger than the channel's limit."""
 

@@ -29,8 +29,22 @@ COMMANDS: Mapping[str, str] = {
     "status": "what this butler is running and has queued, and its last error",
     "help": "what this butler does, and these commands",
 }
+#: The commands of a chat app's channel (Telegram, Matrix, email, Slack, Discord), where
+#: one bot may answer for several butlers and a person pairs by code.
+CHAT_COMMANDS: Mapping[str, str] = {
+    "help": "what answers here, and these commands",
+    "butlers": "which butlers answer here, and how to pick one",
+    "new": COMMANDS["new"],
+    "stop": COMMANDS["stop"],
+    "status": COMMANDS["status"],
+    "pair": "pair again with a new code from the owner: /pair CODE",
+}
+#: Not listed by ``/help``: Telegram's Start button sends it (with a code from a link).
+HIDDEN: Mapping[str, str] = {"start": "what can be done here"}
 #: The commands that take text after them.
-TAKES_TEXT = frozenset({"new"})
+TAKES_TEXT = frozenset({"new", "pair", "start"})
+#: The commands answered at once, not after the answer being written in the same chat.
+AT_ONCE = frozenset({"stop", "status", "help", "butlers"})
 #: ``/status``, ``/new what is due?``, ``/help@my_bot`` (Telegram names its bot in groups).
 _COMMAND = re.compile(r"^\s*/([a-z]{2,20})(?:@[A-Za-z0-9_]{1,64})?(?=$|\s)\s*(.*)$", re.S | re.I)
 #: The longest error line ``/status`` repeats.
@@ -125,3 +139,36 @@ def stop_text(stopped: bool) -> str:
 def new_text() -> str:
     """``/new`` alone."""
     return "New conversation: the next message starts afresh."
+
+
+def butlers_text(butlers: Mapping[str, str], current: str | None) -> str:
+    """``/butlers``: who answers here, what each is for, and how to pick one."""
+    if len(butlers) == 1:
+        [(name, description)] = butlers.items()
+        return f"Only {name} answers here: {' '.join(description.split()) or 'a butler'}"
+    lines = ["Butlers that answer here:"]
+    for name, description in butlers.items():
+        mark = " (this conversation's)" if name == current else ""
+        lines.append(f"/{name}{mark} – {' '.join(description.split()) or 'a butler'}")
+    lines += ["", "Start a message with /name to pick one; without, the switchboard picks."]
+    return "\n".join(lines)
+
+
+def chat_help(butlers: Mapping[str, str], current: str | None) -> str:
+    """``/help`` on a chat app: the butler of this conversation (or the roster), and the
+    commands."""
+    if len(butlers) == 1 or current in butlers:
+        name = current if current in butlers else next(iter(butlers))
+        return help_text(name, butlers[name], CHAT_COMMANDS)
+    lines = [butlers_text(butlers, None), "", "Commands:"]
+    lines += [f"/{name} – {what}" for name, what in CHAT_COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def pair_text(paired: bool | None) -> str:
+    """``/pair CODE`` from a sender paired already: whether the code was good (None: no code)."""
+    if paired is None:
+        return "Send /pair followed by the code the owner gave you (butler channels pair)."
+    if paired:
+        return "Paired again with the new code."
+    return "That code is not good: used, expired or mistyped. Ask the owner for a new one."

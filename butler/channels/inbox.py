@@ -3,7 +3,9 @@
 In order: a sender over the rate is told to slow down (when paired); a
 sender the channel could not prove is refused (:mod:`.gate` decides who gets
 in); an unpaired sender is refused (or paired, when the message is a code); ``/new`` ends the
-conversation; the router picks the butler; attachments are fetched within
+conversation, and the other commands (:mod:`.chat_commands`) are answered
+without a session; the router picks the butler (when it cannot, the message
+is kept, and answered by the butler the person then names); attachments are fetched within
 bounds; the butler's spawner runs the session (source ``route``), resuming
 the conversation's last one; the answer, labelled with the butler, goes back
 to the chat. Every way it ends is recorded on the message's row.
@@ -17,6 +19,15 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from butler.channels.attachments import Refused, check, fetch_all
+from butler.channels.chat_commands import (
+    STOPPED,
+    Answering,
+    ChatCommands,
+    Running,
+    asked_since,
+    command_in,
+)
+from butler.channels.commands import AT_ONCE
 from butler.channels.gate import Action, Entry, admit, unproven_notice
 from butler.channels.limits import REFUSAL_EVERY_S, SLOW_DOWN_EVERY_S, Notices, RateLimit
 from butler.channels.live import LiveChannel
@@ -27,6 +38,7 @@ from butler.channels.routing import new_conversation, which_one
 from butler.channels.switchboard import Route, Router, Target
 from butler.channels.text import display_name, labelled, one_line
 from butler.channels.threads import Thread, Threads
+from butler.channels.transcribe import Transcript, transcribed, with_transcripts
 from butler.errors import Rejected, SessionNotFound
 from butler.spawner.request import TriggerRequest
 from butler.spawner.result import SpawnerResult
@@ -38,6 +50,10 @@ log = logging.getLogger(__name__)
 
 #: A paired address hears that mail in its name was refused at most this often.
 UNPROVEN_NOTICE_EVERY_S = 24 * 3600.0
+#: Files sent alone within this many seconds after a message with files go with it.
+BURST_S = 1.0
+#: A paired sender's messages over the rate wait their turn, up to this many minutes' worth.
+BACKLOG_MINUTES = 10
 #: How the daily notice is recognised among the replies the channel already sent.
 NOTICE_MARK = unproven_notice("")[:40]
 
@@ -52,6 +68,10 @@ class Exchange:
     target: Target
     thread: Thread
     files: tuple[SessionFile, ...]
+    #: The dashboard of the butler keeping the conversation ("" when unknown).
+    keeper_url: str = ""
+    #: What the voice notes and audio said, when a transcription API is set.
+    transcripts: tuple[Transcript, ...] = ()
 
 
 class Inbox:
@@ -64,6 +84,14 @@ class Inbox:
         self.rates: dict[str, RateLimit] = {}
         self.refusals = Notices(REFUSAL_EVERY_S)
         self.slow_downs = Notices(SLOW_DOWN_EVERY_S)
+        self.answering = Answering()
+        self.commands = ChatCommands(senders, conversations, self.threads, self.answering)
+
+    def at_once(self, message: Inbound) -> bool:
+        """Whether ``message`` is a command answered at once, not after the answer being
+        written to the same sender (``/stop`` would otherwise wait for what it stops)."""
+        command = command_in(message)
+        return command is not None and command.name in AT_ONCE
 
     async def handle(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
         """Answer one message; a failure is recorded and said in one line, never raised."""
@@ -78,9 +106,10 @@ class Inbox:
 
     async def _handle(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
         settings = link.channel.settings
+        if await self.conversations.status_of(row_id) == "merged":
+            return  # its files went with the message before it (a burst)
         rate = self.rates.setdefault(link.kind, RateLimit(settings.max_messages_per_minute))
-        if not rate.allow(message.sender):
-            await self._slow_down(link, message, row_id)
+        if not await self._paced(link, message, row_id, rate):
             return
         paired = await self.senders.is_paired(link.kind, message.sender)
         entry = admit(message, paired, link.channel.refuses_strangers)
@@ -90,6 +119,12 @@ class Inbox:
         if entry.action is not Action.ANSWER:
             await self._stranger(link, message, row_id, entry)
             return
+        command = command_in(message)
+        if command is not None:
+            await self.commands.answer(link, message, row_id, command)
+            return
+        if message.attachments:
+            message = await self._burst(message, row_id, settings.max_attachments)
         fresh, text = new_conversation(message.text)
         if fresh:
             await self.threads.forget(message)
@@ -123,6 +158,19 @@ class Inbox:
             await link.say(message, which_one(link.router.names))
             await self.conversations.mark(row_id, "asked")
             return None
+        if route.how == "mention" and not route.text.strip() and not message.attachments:
+            kept = await self.conversations.asked(
+                message.channel,
+                message.chat,
+                message.thread,
+                message.sender,
+                asked_since(settings.idle_minutes),
+            )
+            if kept is not None:  # the person named a butler for the message kept: answer it
+                await self.conversations.mark(row_id, "picked", butler=route.butler)
+                message, row_id = Inbound.from_row(kept), kept["id"]
+                route = Route(route.butler, message.text, "picked")
+                current = None
         try:
             files = await fetch_all(link.channel, message.attachments, settings)
         except Refused as exc:
@@ -138,7 +186,10 @@ class Inbox:
         await self.conversations.mark(
             row_id, "handling", conversation_id=thread.conversation_id, butler=route.butler
         )
-        return Exchange(message, row_id, route, target, thread, files)
+        transcripts = await transcribed(link.channel.settings, link.need, message, files)
+        return Exchange(
+            message, row_id, route, target, thread, files, link.dashboard_url, transcripts
+        )
 
     async def _converse(self, link: LiveChannel, exchange: Exchange) -> None:
         """Run the butler's session and send its answer (or its failure) back."""
@@ -150,9 +201,13 @@ class Inbox:
         else:
             reply = f"could not answer: {one_line(result.error or 'unknown error', 200)}"
             status = "failed"
+        if result.error == STOPPED:
+            status = "stopped"  # /stop said so already
         await self.conversations.mark(exchange.row_id, status, session_id=result.session_id)
         if result.session_id:
             await self.conversations.touch(thread.conversation_id, result.session_id)
+        if status == "stopped":
+            return
         await link.say(
             message,
             labelled(butler, reply),
@@ -189,12 +244,25 @@ class Inbox:
         except Rejected as exc:
             return SpawnerResult(success=False, error=str(exc))
         await self.conversations.mark(exchange.row_id, "handling", session_id=session_id)
-        return await task
+        assert exchange.route.butler is not None
+        running = Running(exchange.route.butler, session_id, task)
+        self.answering.started(exchange.message, running)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            this = asyncio.current_task()
+            if not running.stopped or not task.cancelled() or (this and this.cancelling()):
+                raise  # the daemon stopping: the next start takes the message up again
+            return SpawnerResult(success=False, error=STOPPED, session_id=session_id)
+        finally:
+            self.answering.ended(exchange.message, running)
 
     def _request(self, exchange: Exchange) -> TriggerRequest:
         message, thread = exchange.message, exchange.thread
+        text = exchange.route.text
+        prompt = prompt_of(text, message) if text.strip() or not exchange.transcripts else ""
         return TriggerRequest(
-            prompt=prompt_of(exchange.route.text, message),
+            prompt=with_transcripts(prompt, exchange.transcripts),
             context=framing(message, thread.history),
             trigger_source="route",
             session_type="channel",
@@ -208,6 +276,12 @@ class Inbox:
                 "conversation_id": str(thread.conversation_id),
                 "routed_by": exchange.route.how,
                 "attachments": [{"name": f.name, "note": f.note} for f in exchange.files],
+                **conversation_link(exchange.keeper_url, thread.conversation_id),
+                **(
+                    {"transcripts": [t.as_json() for t in exchange.transcripts]}
+                    if exchange.transcripts
+                    else {}
+                ),
             },
         )
 
@@ -250,6 +324,47 @@ class Inbox:
         if not await self.conversations.told_since(link.kind, message.chat, NOTICE_MARK, since):
             await link.say(message, entry.notice)
 
+    async def _burst(self, message: Inbound, row_id: int, most: int) -> Inbound:
+        """``message`` with the files its sender sent right after it, each alone (several
+        images picked at once come as one message each): one message, answered once."""
+        await asyncio.sleep(BURST_S)
+        later = await self.conversations.following(
+            message.channel, message.chat, message.thread, message.sender, row_id, most
+        )
+        for row in later:
+            follower = Inbound.from_row(row)
+            if follower.text.strip() or not follower.attachments:
+                break  # words of their own: a message of its own
+            message = replace(message, attachments=message.attachments + follower.attachments)
+            await self.conversations.mark(row["id"], "merged")
+        return message
+
+    async def _paced(
+        self, link: LiveChannel, message: Inbound, row_id: int, rate: RateLimit
+    ) -> bool:
+        """Wait until ``message`` is within its sender's rate; False when it was refused.
+
+        A paired sender's burst is answered in turn, paced to the rate, and told so once;
+        a flood of more than :data:`BACKLOG_MINUTES` minutes' worth waiting (or a
+        stranger's) is refused.
+        """
+        wait = rate.wait(message.sender)
+        if wait == 0.0:
+            return True
+        limit = link.channel.settings.max_messages_per_minute
+        paired = await self.senders.is_paired(link.kind, message.sender)
+        waiting = await self.conversations.waiting(link.kind, message.chat, message.sender)
+        if not paired or waiting > BACKLOG_MINUTES * limit:
+            await self._slow_down(link, message, row_id)
+            return False
+        if self.slow_downs.due(f"{link.kind}:{message.sender}"):
+            line = f"Many messages at once: each is answered in turn, at most {limit} a minute."
+            await link.say(message, line)
+        while wait:
+            await asyncio.sleep(wait)
+            wait = rate.wait(message.sender)
+        return True
+
     async def _slow_down(self, link: LiveChannel, message: Inbound, row_id: int) -> None:
         limit = link.channel.settings.max_messages_per_minute
         await self.conversations.mark(row_id, "refused", reason=f"over {limit} messages a minute")
@@ -265,6 +380,14 @@ class Inbox:
         """A message whose session a stopped daemon left unfinished: say so, once."""
         await self.conversations.mark(row_id, "failed")
         await link.say(message, "The butler stopped while answering this; please send it again.")
+
+
+def conversation_link(keeper_url: str, conversation_id: object) -> dict[str, str]:
+    """Where a routed session's page links to its conversation: the conversations page of
+    the butler keeping it (another butler's dashboard, for a switchboard's session)."""
+    if not keeper_url:
+        return {}
+    return {"conversation_url": f"{keeper_url}/conversations/{conversation_id}"}
 
 
 def hello(router: Router) -> str:

@@ -34,6 +34,10 @@ class RateLimit:
 
     def allow(self, sender: str) -> bool:
         """Count a message of ``sender``; whether it is within the rate."""
+        return self.wait(sender) == 0.0
+
+    def wait(self, sender: str) -> float:
+        """Seconds until a message of ``sender`` is within the rate; 0 counts it now."""
         now = self.clock()
         times = self._seen.get(sender)
         if not isinstance(times, deque):
@@ -43,9 +47,9 @@ class RateLimit:
         while times and times[0] <= now - 60:
             times.popleft()
         if len(times) >= self.per_minute:
-            return False
+            return max(times[0] + 60 - now, 0.001)
         times.append(now)
-        return True
+        return 0.0
 
 
 class Notices:

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 from butler.channels.backoff import Backoff
-from butler.channels.base import Channel, ChannelState
+from butler.channels.base import Channel, ChannelState, Need, Paced
 from butler.channels.message import Inbound
 from butler.channels.switchboard import Router
 from butler.channels.text import one_line, split
@@ -37,8 +37,15 @@ class LiveChannel:
         state: ChannelState,
         router: Router,
         conversations: ConversationStore,
+        dashboard_url: str = "",
+        need: Need | None = None,
     ) -> None:
         self.channel = channel
+        #: The dashboard of the butler keeping the channel's conversations (for the link a
+        #: routed session's page shows to its conversation).
+        self.dashboard_url = dashboard_url.rstrip("/")
+        #: Resolves a further credential by name (the transcription API's key).
+        self.need = need
         self.state = state
         self.router = router
         self.conversations = conversations
@@ -101,7 +108,10 @@ class LiveChannel:
                 log.warning(
                     "reply not sent; trying again", extra={"channel": self.kind, "error": error}
                 )
-                await asyncio.sleep(backoff.next())
+                wait = backoff.next()
+                if isinstance(exc, Paced):  # the server said how long: no sooner
+                    wait = max(wait, exc.retry_after_s)
+                await asyncio.sleep(wait)
 
     @contextlib.asynccontextmanager
     async def typing(self, to: Inbound) -> AsyncIterator[None]:

@@ -134,6 +134,8 @@ class MatrixChannel(Channel):
         elif content.get("msgtype") == "m.notice":
             return None  # another bot's output is never a request
         relates = content.get("m.relates_to") or {}
+        if not isinstance(relates, dict):
+            relates = {}
         thread = relates.get("event_id") if relates.get("rel_type") == "m.thread" else None
         room = self._client.rooms.get(room_id) if self._client else None
         # A room the client does not know yet counts as a group: heard only when addressed.
@@ -156,6 +158,7 @@ class MatrixChannel(Channel):
             reply={"event_id": event.get("event_id")},
             group=group,
             addressed=addressed,
+            follows=_follows(relates),
         )
 
     def _addressed(self, content: dict[str, Any], text: str, own: str | None) -> tuple[bool, str]:
@@ -236,6 +239,18 @@ class MatrixChannel(Channel):
         client, self._client = self._client, None
         if client is not None:
             await client.close()
+
+
+def _follows(relates: dict[str, Any]) -> tuple[str, ...]:
+    """The events a message follows: the root of its thread, the event it replies to (in a
+    thread, the latest one there, which a client names as a fallback)."""
+    found = []
+    if relates.get("rel_type") == "m.thread":
+        found.append(relates.get("event_id"))
+    replied = relates.get("m.in_reply_to")
+    if isinstance(replied, dict):
+        found.append(replied.get("event_id"))
+    return tuple(e for e in found if isinstance(e, str) and e)
 
 
 def _text(content: dict[str, Any]) -> str:

@@ -62,6 +62,9 @@ class Inbound:
     #: Said to the bot: a direct message, a mention of it, a reply to one of its messages,
     #: or (where the platform marks one) a command.
     addressed: bool = False
+    #: The channel's ids of the messages this one follows (a Matrix thread's root, the
+    #: message it replies to): the conversation they belong to is the one it continues.
+    follows: tuple[str, ...] = ()
 
     def payload(self) -> dict[str, Any]:
         """What the table keeps to handle the message again after a restart."""
@@ -71,6 +74,7 @@ class Inbound:
             "unproven": self.unproven,
             "group": self.group,
             "addressed": self.addressed,
+            "follows": list(self.follows),
         }
 
     @classmethod
@@ -90,6 +94,7 @@ class Inbound:
             unproven=payload.get("unproven"),
             group=bool(payload.get("group", False)),
             addressed=bool(payload.get("addressed", False)),
+            follows=tuple(str(f) for f in payload.get("follows") or ()),
         )
 
 

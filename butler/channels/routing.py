@@ -70,4 +70,7 @@ def parse_choice(output: str, names: Sequence[str]) -> str | None:
 def which_one(names: Sequence[str]) -> str:
     """The question a person gets when no butler could be picked."""
     listed = ", ".join(f"/{name}" for name in names)
-    return f"Which butler should answer? Start your message with one of {listed}."
+    return (
+        f"Which butler should answer? Send one of {listed} and it answers this message "
+        "(or start a message with one)."
+    )

@@ -197,6 +197,8 @@ class ChannelService:
             busy.add_done_callback(self._answering.discard)
             return
         key = (link.kind, message.chat, message.sender)
+        if how == self.inbox.handle and self.inbox.at_once(message):
+            key = (link.kind, message.chat, f"{message.sender}\0{message.external_id}")
         before = self._last.get(key)
 
         async def answer() -> None:

@@ -6,6 +6,11 @@ retries. The cursor is the next update offset; Telegram forgets updates
 only once a later ``getUpdates`` names a higher one, so a message recorded
 just before a crash is delivered again and recognised, never lost.
 
+An album (several photos or files sent at once) comes as one update per item
+sharing a ``media_group_id``, the last ones maybe a moment later: the channel
+waits :data:`ALBUM_WAIT_S` for the rest (reading again from the same offset,
+so nothing is confirmed before it is recorded) and makes it one message.
+
 In a group the bot hears what is addressed to it (a command, an
 ``@username`` mention, a reply to one of its messages) whatever its privacy
 mode lets through, and leaves at once a group that is not on ``groups``.
@@ -16,20 +21,25 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import warnings
+from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 from telegram import Bot, Message, MessageEntity, ReplyParameters, Update, User
 from telegram.constants import ChatAction, ChatMemberStatus, ChatType
-from telegram.error import InvalidToken, TelegramError
+from telegram.error import InvalidToken, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
 
-from butler.channels.base import Channel, ChannelError, Misconfigured, TooLarge
+from butler.channels.base import Channel, ChannelError, Misconfigured, Paced, TooLarge
 from butler.channels.message import AttachmentRef, Batch, Inbound
 from butler.channels.text import utf16_units
 from butler.config.channels import TelegramSettings
 
 log = logging.getLogger(__name__)
 
+#: How long the rest of an album may take to arrive after its first items.
+ALBUM_WAIT_S = 1
 #: What Telegram takes in one message, counted in UTF-16 code units.
 MAX_MESSAGE = 4096
 #: Kinds of file a message may carry, with the media type assumed when Telegram gives none.
@@ -87,21 +97,30 @@ class TelegramChannel(Channel):
         return None
 
     async def receive(self) -> Batch:
-        try:
-            updates = await self.bot.get_updates(
-                offset=self._offset,
-                timeout=self.settings.poll_timeout_s,
-                allowed_updates=["message", "my_chat_member"],
-            )
-        except TelegramError as exc:
-            raise ChannelError(f"telegram: {exc}") from None
+        updates = await self._updates(self.settings.poll_timeout_s)
+        while updates and _in_album(updates[-1]):  # the rest of the album, a moment later
+            more = await self._updates(ALBUM_WAIT_S)
+            if len(more) <= len(updates):
+                break
+            updates = more
         if not updates:
             return Batch([])
         self._offset = updates[-1].update_id + 1
         for update in updates:
             await self._added(update)
-        found = [inbound_of(update, self.bot.bot) for update in updates]
-        return Batch([m for m in found if m is not None], str(self._offset))
+        found = [(update, inbound_of(update, self.bot.bot)) for update in updates]
+        return Batch(albums([(u, m) for u, m in found if m is not None]), str(self._offset))
+
+    async def _updates(self, timeout: float) -> tuple[Update, ...]:
+        """What waits from the cursor on (read again, not confirmed, until recorded)."""
+        try:
+            return await self.bot.get_updates(
+                offset=self._offset,
+                timeout=timeout,
+                allowed_updates=["message", "my_chat_member"],
+            )
+        except TelegramError as exc:
+            raise ChannelError(f"telegram: {exc}") from None
 
     async def _added(self, update: Update) -> None:
         """Leave a group the bot was just added to, unless it is on the allow-list."""
@@ -129,14 +148,18 @@ class TelegramChannel(Channel):
 
     async def send(self, to: Inbound, text: str) -> str:
         reply_to = to.reply.get("message_id")
-        sent = await self.bot.send_message(
-            chat_id=int(to.chat),
-            text=text,
-            message_thread_id=int(to.thread) if to.thread else None,
-            reply_parameters=ReplyParameters(reply_to, allow_sending_without_reply=True)
-            if reply_to
-            else None,
-        )
+        try:
+            sent = await self.bot.send_message(
+                chat_id=int(to.chat),
+                text=text,
+                message_thread_id=int(to.thread) if to.thread else None,
+                reply_parameters=ReplyParameters(reply_to, allow_sending_without_reply=True)
+                if reply_to
+                else None,
+            )
+        except RetryAfter as exc:  # flood control: the wait Telegram names, no sooner
+            wait = seconds(exc)
+            raise Paced(f"telegram: flood control, retry after {wait:g} s", wait) from None
         return f"{sent.chat_id}:{sent.message_id}"
 
     async def typing(self, to: Inbound) -> None:
@@ -164,6 +187,41 @@ class TelegramChannel(Channel):
             await bot.shutdown()
 
 
+def _in_album(update: Update) -> bool:
+    return bool(update.message and update.message.media_group_id)
+
+
+def albums(found: list[tuple[Update, Inbound]]) -> list[Inbound]:
+    """The messages, each album's items made one message: the first item's id and place,
+    every item's attachments, and the words of those that have any (the caption)."""
+    merged: list[Inbound] = []
+    where: dict[tuple[str, str, str], int] = {}
+    for update, message in found:
+        album = update.message.media_group_id if update.message else None
+        key = (message.chat, message.sender, str(album))
+        if album and key in where:
+            first = merged[where[key]]
+            merged[where[key]] = replace(
+                first,
+                text="\n".join(t for t in (first.text, message.text) if t),
+                attachments=first.attachments + message.attachments,
+                addressed=first.addressed or message.addressed,
+            )
+            continue
+        if album:
+            where[key] = len(merged)
+        merged.append(message)
+    return merged
+
+
+def seconds(flood: RetryAfter) -> float:
+    """The wait a flood-control answer names (seconds, or a timedelta in later versions)."""
+    with warnings.catch_warnings():  # its int form is deprecated; either form is read
+        warnings.simplefilter("ignore")
+        value = flood.retry_after
+    return value.total_seconds() if isinstance(value, timedelta) else float(value)
+
+
 def inbound_of(update: Update, bot: User) -> Inbound | None:
     """A person's message in an update; None for anything else (edits, bots, channel posts).
 
@@ -189,7 +247,15 @@ def inbound_of(update: Update, bot: User) -> Inbound | None:
         reply={"message_id": message.message_id},
         group=group,
         addressed=addressed,
+        follows=_follows(message),
     )
+
+
+def _follows(message: Message) -> tuple[str, ...]:
+    """The message this one replies to, by the id the bot records (``chat:message``); a
+    forum topic's messages reply to its opening, which is nobody's conversation."""
+    replied = message.reply_to_message
+    return (f"{message.chat_id}:{replied.message_id}",) if replied else ()
 
 
 def _words(message: Message) -> str:

@@ -1,8 +1,14 @@
 """A chat is a conversation: follow-ups within the idle window continue the same session.
 
 A conversation belongs to one sender in one chat (and thread) with one
-butler. What a follow-up resumes comes only from that record, never from
-anything in the message, so a sender can only ever resume their own threads.
+butler. A message that follows another (a reply to it, a Matrix thread
+started on it) continues the conversation that message was part of, however
+long ago, when it is the sender's own: a thread on the butler's answer goes
+on with that answer's butler. Otherwise the sender's latest conversation in
+the same chat and thread continues while its idle window is open, so each
+thread (a forum topic, a Matrix thread) keeps its own window. What a
+follow-up resumes comes only from these records, never from anything in the
+message, so a sender can only ever resume their own threads.
 """
 
 from __future__ import annotations
@@ -34,7 +40,14 @@ class Threads:
         self.store = store
 
     async def current(self, message: Inbound, idle_minutes: int) -> dict[str, Any] | None:
-        """The sender's conversation in this chat, while its idle window is open."""
+        """The conversation of the message ``message`` follows, if the sender's; else the
+        sender's conversation in this chat and thread, while its idle window is open."""
+        if message.follows:
+            followed = await self.store.followed(
+                message.channel, message.chat, message.sender, list(message.follows)
+            )
+            if followed is not None:
+                return {**followed, "followed": True}
         latest = await self.store.latest(
             message.channel, message.chat, message.thread, message.sender
         )
@@ -54,6 +67,8 @@ class Threads:
     ) -> Thread:
         """Continue ``current`` when it is with ``butler``, else start a new conversation."""
         if current is not None and current["butler"] == butler:
+            if current.get("followed") and current["thread"] == message.thread:
+                await self.store.reopen(current["id"])  # a reply in its own timeline
             last = current["last_session_id"]
             if can_resume and last is not None:
                 return Thread(current["id"], resume=str(last))

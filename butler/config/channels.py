@@ -61,13 +61,19 @@ class ChannelSettings(Section):
     enabled: bool = True
     #: Messages within this many minutes of the last resume the same session.
     idle_minutes: int = Field(default=30, ge=1, le=60 * 24 * 30)
-    #: A paired sender's messages per minute; the rest get one line and are dropped.
+    #: A sender's messages per minute; a paired sender's burst past it waits its turn.
     max_messages_per_minute: int = Field(default=6, ge=1, le=600)
     #: Longest message text taken, in characters.
     max_message_chars: int = Field(default=8000, ge=100, le=100_000)
     max_attachment_bytes: int = Field(default=10 * 1024 * 1024, ge=1024, le=100 * 1024 * 1024)
     max_attachments: int = Field(default=4, ge=0, le=20)
     attachment_types: list[str] = Field(default_factory=lambda: list(DEFAULT_ATTACHMENT_TYPES))
+    #: An OpenAI-compatible speech-to-text API (``https://api.openai.com/v1``, or a local
+    #: server speaking the same): voice notes and audio are transcribed through it.
+    transcribe_url: str | None = None
+    transcribe_model: str = Field(default="whisper-1", min_length=1, max_length=100)
+    #: The name of the credential holding its API key.
+    transcribe_credential: str = "TRANSCRIBE_API_KEY"
 
     #: Which of the table's keys names the credential the channel logs in with.
     credential_key: ClassVar[str]
@@ -84,6 +90,16 @@ class ChannelSettings(Section):
     def proof(self) -> str:
         """How this channel's senders are proven, for ``butler channels list``."""
         return "proven by the platform's user id"
+
+    @field_validator("transcribe_url")
+    @classmethod
+    def _transcribe_url(cls, value: str | None) -> str | None:
+        return None if value is None else _http_url(value, "transcribe_url")
+
+    @field_validator("transcribe_credential")
+    @classmethod
+    def _transcribe_credential(cls, value: str) -> str:
+        return credential_name(value)
 
     @field_validator("attachment_types")
     @classmethod

@@ -74,6 +74,7 @@ def render_detail(
         parts.append(f'<h2>Terminal (live)</h2><pre id="output" class="terminal">{e(screen)}</pre>')
     else:
         parts.append(render_output(row))
+    parts.append(render_came_from(row, meta))
     parts.append(render_left(meta))
     parts.append(render_deliveries(deliveries or []))
     parts.append(render_tool_calls(row.get("tool_calls") or []))
@@ -103,6 +104,47 @@ def render_output(row: dict[str, Any]) -> str:
         "<h2>What the runtime printed before it stopped</h2>"
         f'<p class="empty">Not an answer: the session {e(row["status"])}; the reason is above.</p>'
         f'<pre id="output" class="not-an-answer">{e(output)}</pre>'
+    )
+
+
+#: The address of a web chat conversation, on the dashboard that runs it.
+WEB_CHAT_LINK = "/chat/?c={id}"
+
+
+def conversation_href(meta: dict[str, Any]) -> str | None:
+    """Where the conversation a routed session answered is shown; None when it has none."""
+    conversation = meta.get("conversation_id")
+    if not isinstance(conversation, str) or not conversation:
+        return None
+    if meta.get("channel") == "web":
+        return WEB_CHAT_LINK.format(id=quote(conversation, safe=""))
+    url = meta.get("conversation_url")
+    if isinstance(url, str) and url.startswith(("http://", "https://", "/")):
+        return url
+    return f"/conversations/{quote(conversation, safe='')}"
+
+
+def render_came_from(row: dict[str, Any], meta: dict[str, Any]) -> str:
+    """A routed session's origin: channel, sender, conversation (linked) and why this butler
+    answered; nothing for another session."""
+    if row.get("trigger_source") != "route" or not meta.get("channel"):
+        return ""
+    href = conversation_href(meta)
+    conversation = meta.get("conversation_id")
+    link = f'<a id="conversation-link" href="{e(href)}">{e(conversation)}</a>' if href else "—"
+    fields = "".join(
+        _field(name, meta.get(key))
+        for name, key in (
+            ("channel", "channel"),
+            ("sender", "sender"),
+            ("chat", "chat"),
+            ("thread", "thread"),
+            ("routed by", "routed_by"),
+        )
+    )
+    return (
+        '<section id="came-from"><h2>Where the message came from</h2>'
+        f"<dl>{fields}<dt>conversation</dt><dd>{link}</dd></dl></section>"
     )
 
 

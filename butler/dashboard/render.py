@@ -33,8 +33,8 @@ SECURITY_HEADERS = {
 ASSETS = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
 #: The views every butler's header links to, in order.
 NAV = (("/", "Sessions"), ("/charts", "Charts"), ("/schedules", "Schedules"),
-       ("/state", "State"), ("/conversations", "Conversations"), ("/roster", "Roster"),
-       ("/chat/", "Chat"))  # fmt: skip
+       ("/state", "State"), ("/conversations", "Conversations"),
+       ("/deliveries", "Deliveries"), ("/roster", "Roster"), ("/chat/", "Chat"))  # fmt: skip
 
 
 def e(value: Any) -> str:

@@ -12,6 +12,7 @@ from butler.context import ButlerContext
 from butler.dashboard.charts import chart_routes
 from butler.dashboard.chat import chat_routes
 from butler.dashboard.conversations import conversation_routes
+from butler.dashboard.deliveries import delivery_routes
 from butler.dashboard.listing import listing_routes
 from butler.dashboard.render import ASSETS, SECURITY_HEADERS, asset_text
 from butler.dashboard.roster import roster_routes
@@ -33,6 +34,7 @@ def dashboard_routes(butler: ButlerContext, owner_token: Callable[[], str]) -> l
         *state_routes(view),
         *roster_routes(view),
         *conversation_routes(view),
+        *delivery_routes(view),
         *chat_routes(view),
         Route("/assets/{name}", asset, methods=["GET"]),
     ]

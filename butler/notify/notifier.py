@@ -141,7 +141,19 @@ class Notifier:
         message = self._bounded(message, session_id)
         async with self._admit:
             now = self.clock.now()
-            await self._check_limits(now, session_id, source)
+            try:
+                await self._check_limits(now, session_id, source)
+            except NotifyRefused as exc:  # refused, never dropped: a row says why
+                key = uuid.uuid4()
+                refused = [
+                    replace(
+                        self._row(key, message, n, session_id, source, "refused", None),
+                        error=str(exc),
+                    )
+                    for n in names
+                ]
+                await self.store.add(refused)
+                raise
             until = self.outbox.held_until(message.priority, now)
             status = "held" if until else ("sending" if wait else "pending")
             key = uuid.uuid4()

@@ -5,8 +5,10 @@ makes its attempts. One loop wakes when the earliest waiting row is due (or
 when a new one is recorded), claims what is due and attempts each in a task
 of its own. A failed attempt is tried again after ``retry_after_s``, four
 times longer each time, ``retries`` times; a message that is not urgent
-waits for quiet hours to end. Nothing here can fail the session the
-message came from: every outcome is recorded on the row and logged.
+waits for quiet hours to end, and the messages held for one channel go out
+then as one digest (each merged one keeps its row, status ``merged``).
+Nothing here can fail the session the message came from: every outcome is
+recorded on the row and logged.
 """
 
 from __future__ import annotations
@@ -170,13 +172,34 @@ class Outbox:
         while True:
             self._poked.clear()
             try:
-                for row in await self.store.claim_due(self.clock.now()):
+                for row in await self._digested(await self.store.claim_due(self.clock.now())):
                     self.spawn(self._attempt_logged(row))
                 wake = await self.store.next_due()
             except Exception:
                 log.exception("the outbox could not read its deliveries; trying again")
                 wake = self.clock.now() + RETRY_LOOP_AFTER
             await self._wait(wake or self.clock.now() + IDLE)
+
+    async def _digested(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``rows`` with the messages quiet hours held for one channel merged into one."""
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            if row.get("was_held") and not row.get("attachment"):
+                groups.setdefault(row["channel"], []).append(row)
+        merged: set[str] = set()
+        for held in groups.values():
+            if len(held) < 2:
+                continue
+            first, rest = held[0], held[1:]
+            first["body"] = digest_of(held)
+            first["title"] = f"{len(held)} messages held during quiet hours"
+            await self.store.merge(first, first["body"], [r["id"] for r in rest])
+            merged.update(r["id"] for r in rest)
+            log.info(
+                "messages held during quiet hours go out as one digest",
+                extra={"channel": first["channel"], "count": len(held)},
+            )
+        return [row for row in rows if row["id"] not in merged]
 
     async def _attempt_logged(self, row: dict[str, Any]) -> None:
         try:
@@ -194,3 +217,8 @@ class Outbox:
             for task in (sleeper, poked):
                 task.cancel()
             await asyncio.gather(sleeper, poked, return_exceptions=True)
+
+
+def digest_of(held: list[dict[str, Any]]) -> str:
+    """The held messages in one, oldest first, each under its own title."""
+    return "\n\n".join(f"{row['title']}\n{row['body']}" for row in held)

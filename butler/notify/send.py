@@ -58,27 +58,32 @@ async def apprise_module() -> ModuleType:
     return _apprise
 
 
-def _prepared(apprise: ModuleType, urls: list[str], message: Message) -> tuple[Any, Any]:
-    """An Apprise object holding ``urls`` and the attachment, or a refusal line."""
+def _prepared(apprise: ModuleType, urls: list[str], message: Message) -> tuple[Any, Any, list[Any]]:
+    """An Apprise object holding ``urls``, the attachment and the services (or None, a
+    refusal line and none)."""
     # In memory: nothing Apprise caches (a Matrix login) is written to disk.
     asset = apprise.AppriseAsset(storage_mode="memory", secure_logging=True)
     notifier = apprise.Apprise(asset=asset)
+    services = []
     for index, url in enumerate(urls, 1):
         # One service per URL: ``add`` of a string would split it at commas and spaces.
         service = apprise.Apprise.instantiate(url, asset=asset)
         if service is None:
-            return None, (
+            return (
+                None,
                 f"Apprise cannot use URL {index} of this channel (an unknown service, "
-                "or a part it cannot read); see docs/notify.md"
+                "or a part it cannot read); see docs/notify.md",
+                [],
             )
         notifier.add(service)
+        services.append(service)
     attach = None
     if message.attachment is not None:
         memory = apprise.attachment.memory.AttachMemory(
             content=message.attachment.content, name=message.attachment.name
         )
         attach = apprise.AppriseAttachment(memory, asset=asset)
-    return notifier, attach
+    return notifier, attach, services
 
 
 def _error_line(result: Any) -> str:
@@ -93,12 +98,34 @@ def _error_line(result: Any) -> str:
     return f"not delivered (Apprise status {result.status.name.lower()})"
 
 
+async def _rooms_problem(services: list[Any]) -> str | None:
+    """Why a Matrix service of the channel must not be handed to Apprise (a room missing, or
+    the bot not in it: Apprise would create or join one), else None."""
+    # Here, not at the top: httpx is imported only when a message is sent.
+    from butler.notify.matrix_rooms import RoomProblem, check_rooms, is_matrix, unreachable
+
+    for service in services:
+        if is_matrix(service):
+            try:
+                await check_rooms(service)
+            except RoomProblem as exc:
+                return str(exc)
+            except Exception as exc:
+                if not unreachable(exc):
+                    raise
+                return f"Matrix could not be reached: {type(exc).__name__}"
+    return None
+
+
 async def send(urls: list[str], message: Message, timeout_s: float = SEND_TIMEOUT_S) -> Outcome:
     """Send ``message`` to every URL of one channel; delivered only if all took it."""
     apprise = await apprise_module()
-    notifier, attach = await asyncio.to_thread(_prepared, apprise, urls, message)
+    notifier, attach, services = await asyncio.to_thread(_prepared, apprise, urls, message)
     if notifier is None:
         return Outcome(False, attach)
+    problem = await _rooms_problem(services)
+    if problem is not None:
+        return Outcome(False, problem[:MAX_ERROR_CHARS])
     kind = apprise.NotifyType.FAILURE if message.kind == "failure" else apprise.NotifyType.INFO
     if message.priority == "high" and message.kind != "failure":
         kind = apprise.NotifyType.WARNING

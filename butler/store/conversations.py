@@ -148,6 +148,86 @@ class ConversationStore:
         )
         return dict(row) if row else None
 
+    async def asked(
+        self, channel: str, chat: str, thread: str, sender: str, since: datetime
+    ) -> dict[str, Any] | None:
+        """The sender's latest message here, since ``since``, that no butler could be picked
+        for (status ``asked``): kept for the butler the person picks next."""
+        row = await self.db.fetchrow(
+            "SELECT * FROM channel_messages WHERE channel = $1 AND direction = 'in'"
+            " AND chat = $2 AND thread = $3 AND sender = $4 AND status = 'asked'"
+            " AND created_at > $5 ORDER BY id DESC LIMIT 1",
+            channel,
+            chat,
+            thread,
+            sender,
+            since,
+        )
+        return dict(row) if row else None
+
+    async def status_of(self, message_id: int) -> str | None:
+        return await self.db.fetchval(
+            "SELECT status FROM channel_messages WHERE id = $1", message_id
+        )
+
+    async def following(
+        self, channel: str, chat: str, thread: str, sender: str, after: int, limit: int
+    ) -> list[dict[str, Any]]:
+        """The sender's messages here recorded after ``after`` and not yet taken up,
+        oldest first."""
+        rows = await self.db.fetch(
+            "SELECT * FROM channel_messages WHERE channel = $1 AND direction = 'in'"
+            " AND chat = $2 AND thread = $3 AND sender = $4 AND id > $5"
+            " AND status = 'received' ORDER BY id LIMIT $6",
+            channel,
+            chat,
+            thread,
+            sender,
+            after,
+            limit,
+        )
+        return [dict(row) for row in rows]
+
+    async def waiting(self, channel: str, chat: str, sender: str) -> int:
+        """The sender's messages here recorded and not yet taken up."""
+        found = await self.db.fetchval(
+            "SELECT count(*) FROM channel_messages WHERE channel = $1 AND direction = 'in'"
+            " AND chat = $2 AND sender = $3 AND status = 'received'",
+            channel,
+            chat,
+            sender,
+        )
+        return int(found or 0)
+
+    async def followed(
+        self, channel: str, chat: str, sender: str, external_ids: list[str]
+    ) -> dict[str, Any] | None:
+        """The sender's own conversation one of ``external_ids`` (messages in or out of
+        ``chat``) belongs to, the latest such; open or closed."""
+        row = await self.db.fetchrow(
+            "SELECT c.* FROM channel_messages m JOIN conversations c ON c.id = m.conversation_id"
+            " WHERE m.channel = $1 AND m.direction IN ('in', 'out') AND m.external_id = ANY($3)"
+            " AND m.chat = $2 AND c.sender = $4 ORDER BY m.id DESC LIMIT 1",
+            channel,
+            chat,
+            [e[:500] for e in external_ids],
+            sender,
+        )
+        return dict(row) if row else None
+
+    async def reopen(self, conversation_id: uuid.UUID) -> None:
+        """Make a conversation its sender's current one in its chat and thread again (a reply
+        to one of its messages): the others there close, it opens."""
+        await self.db.execute(
+            "UPDATE conversations o SET closed_at = now() FROM conversations c"
+            " WHERE c.id = $1 AND o.id <> c.id AND o.channel = c.channel AND o.chat = c.chat"
+            " AND o.thread = c.thread AND o.sender = c.sender AND o.closed_at IS NULL",
+            conversation_id,
+        )
+        await self.db.execute(
+            "UPDATE conversations SET closed_at = NULL WHERE id = $1", conversation_id
+        )
+
     async def start(
         self, channel: str, chat: str, thread: str, sender: str, butler: str
     ) -> uuid.UUID:

@@ -39,6 +39,8 @@ class NewDelivery:
     next_at: datetime | None
     created_at: datetime
     id: uuid.UUID
+    #: Why it was refused (a row of status ``refused``).
+    error: str | None = None
 
 
 class DeliveryStore:
@@ -60,8 +62,8 @@ class DeliveryStore:
                 )
             await conn.executemany(
                 "INSERT INTO deliveries (id, message, session_id, source, channel, priority,"
-                " kind, title, body, attachment, status, next_at, created_at)"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                " kind, title, body, attachment, status, next_at, created_at, error)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
                 [_values(row) for row in rows],
             )
 
@@ -69,7 +71,7 @@ class DeliveryStore:
         """How many messages were recorded since ``since`` (the owner's tests aside)."""
         return await self.db.fetchval(
             "SELECT count(DISTINCT message) FROM deliveries"
-            " WHERE created_at > $1 AND source <> 'test'",
+            " WHERE created_at > $1 AND source <> 'test' AND status <> 'refused'",
             since,
         )
 
@@ -77,20 +79,41 @@ class DeliveryStore:
         """How many messages the session's own notify calls recorded."""
         return await self.db.fetchval(
             "SELECT count(DISTINCT message) FROM deliveries"
-            " WHERE session_id = $1 AND source = 'tool'",
+            " WHERE session_id = $1 AND source = 'tool' AND status <> 'refused'",
             uuid.UUID(session_id),
         )
 
     async def claim_due(self, now: datetime, limit: int = 50) -> list[dict[str, Any]]:
-        """Rows whose time has come, marked ``sending`` by this call alone."""
+        """Rows whose time has come, marked ``sending`` by this call alone; ``was_held``
+        says which waited for quiet hours to end."""
         rows = await self.db.fetch(
-            "UPDATE deliveries SET status = 'sending' WHERE id IN ("
-            " SELECT id FROM deliveries WHERE status IN ('held', 'pending') AND next_at <= $1"
-            " ORDER BY next_at LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING *",
+            "WITH due AS (SELECT id, status FROM deliveries"
+            " WHERE status IN ('held', 'pending') AND next_at <= $1"
+            " ORDER BY next_at, created_at LIMIT $2 FOR UPDATE SKIP LOCKED)"
+            " UPDATE deliveries d SET status = 'sending' FROM due WHERE d.id = due.id"
+            " RETURNING d.*, due.status = 'held' AS was_held",
             now,
             limit,
         )
-        return [row_dict(r) for r in rows]
+        return sorted((row_dict(r) for r in rows), key=lambda r: (r["next_at"], r["created_at"]))
+
+    async def merge(self, digest: dict[str, Any], body: str, merged: list[str]) -> None:
+        """``digest`` (a claimed row) now carries ``body``, the held messages ``merged``
+        into it; each of those is ``merged``, naming the digest's row."""
+        text, _ = clean_text(body)
+        async with self.db.pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                "UPDATE deliveries SET body = $2, title = $3 WHERE id = $1",
+                uuid.UUID(digest["id"]),
+                text,
+                digest["title"],
+            )
+            await conn.execute(
+                "UPDATE deliveries SET status = 'merged', next_at = NULL, error = $2"
+                " WHERE id = ANY($1::uuid[])",
+                [uuid.UUID(m) for m in merged],
+                f"merged into the quiet-hours digest {digest['id']}",
+            )
 
     async def next_due(self) -> datetime | None:
         """When the earliest waiting row is due, if any waits."""
@@ -151,6 +174,16 @@ class DeliveryStore:
             uuid.UUID(message),
         )
 
+    async def recent(self, limit: int) -> list[dict[str, Any]]:
+        """The latest deliveries of every session and source, newest first, without bodies."""
+        rows = await self.db.fetch(
+            "SELECT id, message, session_id, channel, source, priority, title, status,"
+            " attempts, error, next_at, created_at, delivered_at"
+            " FROM deliveries ORDER BY created_at DESC, channel LIMIT $1",
+            limit,
+        )
+        return [row_dict(r) for r in rows]
+
     async def for_session(self, session_id: str) -> list[dict[str, Any]]:
         """The session's deliveries, oldest first, without their bodies."""
         try:
@@ -189,4 +222,5 @@ def _values(row: NewDelivery) -> tuple[Any, ...]:
         row.status,
         row.next_at,
         row.created_at,
+        clean_text(row.error)[0] if row.error else None,
     )

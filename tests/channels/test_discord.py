@@ -113,6 +113,21 @@ async def test_a_person_paired_on_discord_asks_in_a_direct_message_and_the_answe
     assert 1 in discord.received  # hikari kept the session alive with heartbeats
 
 
+async def test_commands_on_discord_are_answered_by_the_daemon_without_a_session(
+    roster, schema_name, discord, start_roster
+):
+    running = await started(roster, schema_name, discord, start_roster)
+
+    discord.say("/help")
+    helped = (await said(discord, ALICE.dm, 2))[1]
+    discord.say("/stop")
+    stopped = (await said(discord, ALICE.dm, 3))[2]
+
+    assert "/pair – pair again with a new code from the owner: /pair CODE" in helped
+    assert stopped == "Nothing to stop: no answer is being written in this conversation."
+    assert await running.sessions() == []
+
+
 async def test_a_message_in_a_discord_thread_is_answered_there_and_a_reply_continues_it(
     roster, schema_name, discord, start_roster
 ):

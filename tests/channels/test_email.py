@@ -120,6 +120,24 @@ async def test_what_is_due_today_by_email_is_answered_in_the_thread_and_continue
     assert sessions[0]["metadata"]["conversation_id"] == sessions[1]["metadata"]["conversation_id"]
 
 
+async def test_a_command_by_email_is_answered_by_the_daemon_without_a_session(
+    roster, schema_name, mail, dns, start_roster
+):
+    write_roster(roster, schema_name)
+    email_switchboard(roster, mail, dns)
+    running = await start_roster({"EMAIL_PASSWORD": mail.passwords["butler"]})
+    await eventually(lambda: running.state("email")["status"] == "connected", timeout=60)
+    mail.send("alice", "butler", "pairing", await running.pair("email"))
+    await inbox(mail, "alice", 1)
+
+    mail.send("alice", "butler", "who?", "/butlers\n-- \nAlice")
+    answer = (await inbox(mail, "alice", 2))[1]
+
+    assert text_of(answer).startswith("Butlers that answer here:\n/general")
+    assert answer["Subject"] == "Re: who?"
+    assert await running.sessions() == []
+
+
 async def test_an_attachment_is_read_robots_are_ignored_and_a_restarted_server_loses_nothing(
     roster, schema_name, mail, dns, start_roster, tmp_path
 ):

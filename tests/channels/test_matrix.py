@@ -88,6 +88,76 @@ async def test_what_is_due_today_on_matrix_reaches_health_and_a_follow_up_contin
     assert running.state("matrix")["status"] == "connected"
 
 
+def in_thread(root: str, latest: str, text: str) -> dict[str, Any]:
+    """A message in the thread on ``root``, as Element sends it (replying, as a fallback for
+    clients without threads, to the thread's latest event)."""
+    relates = {
+        "rel_type": "m.thread",
+        "event_id": root,
+        "is_falling_back": True,
+        "m.in_reply_to": {"event_id": latest},
+    }
+    return {"msgtype": "m.text", "body": text, "m.relates_to": relates}
+
+
+async def test_a_follow_up_in_a_thread_on_the_answer_continues_its_conversation_there(
+    roster, schema_name, synapse, matrix, start_roster
+):
+    bot, person, room = matrix["bot"], matrix["person"], matrix["room"]
+    write_roster(roster, schema_name)
+    matrix_switchboard(roster, synapse, bot)
+    running = await start_roster({"MATRIX_ACCESS_TOKEN": bot.token})
+    await eventually(lambda: has_joined(synapse, person, room, bot), timeout=60)
+    synapse.say(person, room, await running.pair("matrix"))
+    await bot_says(synapse, person, room, bot, 1)
+
+    synapse.say(person, room, "/health what is due today?")
+    answer = (await bot_says(synapse, person, room, bot, 2))[1]["event_id"]
+    synapse.say(person, room, "/general buy milk")
+    await bot_says(synapse, person, room, bot, 3)
+    synapse.say(person, room, in_thread(answer, answer, "and tomorrow?"))
+    in_it = (await bot_says(synapse, person, room, bot, 4))[3]
+    synapse.say(person, room, in_thread(answer, in_it["event_id"], "and the day after?"))
+    said = await bot_says(synapse, person, room, bot, 5)
+
+    # Not "Which butler should answer?": the thread is on health's answer, so health
+    # carries on that conversation, and answers in the thread.
+    assert said[3]["body"] == "[health] health heard: and tomorrow?\nearlier turns: 2"
+    assert said[4]["body"] == "[health] health heard: and the day after?\nearlier turns: 4"
+    for answered in said[3:]:
+        assert answered["m.relates_to"]["rel_type"] == "m.thread"
+        assert answered["m.relates_to"]["event_id"] == answer
+    sessions = [s for s in await running.sessions() if s["type"] == "channel"]
+    conversations = [s["metadata"]["conversation_id"] for s in sessions]
+    assert conversations[0] == conversations[2] == conversations[3] != conversations[1]
+    assert [s["metadata"]["routed_by"] for s in sessions[2:]] == ["conversation"] * 2
+
+
+async def test_commands_on_matrix_are_answered_without_a_session_and_a_kept_message_is_answered(
+    roster, schema_name, synapse, matrix, start_roster
+):
+    bot, person, room = matrix["bot"], matrix["person"], matrix["room"]
+    write_roster(roster, schema_name)
+    matrix_switchboard(roster, synapse, bot)
+    running = await start_roster({"MATRIX_ACCESS_TOKEN": bot.token})
+    await eventually(lambda: has_joined(synapse, person, room, bot), timeout=60)
+    synapse.say(person, room, await running.pair("matrix"))
+    await bot_says(synapse, person, room, bot, 1)
+
+    synapse.say(person, room, "/butlers")
+    butlers = (await bot_says(synapse, person, room, bot, 2))[1]["body"]
+    assert butlers.startswith("Butlers that answer here:\n/general")
+    assert [s["type"] for s in await running.sessions()] == []
+
+    synapse.say(person, room, "hmm, is the thing on friday?")
+    asked = (await bot_says(synapse, person, room, bot, 3))[2]["body"]
+    synapse.say(person, room, "/health")
+    answer = (await bot_says(synapse, person, room, bot, 4))[3]["body"]
+
+    assert asked.startswith("Which butler should answer?")
+    assert answer == "[health] health heard: hmm, is the thing on friday?"
+
+
 async def test_a_file_is_read_by_the_runtime_and_an_encrypted_room_is_named_in_one_line(
     roster, schema_name, synapse, matrix, start_roster
 ):
@@ -117,6 +187,36 @@ async def test_a_file_is_read_by_the_runtime_and_an_encrypted_room_is_named_in_o
     )
     assert encrypted["body"].startswith("Not accepted: this room is end-to-end encrypted")
     assert [s["type"] for s in await running.sessions()] == ["channel", "channel"]
+
+
+async def test_files_sent_one_after_another_are_one_message_answered_once(
+    roster, schema_name, synapse, matrix, start_roster
+):
+    bot, person, room = matrix["bot"], matrix["person"], matrix["room"]
+    write_roster(roster, schema_name)
+    matrix_switchboard(roster, synapse, bot)
+    running = await start_roster({"MATRIX_ACCESS_TOKEN": bot.token})
+    await eventually(lambda: has_joined(synapse, person, room, bot), timeout=60)
+    synapse.say(person, room, await running.pair("matrix"))
+    synapse.say(person, room, "/health files follow")
+    await bot_says(synapse, person, room, bot, 2)
+
+    for text in (b"Iron 65 mg at 8:00.\n", b"Dentist at 15:30.\n"):  # two picked at once
+        url = synapse.upload(person, text, "text/plain")
+        info = {"mimetype": "text/plain", "size": len(text)}
+        synapse.say(person, room, {"msgtype": "m.file", "body": "f.txt", "url": url, "info": info})
+    read = await bot_says(synapse, person, room, bot, 3)
+
+    assert read[2]["body"] == (
+        "[health] health heard: (The person sent 2 attachment(s) and no text.)\n"
+        "earlier turns: 2\nattachment-1.txt says: Iron 65 mg at 8:00.\n"
+        "attachment-2.txt says: Dentist at 15:30."
+    )
+    assert [s["type"] for s in await running.sessions()] == ["channel", "channel"]
+    statuses = await running.db.fetch(
+        "SELECT status FROM channel_messages WHERE direction = 'in' ORDER BY id"
+    )
+    assert [r["status"] for r in statuses][-2:] == ["answered", "merged"]
 
 
 async def has_joined(synapse: Synapse, person: MatrixUser, room: str, bot: MatrixUser) -> bool:

@@ -123,6 +123,21 @@ async def test_a_person_paired_on_slack_asks_in_a_direct_message_and_is_answered
     assert {e["retry_attempt"] for e in slack.envelopes} == {0}
 
 
+async def test_commands_on_slack_are_answered_by_the_daemon_without_a_session(
+    roster, schema_name, slack, start_roster
+):
+    running = await started(roster, schema_name, slack, start_roster)
+
+    slack.say(" /butlers")  # a space first: Slack takes a leading slash as its own command
+    butlers = (await said(slack, ALICE.dm, 2))[1]
+    slack.say(" /status")
+    status = (await said(slack, ALICE.dm, 3))[2]
+
+    assert butlers.startswith("Butlers that answer here:\n/general")
+    assert status.startswith("general: not answering anything in this conversation.")
+    assert await running.sessions() == []
+
+
 async def test_a_mention_in_a_channel_is_answered_in_its_thread_and_a_follow_up_there_continues(
     roster, schema_name, slack, start_roster
 ):

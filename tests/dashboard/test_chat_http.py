@@ -156,3 +156,20 @@ def test_an_answer_streams_as_server_sent_events_and_resumes_where_it_left_off(c
 
     status, _, _ = call(chat_butler.url, "GET", "/chat/api/turns/no-such-turn/events")
     assert status == 204  # a browser stops and reads the conversation instead
+
+
+def test_the_session_page_of_a_chat_message_says_where_it_came_from_and_links_back(chat_butler):
+    status, answer = post(chat_butler, {"text": "What is due today?"})
+    assert status == 200
+    call(chat_butler.url, "GET", f"/chat/api/turns/{answer['turn']}/events")  # to its end
+    [(session_id,)] = chat_butler.sql("SELECT id FROM sessions")
+    conversation = answer["conversation"]
+
+    status, _, page = call(chat_butler.url, "GET", f"/sessions/{session_id}")
+
+    html = page.decode()
+    assert status == 200
+    came_from = html.split('<section id="came-from">', 1)[1].split("</section>", 1)[0]
+    assert "<dt>channel</dt><dd>web</dd>" in came_from
+    assert "<dt>routed by</dt><dd>bound</dd>" in came_from
+    assert f'<a id="conversation-link" href="/chat/?c={conversation}">' in came_from

@@ -4,7 +4,10 @@ It speaks the real HTTP API, the part a bot by long polling uses: ``getMe``,
 ``getUpdates`` (long polling, offsets confirming earlier updates),
 ``sendMessage`` (4096 UTF-16 units at most, like the real one),
 ``sendDocument`` and ``sendPhoto`` (multipart uploads), ``sendChatAction``,
-``getFile`` and the file download path, ``leaveChat``. A client library
+``getFile`` and the file download path, ``leaveChat``. Told to (:meth:`flood`), it
+answers ``sendMessage`` with 429 and ``parameters.retry_after`` as Telegram's
+flood control does, and a retry before that time is refused again (and
+counted in :attr:`too_early`). A client library
 pointed at :attr:`FakeTelegram.api_url` cannot tell it from Telegram
 (Apprise, whose address is fixed, reaches it through tests/fakes/telegram.py).
 
@@ -105,6 +108,13 @@ class FakeTelegram:
         #: Privacy mode (BotFather's /setprivacy): on for a new bot.
         self.privacy = True
         self._people: set[int] = set()
+        #: Flood control: how many more sends are refused, for how long each time.
+        self._flood = [0, 0]
+        self._flood_until = 0.0
+        #: Sends that came back before the ``retry_after`` Telegram gave had passed.
+        self.too_early = 0
+        #: Every 429 answered.
+        self.flooded = 0
         self._lock = threading.Lock()
         self._arrived = threading.Condition()
         self._next_message = 1
@@ -217,7 +227,7 @@ class FakeTelegram:
         """A message the bot sent to ``chat``, as a person's reply quotes it."""
         sent = [m for m in self.sent if m["chat_id"] == chat and m["method"] == "sendMessage"]
         found = sent[index]
-        where = self.groups[chat].chat() if chat in self.groups else {"id": chat}
+        where = self.groups[chat].chat() if chat in self.groups else {"id": chat, "type": "private"}
         return {
             "message_id": found["message_id"],
             "date": 1_760_000_000,
@@ -298,7 +308,35 @@ class FakeTelegram:
             except TimeoutError:
                 pass
 
+    def flood(self, times: int = 1, retry_after: int = 1) -> None:
+        """The next ``times`` sendMessage calls get 429, retry after ``retry_after`` s."""
+        self._flood = [times, retry_after]
+
+    def _flooded(self) -> Response | None:
+        """Telegram's flood control: 429 with ``retry_after``, also for a retry too soon."""
+        now = time.monotonic()
+        early = now < self._flood_until
+        if early:
+            self.too_early += 1
+        elif self._flood[0] <= 0:
+            return None
+        else:
+            self._flood[0] -= 1
+            self._flood_until = now + self._flood[1]
+        self.flooded += 1
+        wait = max(1, round(self._flood_until - now))
+        body = {
+            "ok": False,
+            "error_code": 429,
+            "description": f"Too Many Requests: retry after {wait}",
+            "parameters": {"retry_after": wait},
+        }
+        return JSONResponse(body, 429)
+
     def _send_message(self, params: dict[str, Any]) -> Response:
+        flooded = self._flooded()
+        if flooded is not None:
+            return flooded
         chat, text = _chat(params), params.get("text")
         if not isinstance(text, str) or not text.strip():
             return _error(400, "Bad Request: message text is empty")

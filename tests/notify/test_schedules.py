@@ -62,6 +62,7 @@ async def test_the_person_gets_the_answer_by_mail_mqtt_and_matrix_and_a_long_one
     person, bot = synapse.register("person"), synapse.register("butler")
     alias = f"digest{bot.name}"
     room = synapse.create_room(person, alias)
+    synapse.join(bot, room)  # the bot is in the room before anything is sent there
     channels = {
         "mail": mail_server.url("butler@example.test", "person@example.test"),
         "broker": mqtt_subscriber.url(),

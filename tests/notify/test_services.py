@@ -74,6 +74,7 @@ async def test_a_matrix_user_reads_the_message_in_their_room(make_butler, synaps
     person, bot = synapse.register("person"), synapse.register("butler")
     alias = f"notify{bot.name}"
     room = synapse.create_room(person, alias)
+    synapse.join(bot, room)  # the bot is in the room before anything is sent there
     url = f"matrix://{bot.name}:{{MATRIX_PASSWORD}}@127.0.0.1:{synapse.port}/#{alias}:localhost"
     butler = await make_butler(notify_table({"matrix": url}))
     await CredentialStore(butler.db).set("MATRIX_PASSWORD", bot.password)
@@ -81,6 +82,42 @@ async def test_a_matrix_user_reads_the_message_in_their_room(make_butler, synaps
     (message,) = [m for m in synapse.messages(person, room) if m["sender"] == bot.user_id]
     assert "Calendar" in message["body"] and "Appointment moved to Friday." in message["body"]
     await delivered_once(butler, "matrix")
+
+
+async def test_notify_test_fails_for_a_matrix_room_that_does_not_exist_and_creates_none(
+    make_butler, synapse: Synapse
+):
+    bot = synapse.register("butler")
+    alias = f"#nosuchroom{bot.name}:localhost"
+    url = f"matrix://{bot.name}:{{MATRIX_PASSWORD}}@127.0.0.1:{synapse.port}/{alias}"
+    butler = await make_butler(notify_table({"matrix": url}))
+    await CredentialStore(butler.db).set("MATRIX_PASSWORD", bot.password)
+
+    (tested,) = await butler.notifier.test("matrix")
+
+    assert not tested.outcome.delivered
+    assert tested.outcome.error == (
+        f"Matrix room {alias} does not exist: create it, invite {bot.user_id} and accept "
+        "the invite as that user (the butler never creates a room)"
+    )
+    joined = synapse.call("GET", "/_matrix/client/v3/joined_rooms", token=bot.token)
+    assert joined["joined_rooms"] == []  # Apprise made no room of its own
+
+
+async def test_notify_test_fails_for_a_matrix_room_the_bot_is_not_in(make_butler, synapse: Synapse):
+    person, bot = synapse.register("person"), synapse.register("butler")
+    alias = f"notin{bot.name}"
+    synapse.create_room(person, alias)
+    url = f"matrix://{bot.name}:{{MATRIX_PASSWORD}}@127.0.0.1:{synapse.port}/#{alias}:localhost"
+    butler = await make_butler(notify_table({"matrix": url}))
+    await CredentialStore(butler.db).set("MATRIX_PASSWORD", bot.password)
+
+    (tested,) = await butler.notifier.test("matrix")
+
+    assert not tested.outcome.delivered
+    assert tested.outcome.error.startswith(
+        f"{bot.user_id} is not in Matrix room #{alias}:localhost: invite it"
+    )
 
 
 async def test_a_webhook_receives_json_with_the_priority_as_its_type(make_butler, webhook: Webhook):

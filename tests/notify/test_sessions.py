@@ -54,5 +54,7 @@ async def test_a_session_sends_only_its_share_and_its_own_result_stands(
         "allows; nothing more is sent",
     ]
     assert [b["message"] for b in await webhook.until(2)] == ["note 0", "note 1"]
-    assert [r["status"] for r in rows] == ["delivered", "delivered"]
+    # The third is refused, not dropped: its row says why (and it counts toward no limit).
+    assert [r["status"] for r in rows] == ["delivered", "delivered", "refused"]
+    assert rows[2]["error"].startswith("this session has sent 2 messages")
     assert {r["source"] for r in rows} == {"tool"}

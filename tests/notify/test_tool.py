@@ -6,11 +6,15 @@ import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 import pytest
 from fastmcp import Client
 from fastmcp.exceptions import ToolError
+from starlette.applications import Starlette
 
 from butler.context import ButlerContext
+from butler.dashboard.deliveries import delivery_routes
+from butler.dashboard.view import View
 from butler.notify import Notifier
 from butler.store.credentials import CredentialStore
 from butler.store.deliveries import DeliveryStore
@@ -106,6 +110,10 @@ async def test_the_butler_refuses_more_messages_per_hour_than_it_allows(
         "[butler.notify] max_per_hour allows; try again later"
     )
     assert [b["message"] for b in await webhook.until(2)] == ["one", "two"]
+    # Refused, not dropped: the third is a row saying why, and counts toward no limit.
+    rows = await deliveries(butler.db)
+    assert [(r["body"], r["status"]) for r in rows][2] == ("three", "refused")
+    assert rows[2]["error"] == line.removeprefix("notify: ")
 
 
 def quiet_notifier(butler: ButlerContext, clock: ManualClock) -> Notifier:
@@ -137,6 +145,35 @@ async def test_quiet_hours_hold_a_message_until_they_end_but_let_an_urgent_one_t
         assert second["message"] == "Weekly summary ready."
     finally:
         await butler.notifier.stop()
+
+
+async def test_messages_held_by_quiet_hours_go_out_as_one_digest_each_keeping_its_row(
+    make_butler, webhook: Webhook
+):
+    butler = await make_butler(notify_table({"hook": webhook.url()}, quiet="00:00-08:00"))
+    clock = ManualClock(datetime(2026, 1, 15, 3, 0, tzinfo=UTC))
+    butler.notifier = quiet_notifier(butler, clock)
+    try:
+        for minute, text in enumerate(("Lab results are in.", "The parcel came.", "Summary.")):
+            clock.set(datetime(2026, 1, 15, 3, minute, tzinfo=UTC))
+            await call(butler, message=text)
+        await eventually(lambda: datetime(2026, 1, 15, 8, 0, tzinfo=UTC) in clock.wake_times)
+        clock.set(datetime(2026, 1, 15, 8, 0, tzinfo=UTC))
+        (digest,) = await webhook.until(1)
+        assert digest["title"] == "3 messages held during quiet hours"
+        assert digest["message"].index("Lab results") < digest["message"].index("The parcel")
+        assert digest["message"].endswith("Summary.")
+
+        async def settled() -> bool:
+            statuses = [r["status"] for r in await deliveries(butler.db)]
+            return statuses == ["delivered", "merged", "merged"]
+
+        await eventually(settled)
+        rows = await deliveries(butler.db)
+        assert rows[1]["error"] == f"merged into the quiet-hours digest {rows[0]['id']}"
+    finally:
+        await butler.notifier.stop()
+    assert len(webhook.posts) == 1
 
 
 async def test_a_held_message_survives_a_restart_and_goes_out_when_quiet_hours_end(
@@ -179,3 +216,20 @@ async def test_a_message_interrupted_while_sending_is_sent_again_at_the_next_sta
         await eventually(lambda: _status(butler, "delivered"))
     finally:
         await restarted.stop()
+
+
+async def test_the_deliveries_page_lists_what_every_butler_sent_and_what_was_refused_and_why(
+    make_butler, webhook: Webhook
+):
+    butler = await make_butler(notify_table({"hook": webhook.url()}, max_per_hour=1))
+    await call(butler, message="one")
+    await refusal(butler, message="two")
+    app = Starlette(routes=delivery_routes(View(butler, lambda: "token")))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://dashboard") as client:
+        page = (await client.get("/deliveries")).text
+
+    rows = page.split('<div id="deliveries">', 1)[1]
+    assert rows.index('data-status="refused"') < rows.index('data-status="delivered"')
+    assert "[butler.notify] max_per_hour allows; try again later" in rows
+    assert f"<td>{butler.config.name}</td>" in rows

@@ -6,12 +6,17 @@ from datetime import UTC, datetime
 
 import pytest
 
+from butler.channels.chat_commands import OFFERED
 from butler.channels.commands import (
+    CHAT_COMMANDS,
     COMMANDS,
     Command,
     Failure,
     Status,
+    butlers_text,
+    chat_help,
     help_text,
+    pair_text,
     parse,
     status_text,
     stop_text,
@@ -100,3 +105,39 @@ def test_the_last_error_a_runtime_wrote_is_one_bounded_line():
 def test_stop_says_whether_there_was_anything_to_stop():
     assert stop_text(True).startswith("Stopped")
     assert stop_text(False).startswith("Nothing to stop")
+
+
+BUTLERS = {"general": "Errands.", "health": "Medications."}
+
+
+def test_a_chat_app_reads_pair_with_its_code_and_start_but_not_pair_in_a_sentence():
+    assert parse("/pair K7Q2M-9XHDA", OFFERED) == Command("pair", "K7Q2M-9XHDA")
+    assert parse("/start", OFFERED) == Command("start")
+    assert parse("/butlers", OFFERED) == Command("butlers")
+    assert parse("/butlers please", OFFERED) is None
+    assert parse("/pair", COMMANDS) is None  # the web chat pairs nobody
+
+
+def test_butlers_lists_each_with_what_it_is_for_and_marks_the_conversations():
+    text = butlers_text(BUTLERS, "health")
+    assert text.splitlines()[:3] == [
+        "Butlers that answer here:",
+        "/general – Errands.",
+        "/health (this conversation's) – Medications.",
+    ]
+    assert (
+        butlers_text({"health": "Medications."}, None) == "Only health answers here: Medications."
+    )
+
+
+def test_help_on_a_chat_app_is_the_conversations_butler_or_the_whole_roster():
+    assert chat_help(BUTLERS, "health").startswith("health: Medications.")
+    roster = chat_help(BUTLERS, None)
+    assert roster.startswith("Butlers that answer here:")
+    assert all(f"/{name} – " in roster for name in CHAT_COMMANDS)
+
+
+def test_pair_says_whether_the_new_code_was_good():
+    assert pair_text(True) == "Paired again with the new code."
+    assert pair_text(False).startswith("That code is not good")
+    assert pair_text(None).startswith("Send /pair followed by the code")
