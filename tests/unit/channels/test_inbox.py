@@ -3,13 +3,17 @@ paired or slowed down, which butler answers, and what each message's row says.""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
+from datetime import UTC, datetime
 
 import pytest
 
+from butler.channels.commands import stop_text
 from butler.channels.gate import NOT_PAIRED
-from butler.channels.inbox import Inbox
-from butler.channels.message import Inbound
+from butler.channels.inbox import BACKLOG_MINUTES, Inbox
+from butler.channels.limits import RateLimit
+from butler.channels.message import AttachmentRef, Inbound
 from butler.channels.routing import which_one
 from butler.errors import Rejected, SessionNotFound
 from butler.spawner.result import SpawnerResult
@@ -30,13 +34,39 @@ class Desk:
         self.inbox = Inbox(self.senders, self.conversations)  # type: ignore[arg-type]
         self._n = 0
 
-    async def send(self, text: str, message: Inbound = ALICE) -> dict:
-        """Deliver ``text`` as a new message of ``message``'s sender; its row afterwards."""
+    def receive(self, text: str, message: Inbound = ALICE, **changes: object) -> Inbound:
+        """Record ``text`` as a new message of ``message``'s sender, as the channel's reader
+        does; the message, not yet handled."""
         self._n += 1
-        message = replace(message, channel=self.chat.kind, external_id=str(self._n), text=text)
-        row_id = self.conversations.received(message)
+        message = replace(
+            message, channel=self.chat.kind, external_id=str(self._n), text=text, **changes
+        )
+        self.conversations.received(message)
+        return message
+
+    async def handle(self, message: Inbound) -> dict:
+        """Hand a recorded message to the inbox; its row afterwards."""
+        [row_id] = [
+            i
+            for i, m in self.conversations.messages.items()
+            if m["direction"] == "in" and m["external_id"] == message.external_id
+        ]
         await self.inbox.handle(self.link, message, row_id)
         return self.conversations.messages[row_id]
+
+    async def send(self, text: str, message: Inbound = ALICE, **changes: object) -> dict:
+        """Deliver ``text`` as a new message of ``message``'s sender; its row afterwards."""
+        return await self.handle(self.receive(text, message, **changes))
+
+
+class Clock:
+    """The rate limit's clock, moved on by the inbox's waits instead of real time passing."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 @pytest.fixture
@@ -44,6 +74,21 @@ def desk() -> Desk:
     d = Desk()
     d.senders.pair("telegram", ALICE.sender)
     return d
+
+
+@pytest.fixture
+def clock(desk: Desk, monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """The desk's rate limit on a clock that the inbox's sleeps move on, at once."""
+    now, real_sleep = Clock(), asyncio.sleep
+
+    async def sleep(seconds: float) -> None:
+        now.now += seconds
+        await real_sleep(0)
+
+    limit = desk.chat.settings.max_messages_per_minute
+    desk.inbox.rates[desk.chat.kind] = RateLimit(limit, clock=now)
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+    return now
 
 
 async def test_a_paired_sender_is_answered_by_the_butler_with_its_name_on_the_reply(desk):
@@ -97,14 +142,27 @@ async def test_an_unproven_stranger_is_told_nothing():
     assert desk.chat.sent == []
 
 
-async def test_over_the_rate_a_paired_sender_is_slowed_down_once_and_not_answered(desk):
+async def test_a_burst_over_the_rate_is_answered_in_turn_paced_and_told_so_once(desk, clock):
     limit = desk.chat.settings.max_messages_per_minute
     rows = [await desk.send(f"message {n}") for n in range(limit + 2)]
-    assert [r["status"] for r in rows[limit:]] == ["refused", "refused"]
+    assert [r["status"] for r in rows] == ["answered"] * (limit + 2)  # nothing dropped
+    paced = f"Many messages at once: each is answered in turn, at most {limit} a minute."
+    assert desk.chat.sent.count(paced) == 1
+    assert desk.chat.sent.index(paced) == limit  # said before the first answer that waits
+    assert clock.now >= 60.0  # the message over the rate waited for the minute to pass
+    prompts = [r.prompt for r in desk.butlers["tester"].requests]
+    assert [p.rsplit(" ", 1)[-1] for p in prompts] == [str(n) for n in range(limit + 2)]
+
+
+async def test_a_flood_over_minutes_of_backlog_is_refused_and_the_sender_slowed_down(desk, clock):
+    limit = desk.chat.settings.max_messages_per_minute
+    for n in range(BACKLOG_MINUTES * limit + 1):  # recorded, still waiting their turn
+        desk.conversations.received(replace(ALICE, external_id=f"waiting-{n}"))
+    rows = [await desk.send(f"message {n}") for n in range(limit + 1)]
+    assert rows[limit]["status"] == "refused"
     assert rows[limit]["payload"]["refused"] == f"over {limit} messages a minute"
-    slow_downs = [s for s in desk.chat.sent if s.startswith("Too many messages")]
-    assert slow_downs == [f"Too many messages: at most {limit} a minute. Wait a moment."]
-    assert len(desk.butlers["tester"].requests) == limit
+    assert desk.chat.sent[-1] == f"Too many messages: at most {limit} a minute. Wait a moment."
+    assert len(desk.butlers["tester"].requests) == limit and clock.now == 0.0
 
 
 async def test_over_the_rate_a_stranger_is_refused_silently():
@@ -120,7 +178,7 @@ async def test_a_follow_up_resumes_the_conversation_and_new_starts_afresh(desk):
     await desk.send("second")
     tester = desk.butlers["tester"]
     first_session = desk.conversations.out()[0]["session_id"]
-    assert tester.requests[1].resume_session_id == first_session
+    assert tester.requests[1].resume_session_id == str(first_session)
     row = await desk.send("/new")
     assert desk.chat.sent[-1] == "New conversation: the next message starts afresh."
     assert row["status"] == "answered"
@@ -206,3 +264,83 @@ async def test_a_failure_while_handling_is_said_in_one_line_and_recorded(desk):
     row = await desk.send("hi")
     assert desk.chat.sent == ["Something went wrong answering this; see the butler's log."]
     assert row["status"] == "failed"
+
+
+async def test_an_unroutable_message_is_kept_and_answered_once_the_person_picks_a_butler():
+    desk = Desk("home", "garden")
+    desk.senders.pair("telegram", ALICE.sender)
+    kept = await desk.send("are the roses thirsty?")
+    assert kept["status"] == "asked"
+    pick = await desk.send("/garden")
+    assert pick["status"] == "picked" and pick["butler"] == "garden"
+    assert kept["status"] == "answered" and kept["butler"] == "garden"
+    [request] = desk.butlers["garden"].requests
+    assert request.prompt.endswith("are the roses thirsty?")
+    assert desk.chat.sent[-1] == "[garden] done"
+    await desk.send("/home")  # the kept message is answered once, not again
+    assert len(desk.butlers["garden"].requests) == 1
+
+
+async def test_chat_commands_are_answered_without_a_session(desk):
+    rows = [await desk.send(c) for c in ("/help", "/butlers", "/stop", "/start")]
+    assert [r["status"] for r in rows] == ["command"] * 4
+    assert desk.chat.sent[0].startswith("tester: the tester butler\n")
+    assert "/status – " in desk.chat.sent[0]
+    assert desk.chat.sent[1] == "Only tester answers here: the tester butler"
+    assert desk.chat.sent[2] == stop_text(False)
+    assert desk.chat.sent[3] == desk.chat.sent[0]
+    assert desk.butlers["tester"].requests == []
+
+
+async def test_help_me_with_words_after_it_is_a_message_for_the_butler(desk):
+    row = await desk.send("/help me word this letter")
+    assert row["status"] == "answered" and desk.chat.sent == ["[tester] done"]
+
+
+async def test_stop_ends_the_answer_being_written_and_status_shows_it_meanwhile(desk):
+    tester = desk.butlers["tester"]
+    tester.hold = True
+    asking = desk.receive("write me a long poem")
+    answer = asyncio.create_task(desk.handle(asking))
+    while not tester.held:
+        await asyncio.sleep(0)
+    [(session_id, _)] = tester.held
+    await desk.send("/status")
+    assert desk.chat.sent[-1].startswith(
+        f"tester: answering this conversation (session {session_id[:8]})."
+    )
+    assert "Sessions: 1 running, 0 queued (at most 2 at once)." in desk.chat.sent[-1]
+    await desk.send("/stop")
+    assert desk.chat.sent[-1] == stop_text(True)
+    row = await answer
+    assert row["status"] == "stopped" and row["session_id"] is not None
+    assert not any(s.startswith("[tester]") for s in desk.chat.sent)  # no answer follows
+    await desk.send("/stop")
+    assert desk.chat.sent[-1] == stop_text(False)
+
+
+async def test_status_names_the_butlers_last_failed_session(desk):
+    when = datetime(2026, 11, 28, 9, 30, tzinfo=UTC)
+    failed = {"id": "0123456789abcdef", "completed_at": when, "error": "the model is away"}
+    desk.butlers["tester"].sessions.failed.append(failed)
+    await desk.send("/status")
+    assert desk.chat.sent[-1] == (
+        "tester: not answering anything in this conversation.\n"
+        "Sessions: 0 running, 0 queued (at most 2 at once).\n"
+        "Last error: session 01234567, 2026-11-28 09:30 UTC: the model is away"
+    )
+
+
+async def test_files_sent_one_after_another_are_one_message_answered_once(desk, clock):
+    def photo(n: int) -> AttachmentRef:
+        return AttachmentRef("document", "text/plain", 14, f"file-{n}", f"notes-{n}.txt")
+
+    first = desk.receive("read these", attachments=(photo(1),))
+    second = desk.receive("", attachments=(photo(2),))
+    words = desk.receive("and this is a question of its own")
+    rows = [await desk.handle(m) for m in (first, second, words)]
+    assert [r["status"] for r in rows] == ["answered", "merged", "answered"]
+    requests = desk.butlers["tester"].requests
+    assert len(requests) == 2 and len(desk.chat.sent) == 2
+    assert [f.name for f in requests[0].files] == ["attachment-1.txt", "attachment-2.txt"]
+    assert requests[1].prompt.endswith("and this is a question of its own")
