@@ -463,6 +463,47 @@ def long_functions(limit: int, known: dict[str, Module] | None = None) -> dict[s
     return found
 
 
+#: How a statement starts: a string of code that begins so is SQL.
+_SQL = re.compile(
+    r"(SELECT|INSERT\s+INTO|UPDATE\s+\S+\s+SET|DELETE\s+FROM|CREATE|ALTER|DROP|TRUNCATE"
+    r"|LISTEN|NOTIFY|PRAGMA|WITH\s+\w+\s+AS)\s"
+)
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of ``tree``'s docstrings: prose, where a word may be a keyword of SQL."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def sql_places(known: dict[str, Module] | None = None) -> set[str]:
+    """Every module outside ``butler/store/`` with a string that is a statement of SQL."""
+    found = set()
+    for module in (known or modules()).values():
+        if module.where.startswith("butler/store/"):
+            continue
+        prose = _docstrings(module.tree)
+        for node in ast.walk(module.tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                if id(node) not in prose and _SQL.match(node.value.lstrip()):
+                    found.add(module.where)
+    return found
+
+
+def sql_places_documented(architecture: Path = ARCHITECTURE) -> set[str]:
+    """The modules outside ``butler/store/`` that docs/architecture.md's "Where SQL lives"
+    names as holding SQL."""
+    text = architecture.read_text()
+    section = text[text.index("### Where SQL lives") :].split("\n#", 1)[0]
+    return set(re.findall(r"^- `(butler/[\w/]+\.py)`", section, re.MULTILINE))
+
+
 if __name__ == "__main__":
     edges = graph()
     for group in cycles(edges):
@@ -477,6 +518,8 @@ if __name__ == "__main__":
         print("a library's private name outside its adapter:", line)
     for line in undeclared_imports():
         print("an import pyproject.toml does not declare:", line)
+    for path in sorted(sql_places() - sql_places_documented()):
+        print("SQL outside store/ that docs/architecture.md does not name:", path)
     for path, size in sorted({**long_files(400), **long_c_files(400)}.items()):
         print(f"file over 400 lines: {path} ({size})")
     for where, size in sorted(long_functions(60).items()):

@@ -258,3 +258,16 @@ def test_every_folder_of_the_package_is_in_a_layout():
     )
     missing = [name for name in folders if not re.search(rf"(?<![\w/]){name}/", shown)]
     assert missing == [], f"folders of butler/ in no Layout: {missing}"
+
+
+def test_every_module_the_architecture_names_exists():
+    """A path of butler's own code in docs/architecture.md (``spawner/remote.py``, from the
+    package; ``tests/conftest.py``, from the repository) names a file there: a module
+    renamed or removed takes its mention with it."""
+    text = read(REPO / "docs" / "architecture.md")
+    named = set(re.findall(r"(?<![\w./:-])((?:[\w-]+/)+[\w-]+\.(?:py|c|h|sql))\b", text))
+    missing = sorted(
+        p for p in named if not (REPO / p).exists() and not (REPO / "butler" / p).exists()
+    )
+    assert len(named) > 50, "the architecture names modules by their paths"
+    assert missing == [], f"docs/architecture.md names modules that do not exist: {missing}"

@@ -165,3 +165,23 @@ def test_the_checker_finds_an_import_pyproject_does_not_declare(tmp_path):
     pyproject.write_text('[project]\ndependencies = ["fastmcp==4.1.6", "uvicorn>=0.54"]\n')
     found = structure.undeclared_imports(structure.modules(package), pyproject)
     assert found == ["butler/a.py:3 httpx -> ['httpx']"]
+
+
+def test_sql_outside_store_is_only_where_the_architecture_says():
+    assert structure.sql_places() == structure.sql_places_documented()
+
+
+def test_the_checker_finds_sql_outside_store_and_reads_the_documented_places(tmp_path):
+    package = tmp_path / "butler"
+    (package / "store").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "store" / "rows.py").write_text('Q = "SELECT 1"\n')
+    (package / "cli.py").write_text('"""SELECT words in prose are not SQL."""\nQ = "SELECT 1"\n')
+    (package / "talk.py").write_text('M = "the queue\'s LISTEN is back"\n')
+    assert structure.sql_places(structure.modules(package)) == {"butler/cli.py"}
+    architecture = tmp_path / "architecture.md"
+    architecture.write_text(
+        "### Where SQL lives\n\nIn store/, but:\n\n- `butler/cli.py`: why.\n\n## Next\n"
+        "- `butler/talk.py`: another section.\n"
+    )
+    assert structure.sql_places_documented(architecture) == {"butler/cli.py"}

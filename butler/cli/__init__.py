@@ -6,7 +6,7 @@ group, so the command line has no import cycle.
 
 A command's module is imported only when that command runs: ``butler
 --help`` lists every command from :data:`COMMANDS` (checked against each
-command's own help by ``tests/cli/test_lazy.py``), so asking for one command
+command's own help by ``tests/test_cli_lazy.py``), so asking for one command
 never pays for the others' imports (the MCP client, the database driver, the
 daemon).
 """

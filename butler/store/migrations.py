@@ -10,13 +10,11 @@ migration exactly once.
 
 from __future__ import annotations
 
-import os
 import re
 import zlib
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
-from pathlib import Path
 
 import asyncpg
 
@@ -36,10 +34,7 @@ class Migration:
 
 
 def migrations_dir() -> Traversable:
-    """The package's folder of migration files (``BUTLER_MIGRATIONS_DIR`` overrides)."""
-    configured = os.environ.get("BUTLER_MIGRATIONS_DIR")
-    if configured:
-        return Path(configured)
+    """The package's folder of migration files."""
     return resources.files("butler").joinpath("migrations")
 
 
