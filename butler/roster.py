@@ -122,6 +122,7 @@ class ButlerServer(Server):
             extra={"butler": self.butler.config.name, "signal": signal.Signals(sig).name},
         )
         self.butler.spawner.stop_accepting()
+        self.traffic.draining()  # the callers whose calls run now are owed their replies
         self._draining = asyncio.get_running_loop().create_task(self._drain_then_exit())
 
     async def _drain_then_exit(self) -> None:
@@ -132,7 +133,8 @@ class ButlerServer(Server):
                 "cancelled running sessions at shutdown",
                 extra={"butler": self.butler.config.name, "count": cancelled},
             )
-        await self.traffic.quiet()  # the callers' follow-ups to their replies
+        # Serve on until the callers owed a reply have it and are done with their follow-ups.
+        await self.traffic.settled(self.open_peers, drain_s)
         self.stop()
 
 
