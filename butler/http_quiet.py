@@ -10,18 +10,20 @@ closed under it: ``ConnectError`` or ``ReadError`` although its session
 succeeded (issue 35: 7 of 32 callers). Silence of the whole server says
 nothing about one caller.
 
-So :class:`Traffic` remembers, when the drain begins, the connections with a
-request in flight: the callers owed a reply. (The MCP protocol version the
-clients speak now names no session, so the caller is its connection.) The
-server stops once each of them is closed by its client, or has had no request
-for :data:`IDLE_OWED_S` after its last answer (uvicorn's keep-alive timeout: it
-closes such a connection anyway); and no request is in flight or began within
-:data:`QUIET_S` (a caller of the SSE transport, whose reply comes on its
-long-lived stream, follows up at once). The wait is bounded (the butler's
-``shutdown_timeout_s``, at least :data:`LIMIT_FLOOR_S`): a caller cannot hold
-the stop open. Other requests are served as usual meanwhile: a running
-session's own tool calls come in on new connections, and new triggers are
-refused by the spawner with a reason the caller reads.
+Nor does one caller keep one connection: the MCP client closes the connection
+of each reply that came as an event stream, and follows up on a new one. The
+protocol version the clients speak now names no session either. So
+:class:`Traffic` notes when each connection last carried an MCP request (its
+start or its end), and once the sessions are drained the server stops when
+every such connection is closed by its client or has been silent for
+:data:`IDLE_S` (uvicorn's keep-alive timeout: it would close it then anyway),
+and no request is in flight or began within :data:`QUIET_S`. A stock client
+closes its connections when done, so the common stop waits for nobody. The
+wait is bounded (the butler's ``shutdown_timeout_s``, at least
+:data:`LIMIT_FLOOR_S`): a caller cannot hold the stop open. Every request is
+served as usual meanwhile: a running session's own tool calls come in on new
+connections, and new triggers are refused by the spawner with a reason the
+caller reads.
 """
 
 from __future__ import annotations
@@ -32,13 +34,17 @@ from collections.abc import Callable, Collection
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-#: No request at all for this long (besides the owed callers being done).
+#: No request at all for this long (besides each connection being done).
 QUIET_S = 1.0
 #: The shortest bound on the wait, whatever ``shutdown_timeout_s`` says.
 LIMIT_FLOOR_S = 5.0
-#: An owed caller keeping its connection open is done after this long silent
-#: (uvicorn's default keep-alive timeout, after which it closes the connection).
-IDLE_OWED_S = 5.0
+#: A caller keeping its connection open is done after this long silent (uvicorn's
+#: default keep-alive timeout, after which it closes the connection).
+IDLE_S = 5.0
+#: Connections noted before the stale ones are forgotten.
+KEEP_PEERS = 1024
+#: Where MCP requests go (streamable HTTP; the SSE transport's messages).
+MCP_PATHS = ("/mcp", "/messages")
 #: How often :meth:`Traffic.settled` looks.
 POLL_S = 0.05
 
@@ -60,23 +66,21 @@ def peer(scope: Scope) -> Peer | None:
 
 
 class Traffic:
-    """ASGI middleware: counts the HTTP requests in flight, per connection, and after
-    :meth:`draining` follows the connections owed a reply until they are done."""
+    """ASGI middleware: counts the HTTP requests in flight, and notes when each
+    connection last carried an MCP request."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
         self.in_flight = 0
         self.last_seen = time.monotonic()
-        #: Requests in flight per connection.
-        self.busy: dict[Peer, int] = {}
-        #: Once draining: each owed connection's last request start or end (monotonic).
-        self.owed: dict[Peer, float] = {}
+        #: Each connection's last MCP request start or end (monotonic).
+        self.peers: dict[Peer, float] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or long_lived(scope):
             await self.app(scope, receive, send)
             return
-        client = peer(scope)
+        client = peer(scope) if str(scope.get("path", "")).startswith(MCP_PATHS) else None
         self._moved(client, +1)
         try:
             await self.app(scope, receive, send)
@@ -88,32 +92,22 @@ class Traffic:
         now = self.last_seen = time.monotonic()
         if client is None:
             return
-        left = self.busy.get(client, 0) + step
-        if left > 0:
-            self.busy[client] = left
-        else:
-            self.busy.pop(client, None)
-        if client in self.owed:
-            self.owed[client] = now
+        self.peers[client] = now
+        if len(self.peers) > KEEP_PEERS:
+            self.peers = {p: t for p, t in self.peers.items() if now - t < IDLE_S}
 
-    def draining(self) -> None:
-        """The drain begins: every connection with a request in flight is owed its reply."""
-        now = time.monotonic()
-        for client in self.busy:
-            self.owed.setdefault(client, now)
-
-    def done(self, now: float, open_peers: Collection[Peer], idle_s: float = IDLE_OWED_S) -> bool:
-        """No request in flight or just ended, and every owed connection is closed or
-        has gone silent."""
+    def done(self, now: float, open_peers: Collection[Peer], idle_s: float = IDLE_S) -> bool:
+        """No request in flight or just ended, and every connection that carried an MCP
+        request is closed or has gone silent."""
         if self.in_flight or now - self.last_seen < QUIET_S:
             return False
-        return all(c not in open_peers or now - last >= idle_s for c, last in self.owed.items())
+        return all(p not in open_peers or now - t >= idle_s for p, t in self.peers.items())
 
     async def settled(
         self,
         open_peers: Callable[[], Collection[Peer]],
         limit_s: float,
-        idle_s: float = IDLE_OWED_S,
+        idle_s: float = IDLE_S,
     ) -> None:
         """Return once :meth:`done` (``open_peers`` says which connections are open), or
         after ``limit_s`` (at least :data:`LIMIT_FLOOR_S`)."""

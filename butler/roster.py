@@ -122,7 +122,6 @@ class ButlerServer(Server):
             extra={"butler": self.butler.config.name, "signal": signal.Signals(sig).name},
         )
         self.butler.spawner.stop_accepting()
-        self.traffic.draining()  # the callers whose calls run now are owed their replies
         self._draining = asyncio.get_running_loop().create_task(self._drain_then_exit())
 
     async def _drain_then_exit(self) -> None:

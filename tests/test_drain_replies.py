@@ -80,33 +80,41 @@ def test_every_caller_gets_its_reply_and_its_follow_ups_when_the_daemon_drains(
 
 
 LOADED_CALLERS = 32
-#: How long each caller takes to follow up its reply: a loaded machine's callers are slow.
-SLOW_THINK_S = (0.0, 0.5, 1.5, 3.0)
 #: A runtime that works a while (the issue's ~2 s) once its gate opens.
 SLEEPY = (
     "import sys, time; gate = open(sys.argv[1]).read().strip().splitlines()[-1]; "
     "open(gate).read(); time.sleep(2); print('done: ' + gate.rsplit('/', 1)[-1])"
 )
-
-
-async def trigger_slow_follow_up(port: int, prompt: str, think_s: float) -> str:
-    """A caller on a loaded machine: its next request comes a while after its reply."""
-    async with butler_client(f"http://127.0.0.1:{port}/mcp", timeout=120) as client:
-        result = (await client.call_tool("trigger", {"prompt": prompt})).data
-        await asyncio.sleep(think_s)
-        await client.call_tool("state_get", {"key": "seen"})
-    output = result.get("output") if isinstance(result, dict) else getattr(result, "output", "")
-    return str(output).strip()
+#: How long after the last reply the callers follow up: a loaded machine's callers are
+#: slow. Longer than the 1 s of silence the server once stopped after; a caller's
+#: connection then waits, open and idle, as it would while its client is busy.
+FOLLOW_UP_AFTER_S = 2.0
 
 
 async def all_outcomes(port: int, prompts: list[str]) -> list[str]:
-    async def one(i: int, prompt: str) -> str:
+    """Every caller triggers; once all have their replies (or errors), each calls again."""
+    answered = 0
+    everyone = asyncio.Event()
+
+    async def one(prompt: str) -> str:
+        nonlocal answered
         try:
-            return await trigger_slow_follow_up(port, prompt, SLOW_THINK_S[i % len(SLOW_THINK_S)])
+            async with butler_client(f"http://127.0.0.1:{port}/mcp", timeout=120) as client:
+                try:
+                    result = (await client.call_tool("trigger", {"prompt": prompt})).data
+                finally:
+                    answered += 1
+                    if answered == len(prompts):
+                        everyone.set()
+                await everyone.wait()
+                await asyncio.sleep(FOLLOW_UP_AFTER_S)
+                await client.call_tool("state_get", {"key": "seen"})
         except Exception as exc:  # what the caller saw instead of its reply
             return f"{type(exc).__name__}: {exc}"
+        output = result.get("output") if isinstance(result, dict) else getattr(result, "output", "")
+        return str(output).strip()
 
-    return await asyncio.gather(*(one(i, p) for i, p in enumerate(prompts)))
+    return await asyncio.gather(*(one(p) for p in prompts))
 
 
 def test_thirty_two_loaded_callers_all_get_their_replies_through_a_sigterm_drain(
