@@ -1,19 +1,20 @@
-"""Which callers a drain still owes, and when the server may stop (butler/http_quiet.py)."""
+"""When a drained server may stop: its callers done with their connections (http_quiet)."""
 
 from __future__ import annotations
 
 import asyncio
 
-from butler.http_quiet import IDLE_OWED_S, QUIET_S, Traffic
+from butler.http_quiet import IDLE_S, KEEP_PEERS, QUIET_S, Traffic
 
 ALICE = ("127.0.0.1", 40001)
 BOB = ("127.0.0.1", 40002)
 
 
-def request(client, method: str = "POST", accept: bytes = b"application/json"):
+def request(client, path: str = "/mcp", method: str = "POST", accept: bytes = b"*/*"):
     return {
         "type": "http",
         "method": method,
+        "path": path,
         "client": client,
         "headers": [(b"accept", accept)],
     }
@@ -31,48 +32,55 @@ class Held:
         await gate.wait()
 
 
-async def test_a_caller_with_a_call_running_at_the_drain_is_owed_until_its_connection_closes():
+async def answered(traffic: Traffic, app: Held, scope) -> None:
+    running = asyncio.create_task(traffic(scope, None, None))
+    await asyncio.sleep(0)
+    app.gates[-1].set()
+    await running
+
+
+async def test_a_caller_whose_mcp_connection_is_open_and_recent_holds_the_stop_until_it_closes():
     app = Held()
     traffic = Traffic(app)
-    running = asyncio.create_task(traffic(request(ALICE), None, None))
-    await asyncio.sleep(0)
-    traffic.draining()
-    app.gates[0].set()
-    await running
-    later = traffic.last_seen + QUIET_S + 0.1
+    await answered(traffic, app, request(ALICE))
+    later = traffic.last_seen + QUIET_S
     assert not traffic.done(later, open_peers={ALICE})  # may still follow up
     assert traffic.done(later, open_peers=set())  # it closed its connection: done
 
 
-async def test_an_owed_caller_that_keeps_its_connection_is_done_once_silent_for_the_keep_alive():
+async def test_a_caller_keeping_its_connection_is_done_once_silent_for_the_keep_alive():
     app = Held()
     traffic = Traffic(app)
-    running = asyncio.create_task(traffic(request(ALICE), None, None))
-    await asyncio.sleep(0)
-    traffic.draining()
-    app.gates[0].set()
-    await running
-    assert traffic.done(traffic.last_seen + IDLE_OWED_S, open_peers={ALICE})
+    await answered(traffic, app, request(ALICE))
+    assert traffic.done(traffic.last_seen + IDLE_S, open_peers={ALICE})
 
 
-async def test_idle_connections_at_the_drain_are_not_owed_but_a_request_in_flight_holds_the_stop():
+async def test_a_request_in_flight_holds_the_stop_and_a_follow_up_may_come_at_once():
     app = Held()
     traffic = Traffic(app)
-    traffic.draining()  # nothing in flight: nobody owed
-    running = asyncio.create_task(traffic(request(BOB), None, None))
+    running = asyncio.create_task(traffic(request(BOB, "/health", "GET"), None, None))
     await asyncio.sleep(0)
-    assert not traffic.done(traffic.last_seen + QUIET_S + 0.1, open_peers={BOB})
+    assert not traffic.done(traffic.last_seen + IDLE_S, open_peers=set())
     app.gates[0].set()
     await running
-    assert traffic.done(traffic.last_seen + QUIET_S, open_peers={BOB})
-    assert not traffic.done(traffic.last_seen, open_peers={BOB})  # a follow-up may come at once
+    assert not traffic.done(traffic.last_seen, open_peers=set())
+    assert traffic.done(traffic.last_seen + QUIET_S, open_peers={BOB})  # not an MCP caller
 
 
 async def test_a_long_lived_event_stream_is_never_in_flight():
     app = Held()
     traffic = Traffic(app)
-    stream = asyncio.create_task(traffic(request(ALICE, "GET", b"text/event-stream"), None, None))
+    stream = asyncio.create_task(
+        traffic(request(ALICE, "/mcp", "GET", b"text/event-stream"), None, None)
+    )
     await asyncio.sleep(0)
-    traffic.draining()
-    assert traffic.in_flight == 0 and traffic.owed == {}
+    assert traffic.in_flight == 0 and traffic.peers == {}
     stream.cancel()
+
+
+async def test_connections_long_silent_are_forgotten_so_the_notes_stay_bounded():
+    app = Held()
+    traffic = Traffic(app)
+    traffic.peers = {("127.0.0.1", port): 0.0 for port in range(KEEP_PEERS)}
+    await answered(traffic, app, request(ALICE))
+    assert traffic.peers.keys() == {ALICE}
