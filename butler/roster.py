@@ -132,7 +132,8 @@ class ButlerServer(Server):
                 "cancelled running sessions at shutdown",
                 extra={"butler": self.butler.config.name, "count": cancelled},
             )
-        await self.traffic.quiet()  # the callers' follow-ups to their replies
+        # Serve on until the callers owed a reply have it and are done with their follow-ups.
+        await self.traffic.settled(self.open_peers, drain_s)
         self.stop()
 
 

@@ -77,3 +77,75 @@ def test_every_caller_gets_its_reply_and_its_follow_ups_when_the_daemon_drains(
         assert proc.wait(timeout=60) == 0, log.read_text()
     assert seen == sorted(f"done: {gate.name}" for gate in gates)
     assert asyncio.run(session_statuses(schemas[0])) == ["succeeded"] * CALLERS
+
+
+LOADED_CALLERS = 32
+#: A runtime that works a while (the issue's ~2 s) once its gate opens.
+SLEEPY = (
+    "import sys, time; gate = open(sys.argv[1]).read().strip().splitlines()[-1]; "
+    "open(gate).read(); time.sleep(2); print('done: ' + gate.rsplit('/', 1)[-1])"
+)
+#: How long after the last reply the callers follow up: a loaded machine's callers are
+#: slow. Longer than the 1 s of silence the server once stopped after; a caller's
+#: connection then waits, open and idle, as it would while its client is busy.
+FOLLOW_UP_AFTER_S = 2.0
+
+
+async def all_outcomes(port: int, prompts: list[str]) -> list[str]:
+    """Every caller triggers; once all have their replies (or errors), each calls again."""
+    answered = 0
+    everyone = asyncio.Event()
+
+    async def one(prompt: str) -> str:
+        nonlocal answered
+        try:
+            async with butler_client(f"http://127.0.0.1:{port}/mcp", timeout=120) as client:
+                try:
+                    result = (await client.call_tool("trigger", {"prompt": prompt})).data
+                finally:
+                    answered += 1
+                    if answered == len(prompts):
+                        everyone.set()
+                await everyone.wait()
+                await asyncio.sleep(FOLLOW_UP_AFTER_S)
+                await client.call_tool("state_get", {"key": "seen"})
+        except Exception as exc:  # what the caller saw instead of its reply
+            return f"{type(exc).__name__}: {exc}"
+        output = result.get("output") if isinstance(result, dict) else getattr(result, "output", "")
+        return str(output).strip()
+
+    return await asyncio.gather(*(one(p) for p in prompts))
+
+
+def test_thirty_two_loaded_callers_all_get_their_replies_through_a_sigterm_drain(
+    roster, schemas, tmp_path
+):
+    port = free_port()
+    gates = [tmp_path / f"gate{i}" for i in range(LOADED_CALLERS)]
+    for gate in gates:
+        os.mkfifo(gate)
+    runtime = {
+        "type": "command",
+        "command": [sys.executable, "-c", SLEEPY, "{prompt_file}"],
+        "max_concurrent_sessions": LOADED_CALLERS,
+    }
+    write_butler(roster, "alpha", port=port, schema=schemas[0], runtime=runtime)
+    log = tmp_path / "up.log"
+    with roster_up(roster, log, "--database-url", TEST_DSN, env=dict(os.environ)) as proc:
+        wait_healthy(proc, [port], log)
+        with ThreadPoolExecutor(1) as pool:
+            replies = pool.submit(asyncio.run, all_outcomes(port, [str(g) for g in gates]))
+            wait_until(
+                lambda: asyncio.run(session_statuses(schemas[0])) == ["running"] * LOADED_CALLERS,
+                timeout=120,
+            )
+            for gate in gates[: LOADED_CALLERS // 2]:
+                release(gate)
+            proc.send_signal(signal.SIGTERM)
+            for gate in gates[LOADED_CALLERS // 2 :]:
+                release(gate)
+            seen = sorted(replies.result(timeout=180))
+        assert proc.wait(timeout=60) == 0, log.read_text()
+    assert [s for s in seen if not s.startswith("done: ")] == []
+    assert seen == sorted(f"done: {gate.name}" for gate in gates)
+    assert asyncio.run(session_statuses(schemas[0])) == ["succeeded"] * LOADED_CALLERS

@@ -11,7 +11,9 @@ signals, says when each server stops (:meth:`Server.stop`).
 Relies on (checked against uvicorn 0.54, pinned in pyproject.toml;
 tests/adapters/test_uvicorn.py fails when any of it changes): ``serve`` installs
 its handlers only through ``capture_signals``, a context manager around the whole
-serving; setting ``should_exit`` (and ``force_exit``) makes ``serve`` return.
+serving; setting ``should_exit`` (and ``force_exit``) makes ``serve`` return;
+``server_state.connections`` holds the open connections, each with its peer's
+address as ``client`` (the address its requests' scopes carry).
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ class Server(uvicorn.Server):
     def capture_signals(self) -> Iterator[None]:
         """Install nothing: the caller's handlers stay in place while this server serves."""
         yield
+
+    def open_peers(self) -> set[tuple[str, int]]:
+        """The peer address of every connection open now."""
+        peers = (getattr(c, "client", None) for c in self.server_state.connections)
+        return {(str(p[0]), int(p[1])) for p in peers if p}
 
     def stop(self, *, force: bool = False) -> None:
         """Stop serving: close the listener, let open connections finish (all at once if
