@@ -35,6 +35,7 @@ from butler.sandbox.git_view import (
     git_binds,
     real_dir,
 )
+from butler.sandbox.installs import interpreters
 
 #: Where the bridge (sandbox/bridge_binary.py) and the egress socket appear inside the jail.
 JAIL_RUN = Path("/run/butler")
@@ -136,7 +137,9 @@ def program_paths(program: str, search: str) -> tuple[str, tuple[Path, ...]]:
     ``node_modules`` link) is not in the jail, only what it points to. The file
     itself by its own name: a virtualenv's ``python`` is a link to the base
     interpreter, and only started by the link's path does it find its
-    ``pyvenv.cfg`` and its packages. Both the link's tree and the target's are bound.
+    ``pyvenv.cfg`` and its packages. Both the link's tree and the target's are bound,
+    and the installation of what its shebang names (a virtualenv's ``python``, a
+    shell wrapper's virtualenv program: :func:`~butler.sandbox.installs.interpreters`).
     """
     located = shutil.which(program, path=search)
     if located is None and "/" not in program:
@@ -145,7 +148,8 @@ def program_paths(program: str, search: str) -> tuple[str, tuple[Path, ...]]:
     folder = Path(os.path.realpath(found.parent))
     exe = folder / found.name
     own = folder.parent if folder.name == "bin" else folder
-    return str(exe), tuple(dict.fromkeys((own, install_root(str(exe)))))
+    started_by = interpreters(exe, search)
+    return str(exe), tuple(dict.fromkeys((own, install_root(str(exe)), *started_by)))
 
 
 def _system_args() -> list[str]:
