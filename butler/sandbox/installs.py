@@ -57,17 +57,6 @@ def known(found: Path) -> bool:
     )
 
 
-def interpreters(script: Path, search: str) -> tuple[Path, ...]:
-    """The installations of what runs ``script`` (its shebang's, a shell wrapper's
-    virtualenv programs), without the script's own folder."""
-    folders: list[Path] = []
-    for program in _started_by(Path(os.path.realpath(script)), search):
-        _add_venv(program, folders)
-        _add(Path(os.path.realpath(program)), search, folders, _DEPTH - 1)
-    homes = _homes()
-    return tuple(f for f in dict.fromkeys(folders) if f not in homes and f != Path("/"))
-
-
 def package(real: Path) -> Path:
     """The folder holding the installation of the file ``real`` (a real path).
 

@@ -122,3 +122,23 @@ async def test_a_bash_wrapper_around_a_virtualenvs_console_script_runs(tmp_path:
     )
     result = await run(tmp_path, [str(script)], SYSTEM_PATH)
     assert result.output == f"venv {venv}", result
+
+
+async def test_a_global_npm_cli_sees_its_package_and_nothing_else_of_the_home(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("secret\n")
+    prefix = home / ".npm-global"
+    executable(prefix / "lib" / "node_modules" / "other" / "index.js", "")
+    look = [home / ".ssh" / "id_ed25519", prefix / "lib" / "node_modules" / "other", prefix / "bin"]
+    executable(
+        prefix / "lib" / "node_modules" / "agent" / "bin" / "cli.js",
+        "#!/usr/bin/env node\nconst fs = require('fs');\n"
+        f"console.log({[str(p) for p in look]!r}.map(p => fs.existsSync(p)).join(' '));\n",
+    )
+    link(prefix / "bin" / "agent", "../lib/node_modules/agent/bin/cli.js")
+    result = await run(tmp_path, ["agent"], f"{prefix / 'bin'}:{SYSTEM_PATH}")
+    # Read-only, the package and its entry point's folder: not the key, not another package.
+    assert result.output == "false false true", result
