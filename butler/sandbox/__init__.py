@@ -25,7 +25,7 @@ from butler.config import ButlerConfig, SandboxConfig
 from butler.errors import ConfigError
 from butler.sandbox.egress import ALLOW_SETTING, Target
 from butler.sandbox.hosts import allowed_targets
-from butler.sandbox.installs import installation, known
+from butler.sandbox.installs import installation, known, script_venvs
 from butler.sandbox.jail import (
     INSTALL_HINT,
     Jail,
@@ -131,6 +131,9 @@ class JailRequest:
     #: The runtime's CLI, by name (found on ``env``'s ``PATH``) or path: where the jail
     #: hides it (nvm, ``node_modules/.bin``, pipx), its installation is bound read-only.
     programs: tuple[str, ...] = ()
+    #: Scripts it may run (a butler's skills): the virtualenvs their first lines
+    #: name are bound read-only (:func:`~butler.sandbox.installs.script_venvs`).
+    scripts: tuple[Path, ...] = ()
 
 
 def jail_policy(settings: SandboxConfig, request: JailRequest) -> JailPolicy:
@@ -163,7 +166,9 @@ def installed(policy: JailPolicy, request: JailRequest) -> tuple[Path, ...]:
         found = shutil.which(program, path=search)
         if found is not None and not policy.sees(Path(found)) and known(Path(found)):
             folders += installation(Path(os.path.abspath(found)), search)
-    return tuple(dict.fromkeys(folders))
+    for script in request.scripts:
+        folders += script_venvs(script)
+    return tuple(f for f in dict.fromkeys(folders) if not policy.sees(f))
 
 
 def jail_targets(settings: SandboxConfig, request: JailRequest) -> frozenset[Target]:

@@ -57,6 +57,33 @@ def known(found: Path) -> bool:
     )
 
 
+def script_venvs(script: Path) -> tuple[Path, ...]:
+    """The virtualenvs (each with its base interpreter's prefix) that ``script``
+    starts: its shebang's ``python``, or a shell wrapper's virtualenv programs.
+
+    Only virtualenvs, and only by absolute path: a skill's script is one a session
+    may write, and what it names must not choose any other folder for a jail.
+    """
+    folders: list[Path] = []
+    for program in _started_by(Path(os.path.realpath(script)), ""):
+        _add_venv(program, folders)
+    return tuple(dict.fromkeys(folders))
+
+
+def scripts(folder: Path, limit: int = 500) -> list[Path]:
+    """The executable scripts under ``folder`` (a butler's ``skills/``), at most ``limit``."""
+    found: list[Path] = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "node_modules"]
+        for name in files:
+            path = Path(root, name)
+            if os.access(path, os.X_OK) and not path.is_symlink():
+                found.append(path)
+                if len(found) >= limit:
+                    return found
+    return found
+
+
 def package(real: Path) -> Path:
     """The folder holding the installation of the file ``real`` (a real path).
 

@@ -39,6 +39,7 @@ from butler.sandbox import (
     start_jail,
 )
 from butler.sandbox.egress import Target
+from butler.sandbox.installs import scripts
 from butler.sandbox.policy import BUILDERS_DIR, JailPolicy, bwrap_argv
 from butler.sandbox.pool import JailPool, Shape, WarmJail, pool_size
 from butler.spawner.workspace import OWNER_FILE
@@ -84,6 +85,7 @@ def session_request(
             args=tuple(rt.args),
             mcp_url=invocation.mcp.url if invocation.mcp else None,
             programs=runtime_programs(config, rt),
+            scripts=tuple(scripts(folder / "skills")),
         )
     return JailRequest(
         cwd=invocation.cwd,
@@ -99,6 +101,7 @@ def session_request(
         args=tuple(rt.args),
         mcp_url=invocation.mcp.url if invocation.mcp else None,
         programs=runtime_programs(config, rt),
+        scripts=tuple(scripts(folder / "skills")),
     )
 
 

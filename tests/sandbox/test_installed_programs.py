@@ -142,3 +142,12 @@ async def test_a_global_npm_cli_sees_its_package_and_nothing_else_of_the_home(
     result = await run(tmp_path, ["agent"], f"{prefix / 'bin'}:{SYSTEM_PATH}")
     # Read-only, the package and its entry point's folder: not the key, not another package.
     assert result.output == "false false true", result
+
+
+async def test_a_skill_the_runtime_runs_with_a_virtualenvs_python_runs(tmp_path: Path) -> None:
+    venv = await make_venv(tmp_path / "venvs" / "skill", "skill_module")
+    # The butler folder's skills/, which the session's runtime (here a shell) runs itself.
+    skill = tmp_path / "roster" / "jailed" / "skills" / "report" / "run.py"
+    executable(skill, f"#!{venv / 'bin' / 'python'}\nimport skill_module\nskill_module.main()\n")
+    result = await run(tmp_path, ["/bin/sh", "-c", "skills/report/run.py"], SYSTEM_PATH)
+    assert result.output == f"venv {venv}", result

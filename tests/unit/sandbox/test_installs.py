@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from butler.sandbox.installs import installation, known, package
+from butler.sandbox.installs import installation, known, package, script_venvs, scripts
 
 SYSTEM_PATH = "/usr/bin:/bin"
 
@@ -119,3 +119,17 @@ def test_a_home_is_never_one_of_the_folders(
     script = executable(home / "agent", "#!/bin/sh\n")
     assert outside_system(installation(script, SYSTEM_PATH)) == set()
     assert os.path.realpath(home) not in map(str, installation(script, SYSTEM_PATH))
+
+
+def test_a_skill_script_binds_only_the_virtualenv_it_names(tmp_path: Path) -> None:
+    base = binary(tmp_path / "python" / "bin" / "python3")
+    env = venv(tmp_path / "venv", base)
+    skills = tmp_path / "skills"
+    good = executable(skills / "a" / "run.py", f"#!{env / 'bin' / 'python'}\n")
+    # A session may write its skills: a first line naming any other folder binds nothing.
+    secret = executable(tmp_path / "home" / ".ssh" / "run", "#!/bin/sh\n")
+    bad = executable(skills / "b" / "run.sh", f"#!{secret}\n")
+    wrapper = executable(skills / "c" / "run.sh", f"#!/bin/sh\nexec {secret} {tmp_path}\n")
+    assert set(scripts(skills)) == {good, bad, wrapper}
+    assert set(script_venvs(good)) == {env, base.parent.parent}
+    assert script_venvs(bad) == () and script_venvs(wrapper) == ()
