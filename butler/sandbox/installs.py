@@ -28,6 +28,8 @@ _DEPTH = 4
 _HEAD = 64 * 1024
 #: Interpreters whose scripts are read for the absolute paths of programs they start.
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh"}
+#: Where no virtualenv lives (skipped unread when a wrapper names them).
+_SYSTEM = ("/usr/", "/bin/", "/sbin/", "/lib/", "/etc/")
 _ABSOLUTE = re.compile(r"(?<![\w./-])(/[\w.@+-]+(?:/[\w.@+-]+)+)")
 
 
@@ -64,24 +66,43 @@ def script_venvs(script: Path) -> tuple[Path, ...]:
     Only virtualenvs, and only by absolute path: a skill's script is one a session
     may write, and what it names must not choose any other folder for a jail.
     """
-    folders: list[Path] = []
-    for program in _started_by(Path(os.path.realpath(script)), ""):
-        _add_venv(program, folders)
-    return tuple(dict.fromkeys(folders))
+    try:
+        found = os.stat(script)
+    except OSError:
+        return ()
+    # Read at every session's jail: each script is read again only when it changed.
+    key = (str(script), found.st_ino, found.st_mtime_ns, found.st_size)
+    if key not in _VENVS:
+        if len(_VENVS) >= 4096:
+            _VENVS.clear()
+        folders: list[Path] = []
+        for program in _started_by(Path(os.path.realpath(script)), ""):
+            _add_venv(program, folders)
+        _VENVS[key] = tuple(dict.fromkeys(folders))
+    return _VENVS[key]
 
 
-def scripts(folder: Path, limit: int = 500) -> list[Path]:
-    """The executable scripts under ``folder`` (a butler's ``skills/``), at most ``limit``."""
+_VENVS: dict[tuple[str, int, int, int], tuple[Path, ...]] = {}
+
+
+def scripts(folder: Path, limit: int = 500, depth: int = 4) -> list[Path]:
+    """The executable files under ``folder`` (a butler's ``skills/``), not links, at
+    most ``limit`` of them, ``depth`` folders deep (read at every session's jail)."""
     found: list[Path] = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d != "node_modules"]
-        for name in files:
-            path = Path(root, name)
-            if os.access(path, os.X_OK) and not path.is_symlink():
-                found.append(path)
-                if len(found) >= limit:
-                    return found
-    return found
+    pending = [(str(folder), depth)]
+    while pending and len(found) < limit:
+        where, left = pending.pop()
+        try:
+            entries = list(os.scandir(where))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if left > 1 and not entry.name.startswith(".") and entry.name != "node_modules":
+                    pending.append((entry.path, left - 1))
+            elif entry.is_file(follow_symlinks=False) and entry.stat().st_mode & 0o111:
+                found.append(Path(entry.path))
+    return found[:limit]
 
 
 def package(real: Path) -> Path:
@@ -180,7 +201,10 @@ def _venv_programs(script: Path) -> list[Path]:
         text = script.read_bytes()[:_HEAD].decode(errors="replace")
     except OSError:
         return []
-    named = dict.fromkeys(Path(m) for m in _ABSOLUTE.findall(text))
+    # A program of a virtualenv is in its bin/ (Scripts/ is Windows'); the system has none.
+    named = dict.fromkeys(
+        Path(m) for m in _ABSOLUTE.findall(text) if "/bin/" in m and not m.startswith(_SYSTEM)
+    )
     return [
         p
         for p in named
