@@ -41,7 +41,7 @@ def installation(found: Path, search: str) -> tuple[Path, ...]:
     _add_venv(found, folders)
     _add(Path(os.path.realpath(found)), search, folders, _DEPTH)
     homes = _homes()
-    return tuple(f for f in dict.fromkeys(folders) if f not in homes and f != Path("/"))
+    return tuple(f for f in dict.fromkeys(folders) if f not in homes)
 
 
 def known(found: Path) -> bool:
@@ -111,8 +111,9 @@ def package(real: Path) -> Path:
     In a ``node_modules``: a project's outermost one (its packages load their
     hoisted siblings), a global prefix's (``<prefix>/lib/node_modules``) package
     alone (npm nests a global package's dependencies inside it). In a virtualenv:
-    the virtualenv. A binary in a ``bin`` folder: its prefix (its ``lib`` beside).
-    Anything else: its folder.
+    the virtualenv.
+    A binary in a ``bin`` folder with a ``lib`` beside: its prefix (an interpreter
+    loads its library from there). Anything else: its folder.
     """
     modules = [p for p in real.parents if p.name == "node_modules"]
     if modules:
@@ -125,9 +126,10 @@ def package(real: Path) -> Path:
     venv = virtualenv(real)
     if venv is not None:
         return venv
-    if real.parent.name == "bin" and _shebang(real) is None:
-        return real.parent.parent
-    return real.parent
+    prefix = real.parent.parent
+    if real.parent.name == "bin" and (prefix / "lib").is_dir() and _shebang(real) is None:
+        return prefix  # an interpreter's (nvm's node, pyenv's python): its lib beside
+    return real.parent  # a standalone binary (~/.cargo/bin's, beside cargo's token)
 
 
 def virtualenv(path: Path) -> Path | None:
@@ -225,6 +227,11 @@ def _shebang(path: Path) -> str | None:
 
 
 def _homes() -> set[Path]:
-    """Folders never bound whole: the daemon's home and the folder of homes."""
+    """Folders never bound whole: the daemon's home, its ``~/.local`` (``share/``
+    holds keyrings and tokens), the folder of homes, and the jail's own mounts
+    (a host ``/tmp`` bound over the jail's private one)."""
     home = Path(os.path.realpath(os.path.expanduser("~")))
-    return {home, home.parent}
+    return {home, home / ".local", home.parent, *map(Path, _NEVER)}
+
+
+_NEVER = ("/", "/tmp", "/var", "/var/tmp", "/run", "/proc", "/dev", "/home", "/root")

@@ -40,6 +40,7 @@ def binary(path: Path) -> Path:
 def venv(where: Path, base: Path) -> Path:
     """A virtualenv's layout: ``pyvenv.cfg`` naming ``base``'s folder, ``python`` a link to it."""
     where.mkdir(parents=True)
+    (base.parent.parent / "lib").mkdir(exist_ok=True)  # the base's standard library
     (where / "pyvenv.cfg").write_text(f"home = {base.parent}\nversion = 3.12.1\n")
     link(where / "bin" / "python", str(base))
     return where
@@ -133,3 +134,22 @@ def test_a_skill_script_binds_only_the_virtualenv_it_names(tmp_path: Path) -> No
     assert set(scripts(skills)) == {good, bad, wrapper}
     assert set(script_venvs(good)) == {env, base.parent.parent}
     assert script_venvs(bad) == () and script_venvs(wrapper) == ()
+
+
+def test_a_standalone_binary_binds_its_folder_not_the_tokens_beside_it(tmp_path: Path) -> None:
+    cargo = tmp_path / "home" / ".cargo"
+    (cargo / "credentials.toml").parent.mkdir(parents=True)
+    (cargo / "credentials.toml").write_text("token = 'x'\n")
+    cli = binary(cargo / "bin" / "agent")
+    assert known(cli)
+    assert outside_system(installation(cli, SYSTEM_PATH)) == {cargo / "bin"}
+
+
+def test_a_binary_in_the_local_bin_never_binds_the_local_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    (home / ".local" / "lib").mkdir(parents=True)
+    cli = binary(home / ".local" / "bin" / "agent")
+    assert outside_system(installation(cli, SYSTEM_PATH)) == {home / ".local" / "bin"}
