@@ -149,7 +149,11 @@ def base_interpreter(venv: Path) -> Path | None:
     for line in lines:
         key, _, value = line.partition("=")
         if key.strip() == "home" and value.strip().startswith("/"):
-            return Path(os.path.realpath(value.strip()))
+            folder = Path(os.path.realpath(value.strip()))
+            # Only a folder that holds a python: a session can write a pyvenv.cfg in
+            # its own folders, naming any folder (~/.ssh) for the next jail to bind.
+            pythons = (folder / name for name in ("python3", "python"))
+            return folder if any(os.access(p, os.X_OK) and p.is_file() for p in pythons) else None
     return None
 
 

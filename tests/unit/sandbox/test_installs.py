@@ -32,6 +32,7 @@ def link(path: Path, target: str) -> Path:
 
 
 def binary(path: Path) -> Path:
+    """An executable file with no shebang (a copy of ``true``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy("/bin/true", path)
     return path
@@ -82,7 +83,7 @@ def test_a_projects_cli_binds_its_outermost_node_modules(tmp_path: Path) -> None
 def test_a_pipx_cli_binds_its_venv_and_base_interpreter_not_the_local_folder(
     tmp_path: Path,
 ) -> None:
-    base = binary(tmp_path / "pyenv" / "versions" / "3.12.1" / "bin" / "python3.12")
+    base = binary(tmp_path / "pyenv" / "versions" / "3.12.1" / "bin" / "python3")
     local = tmp_path / "home" / ".local"
     env = venv(local / "pipx" / "venvs" / "agent", base)
     executable(env / "bin" / "agent", f"#!{env / 'bin' / 'python'}\n")
@@ -153,3 +154,14 @@ def test_a_binary_in_the_local_bin_never_binds_the_local_folder(
     (home / ".local" / "lib").mkdir(parents=True)
     cli = binary(home / ".local" / "bin" / "agent")
     assert outside_system(installation(cli, SYSTEM_PATH)) == {home / ".local" / "bin"}
+
+
+def test_a_pyvenv_cfg_naming_a_folder_with_no_python_binds_no_base(tmp_path: Path) -> None:
+    secret = tmp_path / "home" / ".ssh"
+    secret.mkdir(parents=True)
+    forged = tmp_path / "butler" / "fake"
+    forged.mkdir(parents=True)
+    (forged / "pyvenv.cfg").write_text(f"home = {secret}\n")
+    executable(forged / "bin" / "python", "#!/bin/sh\n")
+    skill = executable(tmp_path / "butler" / "skills" / "run", f"#!{forged / 'bin' / 'python'}\n")
+    assert secret not in script_venvs(skill)
