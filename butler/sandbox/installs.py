@@ -78,7 +78,8 @@ def script_venvs(script: Path) -> tuple[Path, ...]:
         folders: list[Path] = []
         for program in _started_by(Path(os.path.realpath(script)), ""):
             _add_venv(program, folders)
-        _VENVS[key] = tuple(dict.fromkeys(folders))
+        homes = _homes()
+        _VENVS[key] = tuple(f for f in dict.fromkeys(folders) if f not in homes)
     return _VENVS[key]
 
 
