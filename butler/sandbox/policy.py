@@ -107,9 +107,16 @@ class JailPolicy:
 
         The daemon's ``PATH`` often names folders of a home the jail hides
         (pyenv's shims, cargo's or nvm's bin): there a command would be found
-        and fail to start, instead of being found where the jail can run it.
+        and fail to start, instead of being found where the jail can run it. A
+        folder through a link (a checkout's ``clis`` link) is kept by its real
+        path when the jail shows that (an installation bound by its real path).
         """
-        kept = [d for d in search.split(os.pathsep) if d.startswith("/") and self.sees(Path(d))]
+        kept = []
+        for folder in search.split(os.pathsep):
+            if folder.startswith("/") and not self.sees(Path(folder)):
+                folder = os.path.realpath(folder)  # a hidden one only: most are shown
+            if folder.startswith("/") and self.sees(Path(folder)):
+                kept.append(folder)
         return os.pathsep.join(dict.fromkeys(kept)) or DEFAULT_PATH
 
 

@@ -46,6 +46,14 @@ async def run(tmp_path: Path, command: list[str], path: str) -> RuntimeResult:
     return await run_jailed(tmp_path, command, {"PATH": path})
 
 
+def clis_bin() -> Path:
+    """The pinned genuine CLIs' ``node_modules/.bin`` (clis/: no folder the jail shows)."""
+    found = Path(__file__).resolve().parents[2] / "clis" / "node_modules" / ".bin"
+    if not (found / "codex").exists():
+        pytest.fail("the genuine codex CLI is not installed: run scripts/setup-dev", False)
+    return found
+
+
 async def make_venv(where: Path, module: str) -> Path:
     """A virtualenv (``python -m venv``) with ``module`` only in it, and a console script
     ``tool`` that imports it, as pip writes one."""
@@ -151,3 +159,9 @@ async def test_a_skill_the_runtime_runs_with_a_virtualenvs_python_runs(tmp_path:
     executable(skill, f"#!{venv / 'bin' / 'python'}\nimport skill_module\nskill_module.main()\n")
     result = await run(tmp_path, ["/bin/sh", "-c", "skills/report/run.py"], SYSTEM_PATH)
     assert result.output == f"venv {venv}", result
+
+
+async def test_the_genuine_codex_cli_in_a_hidden_node_modules_bin_runs(tmp_path: Path) -> None:
+    bin_folder = clis_bin()
+    result = await run(tmp_path, ["codex", "--version"], f"{bin_folder}:{SYSTEM_PATH}")
+    assert result.output.startswith("codex-cli "), result
