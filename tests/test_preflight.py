@@ -97,6 +97,8 @@ def test_a_missing_cli_is_named_with_its_pinned_install_command(
         line = missing_cli(get_adapter(runtime, config.runtime))
         assert line is not None, runtime
         assert re.search(rf"npm install -g {re.escape(package)}@{pins[package]}\b", line), line
+        # Installed where the service's PATH does not look (nvm...): the fix is named first.
+        assert "set [butler.runtime] cli_path" in line.split("npm install")[0], line
     claude = butler_config(roster, schema_name, {"type": "claude-code"})
     assert missing_cli(get_adapter("claude-code", claude.runtime)) is None  # the SDK's own
     absent = butler_config(

@@ -88,10 +88,13 @@ class SubprocessAdapter(RuntimeAdapter):
             return path
         found = shutil.which(self.binary_name, path=env.get("PATH"))
         if found is None:
-            hint = f" (install: {self.install_hint})" if self.install_hint else ""
+            # Installed but not found (a PATH the daemon's service does not share): the
+            # fix is its path, which the jail binds wherever it is; else installing it.
+            hint = f", or install it: {self.install_hint}" if self.install_hint else ""
             raise RuntimeFailure(
-                f"{self.binary_name} not found on PATH ({env.get('PATH', '')}){hint}; "
-                "expected it installed or [butler.runtime] cli_path"
+                f"{self.binary_name} not found on PATH ({env.get('PATH', '')}); set "
+                f"[butler.runtime] cli_path to its full path (`command -v {self.binary_name}` "
+                f"where it runs){hint}"
             )
         return found
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from butler.config import ButlerConfig, SandboxConfig
 from butler.errors import ConfigError
 from butler.sandbox.egress import ALLOW_SETTING, Target
 from butler.sandbox.hosts import allowed_targets
+from butler.sandbox.installs import installation, known, script_venvs
 from butler.sandbox.jail import (
     INSTALL_HINT,
     Jail,
@@ -126,12 +128,18 @@ class JailRequest:
     mcp_url: str | None = None
     #: Where the owner lets this jail reach one more host: the proxy's refusals name it.
     allow_setting: str = ALLOW_SETTING
+    #: The runtime's CLI, by name (found on ``env``'s ``PATH``) or path: where the jail
+    #: hides it (nvm, ``node_modules/.bin``, pipx), its installation is bound read-only.
+    programs: tuple[str, ...] = ()
+    #: Scripts it may run (a butler's skills): the virtualenvs their first lines
+    #: name are bound read-only (:func:`~butler.sandbox.installs.script_venvs`).
+    scripts: tuple[Path, ...] = ()
 
 
 def jail_policy(settings: SandboxConfig, request: JailRequest) -> JailPolicy:
     """The jail's file system: ``request`` plus ``[sandbox] read_only``."""
     extra = tuple(Path(p).expanduser() for p in settings.read_only)
-    return JailPolicy(
+    policy = JailPolicy(
         read_only=(*request.readable, *extra),
         writable=request.writable,
         read_only_over=request.protected,
@@ -141,6 +149,26 @@ def jail_policy(settings: SandboxConfig, request: JailRequest) -> JailPolicy:
         max_processes=settings.max_processes,
         max_memory_mb=settings.max_memory_mb,
     )
+    return policy.with_read_only(*installed(policy, request))
+
+
+def installed(policy: JailPolicy, request: JailRequest) -> tuple[Path, ...]:
+    """The installations of ``request``'s programs that ``policy`` does not show.
+
+    The daemon's ``PATH`` finds a CLI where its user installed it, often in a home
+    the jail hides; without its installation the jail's ``PATH`` (only folders it
+    shows) would not find it, and every session would fail. Only an installation
+    whose extent is known (:func:`~butler.sandbox.installs.known`) is bound.
+    """
+    search = request.env.get("PATH", os.environ.get("PATH", ""))
+    folders: list[Path] = []
+    for program in request.programs:
+        found = shutil.which(program, path=search)
+        if found is not None and not policy.sees(Path(found)) and known(Path(found)):
+            folders += installation(Path(os.path.abspath(found)), search)
+    for script in request.scripts:
+        folders += script_venvs(script)
+    return tuple(f for f in dict.fromkeys(folders) if not policy.sees(f))
 
 
 def jail_targets(settings: SandboxConfig, request: JailRequest) -> frozenset[Target]:

@@ -35,6 +35,7 @@ from butler.sandbox.git_view import (
     git_binds,
     real_dir,
 )
+from butler.sandbox.installs import installation
 
 #: Where the bridge (sandbox/bridge_binary.py) and the egress socket appear inside the jail.
 JAIL_RUN = Path("/run/butler")
@@ -106,27 +107,17 @@ class JailPolicy:
 
         The daemon's ``PATH`` often names folders of a home the jail hides
         (pyenv's shims, cargo's or nvm's bin): there a command would be found
-        and fail to start, instead of being found where the jail can run it.
+        and fail to start, instead of being found where the jail can run it. A
+        folder through a link (a checkout's ``clis`` link) is kept by its real
+        path when the jail shows that (an installation bound by its real path).
         """
-        kept = [d for d in search.split(os.pathsep) if d.startswith("/") and self.sees(Path(d))]
+        kept = []
+        for folder in search.split(os.pathsep):
+            if folder.startswith("/") and not self.sees(Path(folder)):
+                folder = os.path.realpath(folder)  # a hidden one only: most are shown
+            if folder.startswith("/") and self.sees(Path(folder)):
+                kept.append(folder)
         return os.pathsep.join(dict.fromkeys(kept)) or DEFAULT_PATH
-
-
-def install_root(executable: str) -> Path:
-    """The folder a runtime's binary needs around it: its package tree, not just the file.
-
-    An npm CLI's entry point sits in ``node_modules/<pkg>/bin`` and loads sibling
-    packages (its native binary); the outermost ``node_modules`` holds them all.
-    """
-    real = Path(os.path.realpath(shutil.which(executable) or executable))
-    top = None
-    for parent in real.parents:
-        if parent.name == "node_modules":
-            top = parent
-    if top is not None:
-        return top
-    # An interpreter outside the system (a pyenv or nvm one) needs its whole prefix.
-    return real.parent.parent if real.parent.name == "bin" else real.parent
 
 
 def program_paths(program: str, search: str) -> tuple[str, tuple[Path, ...]]:
@@ -136,7 +127,11 @@ def program_paths(program: str, search: str) -> tuple[str, tuple[Path, ...]]:
     ``node_modules`` link) is not in the jail, only what it points to. The file
     itself by its own name: a virtualenv's ``python`` is a link to the base
     interpreter, and only started by the link's path does it find its
-    ``pyvenv.cfg`` and its packages. Both the link's tree and the target's are bound.
+    ``pyvenv.cfg`` and its packages. What it needs is its installation
+    (:func:`~butler.sandbox.installs.installation`: its package or virtualenv, and
+    what its shebang names); a program that is no link needs its prefix too (a
+    ``bin`` folder's parent: a pyenv interpreter's ``lib``, a tool's own tree), a
+    link's folder is only its entry points (an npm prefix's, pipx's ``~/.local/bin``).
     """
     located = shutil.which(program, path=search)
     if located is None and "/" not in program:
@@ -144,8 +139,9 @@ def program_paths(program: str, search: str) -> tuple[str, tuple[Path, ...]]:
     found = Path(os.path.abspath(located or program))
     folder = Path(os.path.realpath(found.parent))
     exe = folder / found.name
-    own = folder.parent if folder.name == "bin" else folder
-    return str(exe), tuple(dict.fromkeys((own, install_root(str(exe)))))
+    linked = os.path.realpath(exe) != str(exe)
+    own = folder.parent if folder.name == "bin" and not linked else folder
+    return str(exe), tuple(dict.fromkeys((own, *installation(exe, search))))
 
 
 def _system_args() -> list[str]:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from butler.config import ButlerConfig, SandboxConfig
 from butler.runtimes.base import Invocation, RuntimeFailure
+from butler.runtimes.registry import adapter_class
 from butler.runtimes.settings import RuntimeConfig
 from butler.sandbox import (
     Jail,
@@ -38,6 +39,7 @@ from butler.sandbox import (
     start_jail,
 )
 from butler.sandbox.egress import Target
+from butler.sandbox.installs import scripts
 from butler.sandbox.policy import BUILDERS_DIR, JailPolicy, bwrap_argv
 from butler.sandbox.pool import JailPool, Shape, WarmJail, pool_size
 from butler.spawner.workspace import OWNER_FILE
@@ -82,6 +84,8 @@ def session_request(
             env=invocation.env,
             args=tuple(rt.args),
             mcp_url=invocation.mcp.url if invocation.mcp else None,
+            programs=runtime_programs(config, rt),
+            scripts=tuple(scripts(folder / "skills")),
         )
     return JailRequest(
         cwd=invocation.cwd,
@@ -96,7 +100,19 @@ def session_request(
         env=invocation.env,
         args=tuple(rt.args),
         mcp_url=invocation.mcp.url if invocation.mcp else None,
+        programs=runtime_programs(config, rt),
+        scripts=tuple(scripts(folder / "skills")),
     )
+
+
+def runtime_programs(config: ButlerConfig, rt: RuntimeConfig) -> tuple[str, ...]:
+    """The programs a runtime of ``rt`` starts in its jail: its ``cli_path``, its
+    command's first words, its CLI's name (what the daemon's ``PATH`` finds)."""
+    names = [rt.cli_path or "", *rt.command[:1], *rt.interactive_command[:1]]
+    if rt.type not in {"command", "claude-code"}:  # named by their command or bundled
+        with contextlib.suppress(ValueError, TypeError, ImportError):
+            names.append(adapter_class(rt.type, config.roster_dir).binary_name)
+    return tuple(dict.fromkeys(n for n in names if n))
 
 
 async def start_jail_for(

@@ -76,6 +76,8 @@ def agent_request(
         env=model_env(env),
         args=tuple(argv),
         allow_setting=ALLOW_SETTING,
+        # Found on the person's PATH (nvm, pipx): its installation is bound read-only.
+        programs=tuple(argv[:1]),
     )
 
 

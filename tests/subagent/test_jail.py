@@ -147,3 +147,19 @@ async def test_chat_runs_in_the_jail_too(
 def test_a_bad_sandbox_mode_is_one_line(make_runner: RunnerFactory) -> None:
     with pytest.raises(ConfigError, match=r"sandbox\.mode: expected 'auto', 'bwrap' or 'none'"):
         make_runner(extra='\n[sandbox]\nmode = "off"\n')
+
+
+async def test_ask_runs_an_agent_cli_installed_under_nvm(
+    make_runner: RunnerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BUTLER_SANDBOX", "bwrap")
+    prefix = tmp_path / "home" / ".nvm" / "versions" / "node" / "v22.1.0"
+    cli = prefix / "lib" / "node_modules" / "agent" / "cli.js"
+    cli.parent.mkdir(parents=True)
+    cli.write_text("#!/bin/sh\necho answered from nvm\n")
+    cli.chmod(0o755)
+    (prefix / "bin").mkdir()
+    (prefix / "bin" / "agent").symlink_to("../lib/node_modules/agent/cli.js")
+    monkeypatch.setenv("PATH", f"{prefix / 'bin'}:/usr/bin:/bin")
+    runner = make_runner(ask=["agent", "{prompt_file}"], extra=jailed_config())
+    assert await runner.ask(["docs"], "q") == "answered from nvm\n"
