@@ -353,7 +353,8 @@ class Inbox:
             return True
         limit = link.channel.settings.max_messages_per_minute
         paired = await self.senders.is_paired(link.kind, message.sender)
-        waiting = await self.conversations.waiting(link.kind, message.chat, message.sender)
+        # A flood is counted over the whole chat: spreading it over threads does not hide it.
+        waiting = await self.conversations.waiting(link.kind, message.chat, None, message.sender)
         if not paired or waiting > BACKLOG_MINUTES * limit:
             await self._slow_down(link, message, row_id)
             return False

@@ -188,13 +188,16 @@ class ConversationStore:
         )
         return [dict(row) for row in rows]
 
-    async def waiting(self, channel: str, chat: str, sender: str) -> int:
-        """The sender's messages here recorded and not yet taken up."""
+    async def waiting(self, channel: str, chat: str, thread: str | None, sender: str) -> int:
+        """The sender's messages in this chat and ``thread`` (None: in any thread of it)
+        recorded and not yet taken up."""
         found = await self.db.fetchval(
             "SELECT count(*) FROM channel_messages WHERE channel = $1 AND direction = 'in'"
-            " AND chat = $2 AND sender = $3 AND status = 'received'",
+            " AND chat = $2 AND ($3::text IS NULL OR thread = $3) AND sender = $4"
+            " AND status = 'received'",
             channel,
             chat,
+            thread,
             sender,
         )
         return int(found or 0)

@@ -221,8 +221,8 @@ class Conversations:
         ]
         return later[:limit]
 
-    async def waiting(self, channel: str, chat: str, sender: str) -> int:
-        theirs = self._theirs(channel, chat, None, sender)
+    async def waiting(self, channel: str, chat: str, thread: str | None, sender: str) -> int:
+        theirs = self._theirs(channel, chat, thread, sender)
         return sum(1 for m in theirs if m["status"] == "received")
 
     async def followed(
