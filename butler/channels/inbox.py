@@ -112,6 +112,7 @@ class Inbox:
         if not await self._paced(link, message, row_id, rate):
             return
         paired = await self.senders.is_paired(link.kind, message.sender)
+        message = await self._replayed(message, row_id)
         entry = admit(message, paired, link.channel.refuses_strangers)
         if entry.action is Action.UNPROVEN:
             await self._unproven(link, message, row_id, entry)
@@ -141,6 +142,19 @@ class Inbox:
             exchange = await self._prepare(link, message, row_id, text, fresh)
             if exchange is not None:
                 await self._converse(link, exchange)
+
+    async def _replayed(self, message: Inbound, row_id: int) -> Inbound:
+        """``message``, unproven when its proof (a DKIM signature) came with an earlier
+        message of the same sender: a genuine signed mail sent again by someone else."""
+        signature = message.reply.get("signature")
+        if message.unproven is not None or not isinstance(signature, str) or not signature:
+            return message
+        if not await self.conversations.signed_before(
+            message.channel, message.sender, signature, row_id
+        ):
+            return message
+        why = "its DKIM signature came with an earlier message: the same mail sent again"
+        return replace(message, unproven=why)
 
     async def _prepare(
         self, link: LiveChannel, message: Inbound, row_id: int, text: str, fresh: bool
