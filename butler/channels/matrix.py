@@ -211,7 +211,11 @@ class MatrixChannel(Channel):
         await self._check_strangers(stale)
         for room_id in stale:
             if room_id in self._strangers:
-                await self.leave(room_id)
+                try:
+                    await self.leave(room_id)
+                except ChannelError:  # gone already (kicked, say): nothing left to leave
+                    self._strangers.pop(room_id, None)
+                    continue
                 log.warning(
                     "left a stranger's room where nobody paired",
                     extra={"channel": "matrix", "chat": room_id},
