@@ -20,6 +20,13 @@ from butler.errors import ButlerError
 
 #: Resolves a credential's value by name; :class:`Misconfigured` when it is not set.
 Need = Callable[[str], Awaitable[str]]
+#: Whether a sender (the channel's own id of them) is paired on the channel.
+Paired = Callable[[str], Awaitable[bool]]
+
+
+async def nobody(sender: str) -> bool:
+    """No sender is paired: a channel's view until its service tells it otherwise."""
+    return False
 
 
 class ChannelError(ButlerError):
@@ -93,6 +100,9 @@ class Channel(ABC):
         self.settings = settings
         #: What :meth:`redact` takes out of error lines: the secrets it logged in with.
         self.secrets: set[str] = set()
+        #: Whether a sender is paired, for a channel that lets paired people in before
+        #: they write (Matrix's invites); the service sets it from the pairing store.
+        self.paired: Paired = nobody
 
     @property
     @abstractmethod

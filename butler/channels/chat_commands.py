@@ -4,9 +4,11 @@
 from a paired sender, on Telegram, Matrix, email, Slack and Discord alike (the
 wording is :mod:`.commands`', shared with the web chat). ``/new`` stays the
 inbox's own, since text may follow it. ``/stop`` ends the session answering the
-sender in that chat: the inbox keeps a note of each such session while it runs
+sender in that chat and thread: the inbox keeps a note of each such session while it runs
 (:class:`Answering`), and the service lets these commands past the answer they
-would otherwise wait behind.
+would otherwise wait behind. A thread (a forum topic, a Matrix thread) is a
+conversation of its own, so ``/stop`` and ``/status`` there never reach the
+answer being written in another thread of the same chat.
 """
 
 from __future__ import annotations
@@ -63,14 +65,15 @@ class Running:
 
 
 class Answering:
-    """The sessions answering each sender in each chat now, for ``/stop`` and ``/status``."""
+    """The sessions answering each sender in each chat and thread now, for ``/stop`` and
+    ``/status``."""
 
     def __init__(self) -> None:
-        self._running: dict[tuple[str, str, str], Running] = {}
+        self._running: dict[tuple[str, str, str, str], Running] = {}
 
     @staticmethod
-    def key(message: Inbound) -> tuple[str, str, str]:
-        return (message.channel, message.chat, message.sender)
+    def key(message: Inbound) -> tuple[str, str, str, str]:
+        return (message.channel, message.chat, message.thread, message.sender)
 
     def started(self, message: Inbound, running: Running) -> None:
         self._running[self.key(message)] = running
@@ -83,7 +86,8 @@ class Answering:
         return self._running.get(self.key(message))
 
     def stop(self, message: Inbound) -> bool:
-        """Cancel the session answering the sender in this chat; whether one was."""
+        """Cancel the session answering the sender in this chat and thread; whether one
+        was."""
         running = self._running.get(self.key(message))
         if running is None or running.stopped or running.task.done():
             return False  # nothing runs, or it is being stopped already
@@ -151,7 +155,9 @@ class ChatCommands:
         return Status(
             butler=target.name,
             answering=answering,
-            waiting=await self.conversations.waiting(link.kind, message.chat, message.sender),
+            waiting=await self.conversations.waiting(
+                link.kind, message.chat, message.thread, message.sender
+            ),
             running=spawner.running,
             queued=spawner.waiting,
             slots=spawner.config.runtime.max_concurrent_sessions,

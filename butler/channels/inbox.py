@@ -34,6 +34,7 @@ from butler.channels.live import LiveChannel
 from butler.channels.message import Inbound
 from butler.channels.pairing import digest
 from butler.channels.prompt import HISTORY_MESSAGES, framing, prompt_of
+from butler.channels.replay import unless_replayed
 from butler.channels.routing import new_conversation, which_one
 from butler.channels.switchboard import Route, Router, Target
 from butler.channels.text import display_name, labelled, one_line
@@ -112,6 +113,7 @@ class Inbox:
         if not await self._paced(link, message, row_id, rate):
             return
         paired = await self.senders.is_paired(link.kind, message.sender)
+        message = await unless_replayed(self.conversations, message, row_id)
         entry = admit(message, paired, link.channel.refuses_strangers)
         if entry.action is Action.UNPROVEN:
             await self._unproven(link, message, row_id, entry)
@@ -345,15 +347,15 @@ class Inbox:
         """Wait until ``message`` is within its sender's rate; False when it was refused.
 
         A paired sender's burst is answered in turn, paced to the rate, and told so once;
-        a flood of more than :data:`BACKLOG_MINUTES` minutes' worth waiting (or a
-        stranger's) is refused.
+        a flood of more than :data:`BACKLOG_MINUTES` minutes' worth waiting in the chat,
+        in any of its threads (or a stranger's), is refused.
         """
         wait = rate.wait(message.sender)
         if wait == 0.0:
             return True
         limit = link.channel.settings.max_messages_per_minute
         paired = await self.senders.is_paired(link.kind, message.sender)
-        waiting = await self.conversations.waiting(link.kind, message.chat, message.sender)
+        waiting = await self.conversations.waiting(link.kind, message.chat, None, message.sender)
         if not paired or waiting > BACKLOG_MINUTES * limit:
             await self._slow_down(link, message, row_id)
             return False

@@ -22,7 +22,7 @@ import aioimaplib
 import aiosmtplib
 
 from butler.channels.base import Channel, ChannelError, Misconfigured, TooLarge
-from butler.channels.mail_auth import prove, system_txt, txt_lookup
+from butler.channels.mail_auth import Proof, prove, system_txt, txt_lookup
 from butler.channels.mail_format import inbound_of, parse, part_data, reply_of
 from butler.channels.message import AttachmentRef, Batch, Inbound
 from butler.config.channels import EmailSettings
@@ -160,8 +160,11 @@ class EmailChannel(Channel):
         for uid in uids:
             whole = sizes.get(uid, 0) <= self.max_message_bytes
             raw = await self._fetch(uid, "BODY.PEEK[]" if whole else "BODY.PEEK[HEADER]")
-            unproven = await self._unproven(raw)
-            message = inbound_of(raw, uid, self._validity, self.settings.address, unproven)
+            proof = await self._proof(raw)
+            unproven = None if proof.proven else proof.reason
+            message = inbound_of(
+                raw, uid, self._validity, self.settings.address, unproven, proof.signature
+            )
             if message is not None and not whole:
                 message = _too_large(message, self.max_message_bytes)
             if message is not None:
@@ -170,15 +173,14 @@ class EmailChannel(Channel):
         self._next = uids[-1] + 1
         return Batch(messages, f"{self._validity}:{self._next}")
 
-    async def _unproven(self, raw: bytes) -> str | None:
-        """Why ``raw``'s From address is not proven; None when it is (or need not be)."""
+    async def _proof(self, raw: bytes) -> Proof:
+        """Whether ``raw``'s From address is proven (or need not be), and why not."""
         if self.settings.accept_unauthenticated:
-            return None
+            return Proof(True, "unauthenticated mail is accepted")
         try:
-            proof = await asyncio.to_thread(prove, raw, self.settings.verified_by, self._txt)
+            return await asyncio.to_thread(prove, raw, self.settings.verified_by, self._txt)
         except Exception as exc:  # odd bytes never stop the mailbox: unproven, and read on
-            return f"it could not be checked ({type(exc).__name__})"
-        return None if proof.proven else proof.reason
+            return Proof(False, f"it could not be checked ({type(exc).__name__})")
 
     async def _sizes(self, uids: list[int]) -> dict[int, int]:
         found = await self._command("uid", "fetch", ",".join(map(str, uids)), "(RFC822.SIZE)")

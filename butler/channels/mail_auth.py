@@ -16,16 +16,26 @@ the message whatever else passed; its pass counts for nothing when the message
 carries an ``l=`` signature, which a server passes whatever follows the signed part.
 A signature whose ``h=`` leaves out From is ignored, as RFC 6376 asks.
 
+A signature proves who wrote a message, not who sent it now: a genuine signed
+mail re-sent later by someone else verifies all the same. So a message dated
+more than :data:`MAX_AGE_DAYS` ago is not proven, and a proof names the
+signature that verified (:attr:`Proof.signature`, a digest of its ``b=``), by
+which the inbox refuses a message whose signature it has seen before from the
+same sender (docs/security.md).
+
 :func:`prove` does blocking DNS: the channel runs it in a thread.
 """
 
 from __future__ import annotations
 
+import email.utils
 import functools
+import hashlib
 import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from email.message import Message
 
 import dkim
@@ -42,6 +52,8 @@ log = logging.getLogger(__name__)
 MAX_SIGNATURES = 5
 #: Seconds one DNS lookup may take.
 DNS_TIMEOUT_S = 5.0
+#: A proven message dated longer ago than this is refused: an old one sent again.
+MAX_AGE_DAYS = 7
 #: Results of a trusted verdict that refuse the message, whichever method said them.
 FAILED = frozenset({"fail", "permerror"})
 
@@ -59,11 +71,37 @@ class Proof:
 
     proven: bool
     reason: str
+    #: A digest of the DKIM signature that verified ("" when none did here): the same
+    #: message sent again carries the same one.
+    signature: str = ""
 
 
-def prove(raw: bytes, verified_by: str | None, txt: Txt) -> Proof:
+def prove(raw: bytes, verified_by: str | None, txt: Txt, now: datetime | None = None) -> Proof:
     """Whether ``raw``'s From address is proven: by its own aligned DKIM signature, or by
-    ``verified_by``'s topmost verdict; a verdict with a failure in it refuses it."""
+    ``verified_by``'s topmost verdict; a verdict with a failure in it refuses it, and so
+    does a Date more than :data:`MAX_AGE_DAYS` before ``now``."""
+    proof = _prove(raw, verified_by, txt)
+    if not proof.proven:
+        return proof
+    dated = _date(parse(raw))
+    oldest = (now or datetime.now(UTC)) - timedelta(days=MAX_AGE_DAYS)
+    if dated is not None and dated < oldest:
+        when = dated.strftime("%Y-%m-%d")
+        return Proof(False, f"it is dated {when}, over {MAX_AGE_DAYS} days ago: sent again?")
+    return proof
+
+
+def _date(message: Message) -> datetime | None:
+    """The message's Date, when it has one that reads (a Date the signature does not cover
+    could be anything, and then only the signature's digest catches a replay)."""
+    try:
+        dated = email.utils.parsedate_to_datetime(str(message.get("Date", "")))
+    except (TypeError, ValueError, IndexError):
+        return None
+    return dated if dated.tzinfo is not None else dated.replace(tzinfo=UTC)
+
+
+def _prove(raw: bytes, verified_by: str | None, txt: Txt) -> Proof:
     message = parse(raw)
     sender = sender_of(message)
     if sender is None:
@@ -158,7 +196,9 @@ def dkim_proof(raw: bytes, domain: str, txt: Txt) -> Proof:
         elif not aligned(signer, domain, strict=signer != domain and strict()):
             tried.append(f"the signature of {signer} is not of {domain}")
         else:
-            return Proof(True, f"DKIM signature of {signer} verified for From {domain}")
+            signed = b"".join(checker.signature_fields.get(b"b", b"").split())
+            digest = hashlib.sha256(signed).hexdigest()
+            return Proof(True, f"DKIM signature of {signer} verified for From {domain}", digest)
     return Proof(False, "; ".join(tried))
 
 

@@ -131,12 +131,13 @@ def part_data(message: EmailMessage, number: int) -> bytes:
 
 
 def inbound_of(
-    raw: bytes, uid: int, validity: str, own: str, unproven: str | None
+    raw: bytes, uid: int, validity: str, own: str, unproven: str | None, signature: str = ""
 ) -> Inbound | None:
     """A person's email as an inbound message; None for automatic mail or no sender.
 
     ``unproven`` says why its From address is not proven (None: it is, or the owner
-    takes unauthenticated mail).
+    takes unauthenticated mail); ``signature`` is the digest of the DKIM signature that
+    proved it, by which the inbox knows the same message sent again.
     """
     message = parse(raw)
     sender = sender_of(message)
@@ -155,7 +156,12 @@ def inbound_of(
         display_name=name,
         text=text,
         attachments=files_of(message, uid),
-        reply={"message_id": own_id, "references": references, "subject": subject},
+        reply={
+            "message_id": own_id,
+            "references": references,
+            "subject": subject,
+            **({"signature": signature} if signature else {}),
+        },
         unproven=unproven,
         addressed=True,  # mail to the butler's own address is for it
     )

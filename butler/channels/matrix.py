@@ -3,7 +3,7 @@
 Built on matrix-nio's :class:`nio.AsyncClient` (its requests and response
 parsing), with the daemon's own loop, cursor and retries. The cursor is the
 sync token: a first start takes the current one and answers nothing older.
-The bot joins the rooms it is invited to (up to ``max_rooms``), answers in
+The bot joins the rooms it is invited to, answers in
 the room and thread a message came from with ``m.notice`` (which bots must
 not answer, so two bots never loop), and reads unencrypted rooms only: in an
 end-to-end encrypted room it says so in one line (docs/channels.md).
@@ -12,15 +12,36 @@ A room of more than the bot and one person is a group: there the bot hears
 what is addressed to it (a mention of it, a reply to it, a ``/`` command),
 and sits only in rooms on ``groups``. The sender is the event's user id,
 which the homeserver vouches for; a display name is only shown.
+
+Invites are of two kinds. A paired sender's invite, or one to a room on
+``groups``, is the owner's: such rooms count against ``max_rooms``. Anyone
+else's is a stranger's: the bot must join it so the stranger can pair with a
+code, but such rooms have a bound of their own (``max_stranger_rooms``), so
+strangers can never use up the owner's rooms, and a stranger's room where
+nobody paired is left after ``stranger_room_minutes``. A room counts as the
+owner's once one of its members is paired; which rooms are which is worked out
+again from the homeserver's member lists at each connection (docs/security.md).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
+import time
 import urllib.parse
 from typing import Any
 
-from nio import AsyncClient, AsyncClientConfig, RoomLeaveError, SyncError, WhoamiError
+from nio import (
+    AsyncClient,
+    AsyncClientConfig,
+    InviteMemberEvent,
+    JoinedMembersError,
+    JoinedRoomsError,
+    JoinError,
+    RoomLeaveError,
+    SyncError,
+    WhoamiError,
+)
 
 from butler.channels.base import Channel, ChannelError, Misconfigured
 from butler.channels.download import bounded
@@ -49,6 +70,8 @@ FIRST_FILTER: dict[str, Any] = {
 }
 FILES = {"m.image": "image", "m.file": "file", "m.audio": "audio"}
 
+log = logging.getLogger(__name__)
+
 
 class MatrixChannel(Channel):
     """A Matrix bot user."""
@@ -60,6 +83,10 @@ class MatrixChannel(Channel):
         super().__init__(settings)
         self._client: AsyncClient | None = None
         self._since: str | None = None
+        #: The rooms of strangers the bot sits in, and since when (monotonic seconds).
+        self._strangers: dict[str, float] = {}
+        #: Rooms known to be the owner's (a paired member, or on ``groups``).
+        self._owners: set[str] = set()
 
     @property
     def max_reply_chars(self) -> int:
@@ -85,6 +112,7 @@ class MatrixChannel(Channel):
                 f"matrix: the access token is {who.user_id}'s; expected {self.settings.user_id}"
             )
         self._since = position
+        await self._sort_rooms()
         if position is not None:
             return None
         first = await client.sync(timeout=0, sync_filter=FIRST_FILTER)
@@ -103,6 +131,7 @@ class MatrixChannel(Channel):
                 raise Misconfigured(f"matrix: the access token was refused: {response.message}")
             raise ChannelError(f"matrix: {response.message}")
         await self._join(response)
+        await self._leave_stale_strangers()
         found = []
         for room_id, room in response.rooms.join.items():
             for event in room.timeline.events:
@@ -113,14 +142,84 @@ class MatrixChannel(Channel):
         return Batch(found, response.next_batch)
 
     async def _join(self, sync: Any) -> None:
-        """Join the rooms the bot is invited to while it has room for them; decline the rest."""
-        for room_id in sync.rooms.invite:
-            joined = await self.client.joined_rooms()
-            count = len(getattr(joined, "rooms", []))
-            if count < self.settings.max_rooms:
-                await self.client.join(room_id)
+        """Join the rooms the bot is invited to while their kind has room; decline the rest."""
+        for room_id, invite in sync.rooms.invite.items():
+            inviter = _inviter(invite.invite_state, self.settings.user_id)
+            owners = self.settings.allows_group(room_id) or (
+                inviter is not None and await self.paired(inviter)
+            )
+            if owners:
+                theirs = [r for r in await self._joined() if r not in self._strangers]
+                room = len(theirs) < self.settings.max_rooms
             else:
-                await self.client.room_leave(room_id)
+                if len(self._strangers) >= self.settings.max_stranger_rooms:
+                    await self._check_strangers(list(self._strangers))  # one may have paired
+                room = len(self._strangers) < self.settings.max_stranger_rooms
+            where = {"channel": "matrix", "chat": room_id, "sender": inviter}
+            if not room:
+                await self.client.room_leave(room_id)  # declines the invite
+                full = "max_rooms" if owners else "max_stranger_rooms"
+                log.warning("invite declined: no room left", extra={**where, "limit": full})
+                continue
+            if isinstance(await self.client.join(room_id), JoinError):
+                continue  # withdrawn meanwhile, or refused: the next invite is asked again
+            if owners:
+                self._owners.add(room_id)
+            else:
+                self._strangers[room_id] = time.monotonic()
+                log.info("joined a stranger's room, for pairing", extra=where)
+
+    async def _joined(self) -> list[str]:
+        joined = await self.client.joined_rooms()
+        if isinstance(joined, JoinedRoomsError):
+            raise ChannelError(f"matrix: {joined.message}")
+        return list(joined.rooms)
+
+    async def _sort_rooms(self) -> None:
+        """Tell the owner's rooms from strangers' among those joined (at each connection, so
+        a restart forgets no stranger's room); a stranger's gets its full window again."""
+        joined = await self._joined()
+        self._strangers = {r: t for r, t in self._strangers.items() if r in joined}
+        self._owners &= set(joined)
+        unsorted = [r for r in joined if r not in self._owners and r not in self._strangers]
+        now = time.monotonic()
+        for room_id in unsorted:
+            self._strangers[room_id] = now
+        await self._check_strangers(unsorted)
+
+    async def _check_strangers(self, rooms: list[str]) -> None:
+        """Count each of ``rooms`` as the owner's when it is on ``groups`` or a joined member
+        is paired."""
+        for room_id in rooms:
+            if self.settings.allows_group(room_id) or await self._has_paired_member(room_id):
+                self._strangers.pop(room_id, None)
+                self._owners.add(room_id)
+
+    async def _has_paired_member(self, room_id: str) -> bool:
+        found = await self.client.joined_members(room_id)
+        if isinstance(found, JoinedMembersError):
+            return False
+        for member in found.members:
+            if member.user_id != self.settings.user_id and await self.paired(member.user_id):
+                return True
+        return False
+
+    async def _leave_stale_strangers(self) -> None:
+        """Leave each stranger's room where nobody paired within ``stranger_room_minutes``."""
+        since = time.monotonic() - self.settings.stranger_room_minutes * 60
+        stale = [r for r, joined in self._strangers.items() if joined <= since]
+        await self._check_strangers(stale)
+        for room_id in stale:
+            if room_id in self._strangers:
+                try:
+                    await self.leave(room_id)
+                except ChannelError:  # gone already (kicked, say): nothing left to leave
+                    self._strangers.pop(room_id, None)
+                    continue
+                log.warning(
+                    "left a stranger's room where nobody paired",
+                    extra={"channel": "matrix", "chat": room_id},
+                )
 
     async def _inbound(self, room_id: str, event: dict[str, Any]) -> Inbound | None:
         sender = event.get("sender")
@@ -193,6 +292,8 @@ class MatrixChannel(Channel):
         left = await self.client.room_leave(chat)
         if isinstance(left, RoomLeaveError):
             raise ChannelError(f"matrix: could not leave {chat}: {left.message}")
+        self._strangers.pop(chat, None)
+        self._owners.discard(chat)
         return True
 
     async def send(self, to: Inbound, text: str) -> str:
@@ -239,6 +340,19 @@ class MatrixChannel(Channel):
         client, self._client = self._client, None
         if client is not None:
             await client.close()
+
+
+def _inviter(invite_state: list[Any], bot: str) -> str | None:
+    """Who invited the bot: the sender of the bot's own ``invite`` membership event, which
+    the homeserver hands over with the invite."""
+    for event in invite_state:
+        if (
+            isinstance(event, InviteMemberEvent)
+            and event.state_key == bot
+            and event.membership == "invite"
+        ):
+            return event.sender
+    return None
 
 
 def _follows(relates: dict[str, Any]) -> tuple[str, ...]:

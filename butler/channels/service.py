@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -60,6 +61,8 @@ class ChannelService:
         self._readers: list[asyncio.Task[None]] = []
         self._answering: set[asyncio.Task[None]] = set()
         self._last: dict[tuple[str, str, str], asyncio.Task[None]] = {}
+        for link in self.links:
+            link.channel.paired = functools.partial(inbox.senders.is_paired, link.kind)
 
     def states(self) -> list[dict[str, object]]:
         """Each channel's state, for ``status()``."""

@@ -151,8 +151,14 @@ class MatrixSettings(BotChannelSettings):
     #: The bot's own user id, e.g. "@butler:example.org".
     user_id: str
     token_credential: str = "MATRIX_ACCESS_TOKEN"
-    #: Rooms the bot joins when invited, at most; further invites are declined.
+    #: Rooms the bot joins when a paired sender invites it (or a room on ``groups``), at
+    #: most; further invites are declined.
     max_rooms: int = Field(default=20, ge=1, le=500)
+    #: Rooms of unpaired inviters the bot sits in at once, so a stranger can pair with a
+    #: code; they never count against ``max_rooms``, and more such invites are declined.
+    max_stranger_rooms: int = Field(default=3, ge=0, le=50)
+    #: How long the bot stays in a stranger's room where nobody paired, in minutes.
+    stranger_room_minutes: float = Field(default=60.0, gt=0, le=10080)
     #: Characters per message event; longer replies are split.
     max_reply_chars: int = Field(default=16000, ge=500, le=60000)
     #: Rooms of more than the bot and one person (room ids, e.g. "!abc:example.org") the

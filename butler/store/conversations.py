@@ -165,6 +165,19 @@ class ConversationStore:
         )
         return dict(row) if row else None
 
+    async def signed_before(self, channel: str, sender: str, signature: str, before: int) -> bool:
+        """Whether a message of ``sender`` recorded before row ``before`` carried the same
+        proof (``signature``, in its payload's ``reply``)."""
+        found = await self.db.fetchval(
+            "SELECT 1 FROM channel_messages WHERE channel = $1 AND direction = 'in'"
+            " AND sender = $2 AND payload->'reply'->>'signature' = $3 AND id < $4 LIMIT 1",
+            channel,
+            sender,
+            signature,
+            before,
+        )
+        return found is not None
+
     async def status_of(self, message_id: int) -> str | None:
         return await self.db.fetchval(
             "SELECT status FROM channel_messages WHERE id = $1", message_id
@@ -188,13 +201,16 @@ class ConversationStore:
         )
         return [dict(row) for row in rows]
 
-    async def waiting(self, channel: str, chat: str, sender: str) -> int:
-        """The sender's messages here recorded and not yet taken up."""
+    async def waiting(self, channel: str, chat: str, thread: str | None, sender: str) -> int:
+        """The sender's messages in this chat and ``thread`` (None: in any thread of it)
+        recorded and not yet taken up."""
         found = await self.db.fetchval(
             "SELECT count(*) FROM channel_messages WHERE channel = $1 AND direction = 'in'"
-            " AND chat = $2 AND sender = $3 AND status = 'received'",
+            " AND chat = $2 AND ($3::text IS NULL OR thread = $3) AND sender = $4"
+            " AND status = 'received'",
             channel,
             chat,
+            thread,
             sender,
         )
         return int(found or 0)

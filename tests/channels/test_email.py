@@ -283,3 +283,43 @@ async def test_a_verdict_the_forger_wrote_under_the_providers_name_is_not_believ
     assert rows[1]["payload"]["refused"] == "sender not proven: mx.home.test says dmarc=fail"
     assert text_of(said[2]) == "[health] health heard: what is due today?"
     assert len(await running.sessions()) == 1
+
+
+def raw_mailbox(mail: MailServer, user: str) -> list[bytes]:
+    """``user``'s messages, oldest first, byte for byte as delivered (a client that keeps
+    them as they came, so their signatures still verify)."""
+    import imaplib
+
+    imap = imaplib.IMAP4("127.0.0.1", mail.imap_port)
+    try:
+        imap.login(user, mail.passwords[user])
+        imap.select("INBOX", readonly=True)
+        _, found = imap.uid("search", None, "ALL")
+        return [imap.uid("fetch", uid, "(BODY.PEEK[])")[1][0][1] for uid in found[0].split()]
+    finally:
+        imap.logout()
+
+
+async def test_alices_signed_mail_sent_again_by_mallory_starts_no_second_session(
+    roster, schema_name, mail, dns, start_roster
+):
+    """Alice copies Mallory on a mail to the butler; Mallory later hands her copy, signature
+    and all, to the butler from her own server: it is refused, and nothing runs again."""
+    write_roster(roster, schema_name)
+    email_switchboard(roster, mail, dns)
+    running = await start_roster({"EMAIL_PASSWORD": mail.passwords["butler"]})
+    await eventually(lambda: running.state("email")["status"] == "connected", timeout=60)
+    mail.send("alice", "butler", "pairing", await running.pair("email"))
+    await inbox(mail, "alice", 1)
+    mail.send("alice", "butler", "Bills", "/health pay the plumber 300", Cc=mail.address("mallory"))
+    await inbox(mail, "alice", 2)
+
+    [copy] = await asyncio.to_thread(raw_mailbox, mail, "mallory")
+    await asyncio.to_thread(_hand_over, mail, copy)
+    rows = await settled(running, 3)
+
+    assert [r["status"] for r in rows] == ["paired", "answered", "refused"]
+    assert "the same mail sent again" in rows[2]["payload"]["refused"]
+    sessions = await running.sessions()
+    assert [s["prompt"] for s in sessions if "plumber" in s["prompt"]] == [sessions[0]["prompt"]]
+    assert len(sessions) == 1

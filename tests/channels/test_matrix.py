@@ -258,3 +258,46 @@ async def test_a_homeserver_restarted_mid_answer_gets_the_answer_once_and_loses_
     ]
     assert len(await asyncio.to_thread(notices, synapse, person, room, bot)) == 3
     assert len(await running.sessions()) == 2
+
+
+async def membership(synapse: Synapse, person: MatrixUser, room: str, bot: MatrixUser) -> str:
+    """The bot's membership of ``room`` as ``person`` (a member) sees it: invite, join, leave."""
+    path = f"/_matrix/client/v3/rooms/{room}/state/m.room.member/{bot.user_id}"
+    found = await asyncio.to_thread(synapse.call, "GET", path, None, person.token)
+    return str(found["membership"])
+
+
+async def test_a_strangers_invites_never_use_up_the_owners_rooms_and_unpaired_ones_are_left(
+    roster, schema_name, synapse, start_roster
+):
+    """With room for two of the owner's rooms and one stranger's: the owner pairs in her
+    room, a stranger's second invite is declined, the owner's second room is still joined,
+    and the stranger's room where nobody paired is left after its window."""
+    bot, alice, mallory = (synapse.register(n) for n in ("butler", "alice", "mallory"))
+    write_roster(roster, schema_name)
+    limits = "max_rooms = 2\nmax_stranger_rooms = 1\nstranger_room_minutes = 0.5\n"
+    matrix_switchboard(roster, synapse, bot, limits)
+    running = await start_roster({"MATRIX_ACCESS_TOKEN": bot.token})
+    own = synapse.direct_room(alice, bot.user_id)
+    await eventually(lambda: has_joined(synapse, alice, own, bot), timeout=60)
+    synapse.say(alice, own, await running.pair("matrix"))
+    [paired] = await bot_says(synapse, alice, own, bot, 1)
+
+    first = synapse.direct_room(mallory, bot.user_id)
+    await eventually(lambda: has_joined(synapse, mallory, first, bot), timeout=60)
+    second = synapse.direct_room(mallory, bot.user_id)
+
+    async def declined() -> bool:
+        return await membership(synapse, mallory, second, bot) == "leave"
+
+    await eventually(declined, timeout=60)
+    other = synapse.direct_room(alice, bot.user_id)
+    await eventually(lambda: has_joined(synapse, alice, other, bot), timeout=60)
+
+    async def left() -> bool:
+        return await membership(synapse, mallory, first, bot) == "leave"
+
+    await eventually(left, timeout=120)
+    assert paired["body"].startswith("Paired")
+    assert await has_joined(synapse, alice, own, bot)
+    assert await has_joined(synapse, alice, other, bot)

@@ -207,6 +207,14 @@ class Conversations:
         ]
         return dict(kept[-1]) if kept else None
 
+    async def signed_before(self, channel: str, sender: str, signature: str, before: int) -> bool:
+        return any(
+            (m["channel"], m["sender"]) == (channel, sender)
+            and m["id"] < before
+            and m["payload"].get("reply", {}).get("signature") == signature
+            for m in self._rows("in")
+        )
+
     async def status_of(self, message_id: int) -> str | None:
         row = self.messages.get(message_id)
         return row["status"] if row else None
@@ -221,8 +229,8 @@ class Conversations:
         ]
         return later[:limit]
 
-    async def waiting(self, channel: str, chat: str, sender: str) -> int:
-        theirs = self._theirs(channel, chat, None, sender)
+    async def waiting(self, channel: str, chat: str, thread: str | None, sender: str) -> int:
+        theirs = self._theirs(channel, chat, thread, sender)
         return sum(1 for m in theirs if m["status"] == "received")
 
     async def followed(

@@ -319,6 +319,32 @@ async def test_stop_ends_the_answer_being_written_and_status_shows_it_meanwhile(
     assert desk.chat.sent[-1] == stop_text(False)
 
 
+async def test_stop_and_status_in_another_thread_of_the_chat_leave_its_answer_alone(desk):
+    """A forum topic or a Matrix thread is a conversation of its own: ``/stop`` and
+    ``/status`` sent in another thread of the same chat neither stop nor count the answer
+    being written in the first."""
+    tester = desk.butlers["tester"]
+    tester.hold = True
+    asking = desk.receive("write me a long poem", thread="topic-poems")
+    answer = asyncio.create_task(desk.handle(asking))
+    while not tester.held:
+        await asyncio.sleep(0)
+    [(session_id, _)] = tester.held
+    desk.receive("and make it rhyme", thread="topic-poems")  # waits for the poem
+    await desk.send("/status", thread="topic-recipes")
+    assert desk.chat.sent[-1].startswith("tester: not answering anything in this conversation.")
+    await desk.send("/stop", thread="topic-recipes")
+    assert desk.chat.sent[-1] == stop_text(False)
+    await desk.send("/status", thread="topic-poems")
+    assert desk.chat.sent[-1].startswith(
+        f"tester: answering this conversation (session {session_id[:8]}); "
+        "1 more message(s) wait for it."
+    )
+    tester.finish()
+    row = await answer
+    assert row["status"] == "answered" and desk.chat.sent[-1] == "[tester] done"
+
+
 async def test_status_names_the_butlers_last_failed_session(desk):
     when = datetime(2026, 11, 28, 9, 30, tzinfo=UTC)
     failed = {"id": "0123456789abcdef", "completed_at": when, "error": "the model is away"}

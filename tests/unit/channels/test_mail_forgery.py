@@ -10,7 +10,9 @@ sender's own. So the butler must read the From line as that provider does.
 from __future__ import annotations
 
 import base64
+import email.utils
 import hashlib
+from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 
 import dkim
@@ -19,6 +21,8 @@ import pytest
 from butler.channels.mail_auth import prove, trusted_verdict
 from butler.channels.mail_format import inbound_of, parse, sender_of
 from tests.servers.dkim import DkimKey, dns
+from tests.unit.channels.in_memory import Mail
+from tests.unit.channels.test_inbox import Desk
 
 ALICE = "alice@home.test"
 
@@ -228,3 +232,38 @@ def test_a_sender_or_reply_to_line_naming_alice_changes_nothing(home):
     raw = home.sign(mail(sender="Mallory <mallory@home.test>", Sender=ALICE, Reply_To=ALICE))
     found = inbound_of(raw, 1, "1", "butler@home.test", None)
     assert found is not None and found.sender == found.chat == "mallory@home.test"
+
+
+def test_a_signed_mail_dated_over_a_week_ago_is_not_proven(home):
+    now = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
+    old = home.sign(mail(Date=email.utils.format_datetime(now - timedelta(days=30))))
+    fresh = home.sign(mail(Date=email.utils.format_datetime(now - timedelta(hours=1))))
+    refused = prove(old, None, dns(home), now=now)
+    assert not refused.proven and "dated 2026-10-30" in refused.reason
+    assert prove(fresh, None, dns(home), now=now).proven
+
+
+def resent(raw: bytes) -> bytes:
+    """``raw`` as Mallory sends it again: through her own server, whose trace is on top."""
+    return b"Received: from mallory.evil.test by mx.home.test; Sun, 29 Nov 2026\r\n" + raw
+
+
+async def test_a_genuine_signed_mail_sent_again_by_someone_else_starts_no_second_session(home):
+    """The signature still verifies on the copy; the inbox knows it from the first."""
+    signed = home.sign(mail(body="pay the plumber 300"))
+    desk = Desk(channel=Mail())
+    desk.senders.pair("email", ALICE)
+    rows = []
+    for uid, raw in ((1, signed), (2, resent(signed))):
+        proof = prove(raw, None, dns(home))
+        assert proof.proven  # DKIM alone cannot tell the copy
+        found = inbound_of(raw, uid, "1", "butler@home.test", None, proof.signature)
+        assert found is not None
+        rows.append(await desk.send(found.text, found))
+    assert [r["status"] for r in rows] == ["answered", "refused"]
+    assert "same mail sent again" in rows[1]["payload"]["refused"]
+    assert len(desk.butlers["tester"].requests) == 1
+    other = home.sign(mail(body="and the electrician 200"))
+    proof = prove(other, None, dns(home))
+    found = inbound_of(other, 3, "1", "butler@home.test", None, proof.signature)
+    assert found is not None and (await desk.send(found.text, found))["status"] == "answered"
