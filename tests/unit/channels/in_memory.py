@@ -12,11 +12,12 @@ import asyncio
 import copy
 import itertools
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
 from butler.channels.base import Channel, ChannelState
+from butler.channels.inbox import Inbox
 from butler.channels.live import LiveChannel
 from butler.channels.message import AttachmentRef, Batch, Inbound
 from butler.channels.pairing import digest
@@ -453,3 +454,43 @@ def live(
     router = Router(targets, next(iter(butlers)), bound=bound)
     state = ChannelState(channel.kind, butler=router.home, switchboard=not bound)
     return LiveChannel(channel, state, router, conversations)  # type: ignore[arg-type]
+
+
+#: A paired-able sender on Telegram, as the inbox tests use her.
+ALICE = Inbound("telegram", "1", "1001", "", "1001", "Alice", "what is due today?")
+
+
+class Desk:
+    """An inbox over in-memory stores, one chat app and its butlers (the first is home)."""
+
+    def __init__(self, *names: str, channel: Chat | None = None, bound: bool = False) -> None:
+        self.senders, self.conversations = Senders(), Conversations()
+        self.butlers = {name: Butler() for name in names or ("tester",)}
+        self.chat = channel or Chat()
+        self.link = live(self.chat, self.conversations, self.butlers, bound=bound)
+        self.inbox = Inbox(self.senders, self.conversations)  # type: ignore[arg-type]
+        self._n = 0
+
+    def receive(self, text: str, message: Inbound = ALICE, **changes: object) -> Inbound:
+        """Record ``text`` as a new message of ``message``'s sender, as the channel's reader
+        does; the message, not yet handled."""
+        self._n += 1
+        message = replace(
+            message, channel=self.chat.kind, external_id=str(self._n), text=text, **changes
+        )
+        self.conversations.received(message)
+        return message
+
+    async def handle(self, message: Inbound) -> dict:
+        """Hand a recorded message to the inbox; its row afterwards."""
+        [row_id] = [
+            i
+            for i, m in self.conversations.messages.items()
+            if m["direction"] == "in" and m["external_id"] == message.external_id
+        ]
+        await self.inbox.handle(self.link, message, row_id)
+        return self.conversations.messages[row_id]
+
+    async def send(self, text: str, message: Inbound = ALICE, **changes: object) -> dict:
+        """Deliver ``text`` as a new message of ``message``'s sender; its row afterwards."""
+        return await self.handle(self.receive(text, message, **changes))

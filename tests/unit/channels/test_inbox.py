@@ -11,52 +11,19 @@ import pytest
 
 from butler.channels.commands import stop_text
 from butler.channels.gate import NOT_PAIRED
-from butler.channels.inbox import BACKLOG_MINUTES, Inbox
+from butler.channels.inbox import BACKLOG_MINUTES
 from butler.channels.limits import RateLimit
-from butler.channels.message import AttachmentRef, Inbound
+from butler.channels.message import AttachmentRef
 from butler.channels.routing import which_one
 from butler.errors import Rejected, SessionNotFound
 from butler.spawner.result import SpawnerResult
-from tests.unit.channels.in_memory import Butler, Chat, Conversations, Mail, Senders, live
+from tests.unit.channels.in_memory import (
+    ALICE,
+    Desk,
+    Mail,
+)
 
-ALICE = Inbound("telegram", "1", "1001", "", "1001", "Alice", "what is due today?")
 CODE = "K7Q2M-9XHDA"
-
-
-class Desk:
-    """An inbox over in-memory stores, one chat app and its butlers (the first is home)."""
-
-    def __init__(self, *names: str, channel: Chat | None = None, bound: bool = False) -> None:
-        self.senders, self.conversations = Senders(), Conversations()
-        self.butlers = {name: Butler() for name in names or ("tester",)}
-        self.chat = channel or Chat()
-        self.link = live(self.chat, self.conversations, self.butlers, bound=bound)
-        self.inbox = Inbox(self.senders, self.conversations)  # type: ignore[arg-type]
-        self._n = 0
-
-    def receive(self, text: str, message: Inbound = ALICE, **changes: object) -> Inbound:
-        """Record ``text`` as a new message of ``message``'s sender, as the channel's reader
-        does; the message, not yet handled."""
-        self._n += 1
-        message = replace(
-            message, channel=self.chat.kind, external_id=str(self._n), text=text, **changes
-        )
-        self.conversations.received(message)
-        return message
-
-    async def handle(self, message: Inbound) -> dict:
-        """Hand a recorded message to the inbox; its row afterwards."""
-        [row_id] = [
-            i
-            for i, m in self.conversations.messages.items()
-            if m["direction"] == "in" and m["external_id"] == message.external_id
-        ]
-        await self.inbox.handle(self.link, message, row_id)
-        return self.conversations.messages[row_id]
-
-    async def send(self, text: str, message: Inbound = ALICE, **changes: object) -> dict:
-        """Deliver ``text`` as a new message of ``message``'s sender; its row afterwards."""
-        return await self.handle(self.receive(text, message, **changes))
 
 
 class Clock:

@@ -21,8 +21,7 @@ import pytest
 from butler.channels.mail_auth import prove, trusted_verdict
 from butler.channels.mail_format import inbound_of, parse, sender_of
 from tests.servers.dkim import DkimKey, dns
-from tests.unit.channels.in_memory import Mail
-from tests.unit.channels.test_inbox import Desk
+from tests.unit.channels.in_memory import Desk, Mail
 
 ALICE = "alice@home.test"
 
