@@ -96,23 +96,35 @@ class Traffic:
         if len(self.peers) > KEEP_PEERS:
             self.peers = {p: t for p, t in self.peers.items() if now - t < IDLE_S}
 
-    def done(self, now: float, open_peers: Collection[Peer], idle_s: float = IDLE_S) -> bool:
+    def done(
+        self,
+        now: float,
+        open_peers: Collection[Peer],
+        idle_s: float = IDLE_S,
+        since: float = float("-inf"),
+    ) -> bool:
         """No request in flight or just ended, and every connection that carried an MCP
-        request is closed or has gone silent."""
+        request since the drain began (``since``) is closed or has gone silent. A
+        connection whose calls were all answered before the drain owes nobody a reply:
+        an idle client holding its connection open does not hold the stop."""
         if self.in_flight or now - self.last_seen < QUIET_S:
             return False
-        return all(p not in open_peers or now - t >= idle_s for p, t in self.peers.items())
+        return all(
+            p not in open_peers or now - t >= idle_s or t < since for p, t in self.peers.items()
+        )
 
     async def settled(
         self,
         open_peers: Callable[[], Collection[Peer]],
         limit_s: float,
         idle_s: float = IDLE_S,
+        since: float = float("-inf"),
     ) -> None:
-        """Return once :meth:`done` (``open_peers`` says which connections are open), or
-        after ``limit_s`` (at least :data:`LIMIT_FLOOR_S`)."""
+        """Return once :meth:`done` (``open_peers`` says which connections are open;
+        ``since``, when the drain began), or after ``limit_s`` (at least
+        :data:`LIMIT_FLOOR_S`)."""
         deadline = time.monotonic() + max(limit_s, LIMIT_FLOOR_S)
         while time.monotonic() < deadline:
-            if self.done(time.monotonic(), open_peers(), idle_s):
+            if self.done(time.monotonic(), open_peers(), idle_s, since):
                 return
             await asyncio.sleep(POLL_S)

@@ -126,6 +126,7 @@ class ButlerServer(Server):
 
     async def _drain_then_exit(self) -> None:
         drain_s = self.butler.config.butler.shutdown_timeout_s
+        began = time.monotonic()
         cancelled = await self.butler.spawner.drain(drain_s)
         if cancelled:
             log.warning(
@@ -133,7 +134,7 @@ class ButlerServer(Server):
                 extra={"butler": self.butler.config.name, "count": cancelled},
             )
         # Serve on until the callers owed a reply have it and are done with their follow-ups.
-        await self.traffic.settled(self.open_peers, drain_s)
+        await self.traffic.settled(self.open_peers, drain_s, since=began)
         self.stop()
 
 

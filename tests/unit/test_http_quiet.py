@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from butler.http_quiet import IDLE_S, KEEP_PEERS, QUIET_S, Traffic
 
@@ -46,6 +47,16 @@ async def test_a_caller_whose_mcp_connection_is_open_and_recent_holds_the_stop_u
     later = traffic.last_seen + QUIET_S
     assert not traffic.done(later, open_peers={ALICE})  # may still follow up
     assert traffic.done(later, open_peers=set())  # it closed its connection: done
+
+
+async def test_a_caller_answered_before_the_drain_began_does_not_hold_the_stop():
+    app = Held()
+    traffic = Traffic(app)
+    await answered(traffic, app, request(ALICE))  # e.g. an idle SSE client's last call
+    began = time.monotonic()
+    assert traffic.done(began + QUIET_S, open_peers={ALICE}, since=began)
+    await answered(traffic, app, request(BOB))  # a call running when the drain began
+    assert not traffic.done(traffic.last_seen + QUIET_S, open_peers={ALICE, BOB}, since=began)
 
 
 async def test_a_caller_keeping_its_connection_is_done_once_silent_for_the_keep_alive():
