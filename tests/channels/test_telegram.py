@@ -19,7 +19,9 @@ from tests.helpers import eventually
 #: Each answer runs the command runtime: a real process.
 pytestmark = pytest.mark.slow
 
-GATED = '\n[butler.env]\noptional = ["AGENT_GATE"]\n'
+GATED = (
+    '\n[butler.env]\noptional = ["AGENT_GATE"]\n\n[butler.channels]\nsender_env = ["AGENT_GATE"]\n'
+)
 RULES = """
 [[switchboard.rules]]
 butler = "general"
