@@ -87,7 +87,6 @@ def _install() -> None:
         (spawner.Spawner, "start"),
         (lifecycle.SessionLifecycle, "create"),
         (execution, "memory_context"),
-        (execution, "tenant_of"),
         (workspace.Workspace, "create"),
         (workspace.Workspace, "place"),
         (execution, "build_invocation"),
