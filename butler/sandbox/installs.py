@@ -231,6 +231,11 @@ def _shebang(path: Path) -> str | None:
     return head[2:].split(b"\n", 1)[0].decode(errors="replace").strip()
 
 
+def never_whole(folder: Path) -> bool:
+    """Whether ``folder`` is one the jail never shows whole (a home, ``/tmp``, ``/``...)."""
+    return folder in _homes()
+
+
 def _homes() -> set[Path]:
     """Folders never bound whole: the daemon's home, its ``~/.local`` (``share/``
     holds keyrings and tokens), the folder of homes, and the jail's own mounts

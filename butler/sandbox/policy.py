@@ -35,7 +35,7 @@ from butler.sandbox.git_view import (
     git_binds,
     real_dir,
 )
-from butler.sandbox.installs import installation
+from butler.sandbox.installs import installation, never_whole
 
 #: Where the bridge (sandbox/bridge_binary.py) and the egress socket appear inside the jail.
 JAIL_RUN = Path("/run/butler")
@@ -140,7 +140,10 @@ def program_paths(program: str, search: str) -> tuple[str, tuple[Path, ...]]:
     folder = Path(os.path.realpath(found.parent))
     exe = folder / found.name
     linked = os.path.realpath(exe) != str(exe)
-    own = folder.parent if folder.name == "bin" and not linked else folder
+    # A ``bin`` folder's parent is the program's prefix, unless it is a home
+    # (``~/bin/tool``) or the like: then only the ``bin`` folder is shown.
+    prefix = folder.name == "bin" and not linked and not never_whole(folder.parent)
+    own = folder.parent if prefix else folder
     return str(exe), tuple(dict.fromkeys((own, *installation(exe, search))))
 
 
