@@ -143,7 +143,7 @@ class ChannelService:
         for message in batch.messages:
             if await self._overheard(link, message):
                 continue
-            row_id = await self.conversations.record(_record_of(message))
+            row_id = await self.conversations.record(record_of(message))
             if row_id is not None:
                 self._answer(link, message, row_id, self.inbox.handle)
         if batch.messages:
@@ -226,7 +226,8 @@ class ChannelService:
         await link.say(message, TOO_BUSY)
 
 
-def _record_of(message: Inbound) -> MessageRecord:
+def record_of(message: Inbound) -> MessageRecord:
+    """The row a message received is recorded as, before anything is done with it."""
     return MessageRecord(
         channel=message.channel,
         direction="in",

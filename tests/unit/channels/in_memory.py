@@ -21,6 +21,7 @@ from butler.channels.inbox import Inbox
 from butler.channels.live import LiveChannel
 from butler.channels.message import AttachmentRef, Batch, Inbound
 from butler.channels.pairing import digest
+from butler.channels.service import record_of
 from butler.channels.switchboard import Router, Target
 from butler.config.channels import ChannelSettings, TelegramSettings
 from butler.spawner.request import TriggerRequest
@@ -91,23 +92,7 @@ class Conversations:
     def received(self, message: Inbound) -> int:
         """Record ``message`` as its channel's reader does (the service's record); its row
         id."""
-        row_id = self._insert(
-            MessageRecord(
-                channel=message.channel,
-                direction="in",
-                external_id=message.external_id,
-                chat=message.chat,
-                thread=message.thread,
-                sender=message.sender,
-                display_name=message.display_name,
-                body=message.text,
-                attachments=[
-                    {"kind": a.kind, "media_type": a.media_type, "size": a.size}
-                    for a in message.attachments
-                ],
-                payload=message.payload(),
-            )
-        )
+        row_id = self._insert(record_of(message))
         assert row_id is not None, f"message {message.external_id} was delivered before"
         return row_id
 
