@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from butler.sandbox import cgroups
+import butler.sandbox.cgroups as cgroups
 from butler.sandbox.bridge_binary import BridgeMissing, bridge_binary
 from butler.sandbox.container import container_hint
 from butler.sandbox.egress import ALLOW_SETTING, Egress, Target

@@ -39,8 +39,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO
 
+import butler.sandbox.cgroups as cgroups
 from butler.processes import owner_gone, owner_mark
-from butler.sandbox import cgroups
 from butler.sandbox.bridge_binary import bridge_binary
 from butler.sandbox.egress import ALLOW_SETTING, Target
 from butler.sandbox.folders import new_jail_folder
