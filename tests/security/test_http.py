@@ -24,6 +24,9 @@ ROUTES = [
     ("GET", "/sessions/00000000-0000-0000-0000-000000000000"),
     ("GET", "/api/sessions/00000000-0000-0000-0000-000000000000"),
     ("GET", "/api/status"),
+    ("GET", "/deliveries"),  # every butler's deliveries, this wave
+    ("GET", "/api/deliveries"),
+    ("GET", "/chat/api/conversations"),
     ("GET", "/assets/xterm/xterm.js"),  # the page's own two files are open (test_login)
     ("POST", "/mcp"),
     ("GET", "/sse"),
