@@ -207,10 +207,14 @@ async def test_an_envelope_is_acknowledged_only_at_the_next_read_so_slack_sends_
         first = (await channel.receive()).messages
         # Not yet read again (so not yet recorded, for all the channel knows): not acknowledged.
         await slack.until(lambda: any(e["retry_attempt"] == 1 for e in slack.envelopes))
+        unacknowledged = list(slack.acks)
         again = (await channel.receive()).messages
+        # The acknowledgement is a frame on the socket: Slack has it once it has read it.
+        await slack.until(lambda: bool(slack.acks))
     finally:
         await channel.close()
 
+    assert unacknowledged == []
     assert [m.external_id for m in first] == [m.external_id for m in again]
     assert slack.acks == [slack.envelopes[0]["envelope_id"]]
     assert slack.envelopes[1]["retry_reason"] == "timeout"
