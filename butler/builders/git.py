@@ -223,7 +223,7 @@ async def add_worktree(repo: Path, worktree: Path, branch: str) -> None:
     await git(repo, "worktree", "add", "--quiet", "-b", branch, str(worktree), "HEAD")
     try:
         await asyncio.to_thread(git_folder.make_worktree_config, repo, worktree.name)
-    except untrusted.Refused as exc:
+    except untrusted.FileRefused as exc:
         raise UserError(f"--repo {repo}: {exc}; a link there is never followed") from None
 
 
@@ -239,7 +239,7 @@ def prepare(repo: Path) -> None:
         untrusted.make_folders(repo, ".git/hooks")
         git_folder.make_object_folders(repo)
         untrusted.add_line(repo, ".git/info/exclude", f"/{BUILDERS_DIR}/", MAX_EXCLUDE_BYTES)
-    except untrusted.Refused as exc:
+    except untrusted.FileRefused as exc:
         raise UserError(f"--repo {repo}: {exc}; a link there is never followed") from None
 
 

@@ -77,7 +77,7 @@ def redirected(repo: Path) -> str | None:
                 f"{start} holds more than {MAX_ENTRIES:,} entries to check; pack the "
                 "repository's loose objects with `git gc` first"
             )
-        except untrusted.Refused as exc:
+        except untrusted.FileRefused as exc:
             return f"{start}: {exc}"
     return None
 

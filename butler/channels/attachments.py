@@ -40,7 +40,7 @@ EXTENSIONS = {
 }
 
 
-class Refused(Exception):
+class AttachmentRefused(Exception):
     """An attachment the channel does not take; the message says which and why, in one line."""
 
 
@@ -62,42 +62,47 @@ def looks_like(media_type: str, data: bytes) -> bool:
 def check(attachments: Sequence[AttachmentRef], settings: ChannelSettings) -> None:
     """Refuse, before fetching anything, what the declared types and sizes rule out."""
     if len(attachments) > settings.max_attachments:
-        raise Refused(
+        raise AttachmentRefused(
             f"{len(attachments)} attachments is more than the {settings.max_attachments} "
             "a message may carry"
         )
     for ref in attachments:
         if ref.refusal:
-            raise Refused(ref.refusal)
+            raise AttachmentRefused(ref.refusal)
         if ref.media_type not in settings.attachment_types:
-            raise Refused(
+            raise AttachmentRefused(
                 f"a {ref.kind} of type {one_line(ref.media_type, 80)} is not accepted; "
                 f"accepted: {', '.join(settings.attachment_types)}"
             )
         if ref.size is not None and ref.size > settings.max_attachment_bytes:
-            raise Refused(_too_large(ref, settings))
+            raise AttachmentRefused(_too_large(ref, settings))
 
 
 async def fetch_all(
     channel: Channel, attachments: Sequence[AttachmentRef], settings: ChannelSettings
 ) -> tuple[SessionFile, ...]:
-    """Every attachment as a file for the session; :class:`Refused` for the first that is not."""
+    """Every attachment as a file for the session.
+
+    :class:`AttachmentRefused` for the first that is not acceptable."""
     check(attachments, settings)
     files = []
     for number, ref in enumerate(attachments, 1):
         try:
             data = await channel.fetch(ref, settings.max_attachment_bytes)
         except TooLarge:
-            raise Refused(_too_large(ref, settings)) from None
+            raise AttachmentRefused(_too_large(ref, settings)) from None
         files.append(session_file(number, ref, data))
     return tuple(files)
 
 
 def session_file(number: int, ref: AttachmentRef, data: bytes) -> SessionFile:
-    """Attachment ``number`` of a message as the session's file; :class:`Refused` unless its
-    bytes look like the type it claims."""
+    """Attachment ``number`` of a message as the session's file.
+
+    :class:`AttachmentRefused` unless its bytes look like the type it claims."""
     if not looks_like(ref.media_type, data):
-        raise Refused(f"the {ref.kind} does not look like the {ref.media_type} it says it is")
+        raise AttachmentRefused(
+            f"the {ref.kind} does not look like the {ref.media_type} it says it is"
+        )
     note = ref.describe() if ref.size is not None else f"{ref.kind}, {ref.media_type}"
     if ref.name:
         note += f", sent as {one_line(ref.name, 80)!r}"

@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
-from butler.channels.attachments import Refused, check, fetch_all
+from butler.channels.attachments import AttachmentRefused, check, fetch_all
 from butler.channels.chat_commands import (
     STOPPED,
     Answering,
@@ -151,7 +151,7 @@ class Inbox:
         settings = link.channel.settings
         try:  # what the declared types and sizes rule out costs no routing session
             check(message.attachments, settings)
-        except Refused as exc:
+        except AttachmentRefused as exc:
             await self._refuse(link, message, row_id, f"Not accepted: {exc}.")
             return None
         current = None if fresh else await self.threads.current(message, settings.idle_minutes)
@@ -175,7 +175,7 @@ class Inbox:
                 current = None
         try:
             files = await fetch_all(link.channel, message.attachments, settings)
-        except Refused as exc:
+        except AttachmentRefused as exc:
             await self._refuse(link, message, row_id, f"Not accepted: {exc}.")
             return None
         target = link.router.targets[route.butler]

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from butler.channels.attachments import EXTENSIONS, Refused, check, session_file
+from butler.channels.attachments import EXTENSIONS, AttachmentRefused, check, session_file
 from butler.channels.message import AttachmentRef, kind_of
 from butler.channels.text import one_line
 from butler.config.channels import ChannelSettings
@@ -51,9 +51,9 @@ def max_body_bytes(settings: ChannelSettings) -> int:
 def check_text(text: str, has_files: bool, settings: ChannelSettings) -> None:
     """Refuse a message that is empty, or longer than a message may be."""
     if not text.strip() and not has_files:
-        raise Refused("the message is empty; write something or attach a file")
+        raise AttachmentRefused("the message is empty; write something or attach a file")
     if len(text) > settings.max_message_chars:
-        raise Refused(
+        raise AttachmentRefused(
             f"that message is longer than the {settings.max_message_chars} characters "
             "a message may be"
         )
@@ -70,7 +70,9 @@ def media_type_of(upload: Upload) -> str:
 
 
 def session_files(uploads: Sequence[Upload], settings: ChannelSettings) -> tuple[SessionFile, ...]:
-    """Every upload as a file for the session; :class:`Refused` for the first that is not."""
+    """Every upload as a file for the session.
+
+    :class:`AttachmentRefused` for the first that is not acceptable."""
     refs = []
     for upload in uploads:
         media = media_type_of(upload)
@@ -80,7 +82,7 @@ def session_files(uploads: Sequence[Upload], settings: ChannelSettings) -> tuple
     for ref in refs:
         if not ref.size:
             named = f" {one_line(ref.name, 80)!r}" if ref.name else ""
-            raise Refused(f"the {ref.kind}{named} is empty")
+            raise AttachmentRefused(f"the {ref.kind}{named} is empty")
     return tuple(
         session_file(number, ref, upload.data)
         for number, (ref, upload) in enumerate(zip(refs, uploads, strict=True), 1)

@@ -36,15 +36,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from butler.channels.attachments import Refused
+from butler.channels.attachments import AttachmentRefused
 from butler.channels.text import one_line
 from butler.channels.turn import Step
 from butler.channels.uploads import Upload, session_files
 from butler.channels.web import Busy, Duplicate, NotFound, WebChat
 from butler.channels.web_message import WebMessage
 from butler.config.channels import DEFAULT_ATTACHMENT_TYPES
-from butler.dashboard.forms import Refused as Forged
-from butler.dashboard.forms import check_origin, form_token
+from butler.dashboard.forms import PostRefused, check_origin, form_token
 from butler.dashboard.render import SECURITY_HEADERS
 from butler.dashboard.view import View
 
@@ -131,7 +130,7 @@ class ChatApi:
             return None
         try:
             check_origin(request, self.view.butler.config.butler.allowed_origins)
-        except Forged as exc:
+        except PostRefused as exc:
             return str(exc)
         return None
 
@@ -139,7 +138,7 @@ class ChatApi:
         """Why this request did not come from the chat page, or None when it did."""
         try:
             check_origin(request, self.view.butler.config.butler.allowed_origins)
-        except Forged as exc:
+        except PostRefused as exc:
             return str(exc)
         presented = request.headers.get(TOKEN_HEADER, "")[:256]
         if not hmac.compare_digest(presented.encode(), form_token(self.view.owner_token).encode()):
@@ -158,7 +157,7 @@ class ChatApi:
         try:
             message = await self._message(request)
             posted = await self.chat.post(message)
-        except Refused as exc:
+        except AttachmentRefused as exc:
             return refusal(f"not sent: {exc}", 400)
         except NotFound as exc:
             return refusal(str(exc), 404)
@@ -183,23 +182,23 @@ class ChatApi:
                 max_part_size=settings.max_message_chars * 4 + 1024,
             )
         except HTTPException as exc:
-            raise Refused(one_line(str(exc.detail), 200)) from None
+            raise AttachmentRefused(one_line(str(exc.detail), 200)) from None
         try:
             fields = {name: form.get(name) for name in ("id", "conversation", "text")}
             if any(isinstance(value, UploadFile) for value in fields.values()):
-                raise Refused("id, conversation and text are text fields, not files")
+                raise AttachmentRefused("id, conversation and text are text fields, not files")
             message_id = str(fields["id"] or "")
             if not MESSAGE_ID.fullmatch(message_id):
-                raise Refused("expected the message's id (a UUID the page makes)")
+                raise AttachmentRefused("expected the message's id (a UUID the page makes)")
             conversation = str(fields["conversation"] or "")
             try:
                 conversation_id = uuid.UUID(conversation[:40]) if conversation else None
             except ValueError:
-                raise Refused("expected a conversation id (a UUID) or none") from None
+                raise AttachmentRefused("expected a conversation id (a UUID) or none") from None
             uploads = []
             for part in form.getlist("files"):
                 if not isinstance(part, UploadFile):
-                    raise Refused("files must be files")
+                    raise AttachmentRefused("files must be files")
                 data = await part.read(settings.max_attachment_bytes + 1)
                 if part.filename or data:  # an empty file input sends one nameless part
                     uploads.append(Upload(part.filename or "", part.content_type or "", data))

@@ -23,7 +23,7 @@ from butler.dashboard.render import e
 MAX_FORM_BYTES = 4096
 
 
-class Refused(Exception):
+class PostRefused(Exception):
     """A POST that is refused; its message is the one line to answer with (403)."""
 
 
@@ -47,7 +47,7 @@ def button(action: str, label: str, owner_token: str, name: str) -> str:
 async def check_post(
     request: Request, owner_token: str, allowed_origins: Sequence[str] = ()
 ) -> None:
-    """Raise :class:`Refused` unless this POST comes from one of this dashboard's forms.
+    """Raise :class:`PostRefused` unless this POST comes from one of this dashboard's forms.
 
     ``allowed_origins`` (``[butler] allowed_origins``) are the dashboard's too,
     e.g. its address behind a TLS proxy.
@@ -55,21 +55,25 @@ async def check_post(
     check_origin(request, allowed_origins)
     size = request.headers.get("content-length", "")
     if not size.isdigit() or int(size) > MAX_FORM_BYTES:
-        raise Refused(f"body: {size or 'no'} bytes; expected a form of at most {MAX_FORM_BYTES}")
+        raise PostRefused(
+            f"body: {size or 'no'} bytes; expected a form of at most {MAX_FORM_BYTES}"
+        )
     fields = parse_qs((await request.body())[:MAX_FORM_BYTES].decode("utf-8", "replace"))
     presented = (fields.get("csrf") or [""])[0]
     if not hmac.compare_digest(presented.encode(), form_token(owner_token).encode()):
-        raise Refused("csrf: missing or wrong form token; expected the token of a dashboard form")
+        raise PostRefused(
+            "csrf: missing or wrong form token; expected the token of a dashboard form"
+        )
 
 
 def check_origin(request: Request, allowed_origins: Sequence[str] = ()) -> None:
-    """Raise :class:`Refused` unless the request's ``Origin`` is this dashboard (a browser
+    """Raise :class:`PostRefused` unless the request's ``Origin`` is this dashboard (a browser
     sends one with every POST and every script's request that changes something)."""
     own = f"{request.url.scheme}://{request.headers.get('host', '')}"
     origin = request.headers.get("origin")
     if origin != own and origin not in allowed_origins:
         shown = "none" if origin is None else repr(origin[:100])
-        raise Refused(
+        raise PostRefused(
             f"origin: {shown} is not this dashboard; expected {own} "
             "(the dashboard's buttons post only from its own pages)"
         )

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from butler.context import ButlerContext
-from butler.dashboard.forms import Refused, check_post
+from butler.dashboard.forms import PostRefused, check_post
 from butler.dashboard.params import BadParam
 from butler.dashboard.render import Page, e, page, refused
 from butler.spawner.preflight import missing_credential
@@ -66,7 +66,7 @@ class View:
         try:
             allowed = self.butler.config.butler.allowed_origins
             await check_post(request, self.owner_token, allowed)
-        except Refused as exc:
+        except PostRefused as exc:
             return refused(str(exc), 403)
         return None
 

@@ -57,7 +57,7 @@ def read_attachment(folder: Path, given: str, limit: int) -> Attachment:
         content = untrusted.read(folder, path, limit + 1, whole=False)
     except FileNotFoundError:
         raise NotifyRefused(f"{refused}: no such file in the butler's folder") from None
-    except untrusted.Refused as exc:
+    except untrusted.FileRefused as exc:
         raise NotifyRefused(
             f"{refused} refused ({exc}); links are not followed, only a regular file is read"
         ) from None

@@ -154,7 +154,7 @@ def worktree_folder(worktree: Path, git_dirs: list[Path]) -> Path | None:
         return None
     try:
         pointer = untrusted.read(worktree, ".git", 4096).decode("utf-8").strip()
-    except (OSError, UnicodeDecodeError, untrusted.Refused):
+    except (OSError, UnicodeDecodeError, untrusted.FileRefused):
         return None
     named = pointer.removeprefix("gitdir:").strip()
     if not named.startswith("/") or os.path.realpath(named) != os.path.realpath(own):

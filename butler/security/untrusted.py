@@ -43,7 +43,7 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
-class Refused(OSError):
+class FileRefused(OSError):
     """What is at a path may not be used: a link, not a regular file, too big, or a name
     that leaves its folder. ``str()`` is the reason, for a one-line error."""
 
@@ -55,13 +55,13 @@ class Refused(OSError):
 
 
 def parts(relative: str | PurePosixPath | Path) -> tuple[str, ...]:
-    """The names of ``relative``, each one step down; Refused for one that leaves its folder."""
+    """The names of ``relative``, each one step down; FileRefused for one that leaves its folder."""
     path = PurePosixPath(relative)
     if path.is_absolute():
-        raise Refused(f"{relative}: an absolute path; expected a path inside its folder")
+        raise FileRefused(f"{relative}: an absolute path; expected a path inside its folder")
     names = tuple(name for name in path.parts if name != ".")
     if ".." in names:
-        raise Refused(f"{relative}: leaves its folder ('..'); expected a path inside it")
+        raise FileRefused(f"{relative}: leaves its folder ('..'); expected a path inside it")
     return names
 
 
@@ -77,7 +77,7 @@ def _step(fd: int, name: str, create: bool) -> int:
         return _step(fd, name, False)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-            raise Refused(f"{name}: a link or not a folder; expected a folder") from None
+            raise FileRefused(f"{name}: a link or not a folder; expected a folder") from None
         raise
 
 
@@ -105,43 +105,43 @@ def _open_regular(dir_fd: int, name: str) -> int:
     one swapped in between is caught); ``O_NONBLOCK`` keeps a FIFO from holding the open.
     """
     if not stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
-        raise Refused(f"{name}: not a regular file (a link, a FIFO, a device or a folder)")
+        raise FileRefused(f"{name}: not a regular file (a link, a FIFO, a device or a folder)")
     try:
         fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise Refused(f"{name}: a link; expected a regular file") from None
+            raise FileRefused(f"{name}: a link; expected a regular file") from None
         raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise Refused(f"{name}: not a regular file (a link, a FIFO, a device or a folder)")
+        raise FileRefused(f"{name}: not a regular file (a link, a FIFO, a device or a folder)")
     return fd
 
 
 def read(root: Path, relative: str | PurePosixPath, limit: int, *, whole: bool = True) -> bytes:
     """The bytes of the regular file ``root/relative``, reached with no link on the way.
 
-    ``whole``: a file larger than ``limit`` is Refused; else its first ``limit`` bytes.
-    FileNotFoundError when something on the path is missing; Refused for a link, a
+    ``whole``: a file larger than ``limit`` is FileRefused; else its first ``limit`` bytes.
+    FileNotFoundError when something on the path is missing; FileRefused for a link, a
     FIFO, a device, a folder or a name leaving ``root``.
     """
     *above, name = parts(relative) or ("",)
     if not name:
-        raise Refused(f"{relative!s}: names no file")
+        raise FileRefused(f"{relative!s}: names no file")
     with folder(root, PurePosixPath(*above)) as dir_fd:
         fd = _open_regular(dir_fd, name)
     with os.fdopen(fd, "rb") as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
         if whole:
-            raise Refused(f"{relative}: larger than {limit} bytes")
+            raise FileRefused(f"{relative}: larger than {limit} bytes")
         data = data[:limit]
     return data
 
 
 def read_text(root: Path, relative: str | PurePosixPath, limit: int) -> str:
     """The UTF-8 text of an optional file: ``""`` when it is missing; else as :func:`read`
-    (Refused for a link, FIFO, device or one larger than ``limit``; UnicodeDecodeError)."""
+    (FileRefused for a link, FIFO, device or one larger than ``limit``; UnicodeDecodeError)."""
     try:
         return read(root, relative, limit).decode("utf-8")
     except FileNotFoundError:
@@ -263,7 +263,7 @@ def rename(root: Path, relative: str | PurePosixPath, new_name: str) -> None:
     ``FileExistsError`` when ``new_name`` is taken."""
     *above, name = parts(relative) or ("",)
     if not name or "/" in new_name or new_name in ("", ".", ".."):
-        raise Refused(f"{relative!s} -> {new_name}: expected two names in one folder")
+        raise FileRefused(f"{relative!s} -> {new_name}: expected two names in one folder")
     with folder(root, PurePosixPath(*above)) as dir_fd:
         try:
             os.stat(new_name, dir_fd=dir_fd, follow_symlinks=False)
@@ -282,11 +282,11 @@ def write(root: Path, relative: str | PurePosixPath, data: bytes, mode: int = 0o
     """
     *above, name = parts(relative) or ("",)
     if not name:
-        raise Refused(f"{relative!s}: names no file")
+        raise FileRefused(f"{relative!s}: names no file")
     with folder(root, PurePosixPath(*above), create=True) as dir_fd:
         with contextlib.suppress(FileNotFoundError):
             if stat.S_ISDIR(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
-                raise Refused(f"{relative}: a folder; expected a file")
+                raise FileRefused(f"{relative}: a folder; expected a file")
         spare = f".{name}.{secrets.token_hex(6)}.tmp"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(spare, flags, mode, dir_fd=dir_fd)
@@ -303,12 +303,12 @@ def write(root: Path, relative: str | PurePosixPath, data: bytes, mode: int = 0o
 
 def write_below(roots: Sequence[Path], path: Path, data: bytes, mode: int = 0o600) -> None:
     """:func:`write` ``path`` below whichever of ``roots`` holds it (a runtime's config file
-    in its home or workspace); Refused when none does."""
+    in its home or workspace); FileRefused when none does."""
     for root in roots:
         if path.is_relative_to(root):
             write(root, PurePosixPath(path.relative_to(root)), data, mode)
             return
-    raise Refused(f"{path}: in none of the folders it may be written in")
+    raise FileRefused(f"{path}: in none of the folders it may be written in")
 
 
 def add_line(
@@ -321,7 +321,7 @@ def add_line(
     """
     try:
         text = read(root, relative, limit).decode("utf-8", "replace")
-    except (FileNotFoundError, Refused):
+    except (FileNotFoundError, FileRefused):
         text = ""
     lines = text.splitlines()
     if line in lines:

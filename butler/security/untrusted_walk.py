@@ -16,12 +16,12 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from butler.security.untrusted import Refused, folder
+from butler.security.untrusted import FileRefused, folder
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-class Unfinished(Refused):
+class Unfinished(FileRefused):
     """A :func:`walk` stopped at its bound: more entries, or deeper folders, than it may look at."""
 
 

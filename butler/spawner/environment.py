@@ -53,7 +53,7 @@ async def build_runtime_env(
     config: ButlerConfig,
     credentials: CredentialStore,
     traceparent: str | None = None,
-    patience: float = 0.0,
+    outage_limit_s: float = 0.0,
     *,
     sender_runtime: str | None = None,
 ) -> dict[str, str]:
@@ -61,14 +61,14 @@ async def build_runtime_env(
 
     ``sender_runtime``, for a session a chat's sender steers, is the runtime it runs:
     that session gets :func:`sender_names` only. The credentials are read again while
-    the database is unreachable, for at most ``patience`` seconds: a session admitted
+    the database is unreachable, for at most ``outage_limit_s`` seconds: a session admitted
     just before an outage waits it out.
     """
     if sender_runtime is None:
         names = declared_names(config)
     else:
         names = sender_names(config, sender_runtime)
-    values = await through_outage(lambda: credentials.resolve_many(names), patience)
+    values = await through_outage(lambda: credentials.resolve_many(names), outage_limit_s)
     missing = [n for n in config.butler.env.required if n in names and n not in values]
     if missing:
         raise ConfigError(

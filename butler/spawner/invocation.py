@@ -87,11 +87,11 @@ async def build_invocation(
     the session completes.
     """
     rt = config.runtime
-    patience = session.timeout_s or rt.timeout_s
+    outage_limit_s = session.timeout_s or rt.timeout_s
     # A sender's session gets the model's keys and what the owner lets senders have.
     sender = adapter.type_name if session.tenant is not None else None
     env = await build_runtime_env(
-        config, credentials, current_traceparent(), patience, sender_runtime=sender
+        config, credentials, current_traceparent(), outage_limit_s, sender_runtime=sender
     )
     # Includes are read from disk and may be large: expand them off the event loop.
     system = await asyncio.to_thread(system_prompt, config, adapter, memory, role)

@@ -94,15 +94,15 @@ class SessionLifecycle:
         self.ledger.open(str(new.id), trace)
         return str(new.id)
 
-    async def running(self, session_id: str, patience: float | None = None) -> None:
+    async def running(self, session_id: str, outage_limit_s: float | None = None) -> None:
         """The runtime got its slot and starts (or was found running again).
 
-        While the database is away this waits for it, at most ``patience`` seconds
+        While the database is away this waits for it, at most ``outage_limit_s`` seconds
         (the session's time limit unless given), then raises :class:`DatabaseError`.
         """
         if not self.ledger.is_open(session_id):
             self.ledger.open(session_id)
-        patience = self.config.runtime.timeout_s if patience is None else patience
+        outage_limit_s = self.config.runtime.timeout_s if outage_limit_s is None else outage_limit_s
 
         def waiting(exc: BaseException) -> None:
             if session_id not in self._waiting_for_database:
@@ -110,16 +110,16 @@ class SessionLifecycle:
                 log.warning(
                     "database unreachable, the session waits for it to start: %s",
                     exc,
-                    extra={"session_id": session_id, "patience_s": patience},
+                    extra={"session_id": session_id, "outage_limit_s": outage_limit_s},
                 )
 
         try:
             await through_outage(
-                lambda: self.sessions.mark_running(uuid.UUID(session_id)), patience, waiting
+                lambda: self.sessions.mark_running(uuid.UUID(session_id)), outage_limit_s, waiting
             )
         except UNREACHABLE as exc:
             raise DatabaseError(
-                f"the database stayed unreachable for {patience:g} s while this "
+                f"the database stayed unreachable for {outage_limit_s:g} s while this "
                 f"session waited to start ({type(exc).__name__}: {exc}); it did "
                 "not run: check that PostgreSQL is up, then trigger it again"
             ) from None

@@ -92,7 +92,7 @@ class _Expansion:
         """The include ``directive`` as a path below the roster folder."""
         try:
             names = untrusted.parts(directive)
-        except untrusted.Refused:
+        except untrusted.FileRefused:
             names = ()
         if not names:
             raise ConfigError(
@@ -117,7 +117,7 @@ class _Expansion:
             if holder is not None:
                 raise ConfigError(f"{holder}: include {what!r} not found at {path}") from None
             raise ConfigError(f"{where}: cannot read: not found") from None
-        except untrusted.Refused as exc:
+        except untrusted.FileRefused as exc:
             raise ConfigError(
                 f"{where}: refused ({exc}); expected a regular file, with no link on its "
                 f"path inside {root}"

@@ -48,17 +48,17 @@ MAX_PAUSE_S = 2.0
 
 async def through_outage(
     attempt: Callable[[], Awaitable[T]],
-    patience: float,
+    outage_limit_s: float,
     waiting: Callable[[BaseException], None] | None = None,
 ) -> T:
     """``attempt()``'s result, trying again while the database is unreachable.
 
     ``waiting`` is told of each failed attempt that will be retried; after
-    ``patience`` seconds the last error is raised as it came. Anything other
+    ``outage_limit_s`` seconds the last error is raised as it came. Anything other
     than "unreachable right now" is raised at once.
     """
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + patience
+    deadline = loop.time() + outage_limit_s
     pause = FIRST_BACKOFF_S
     while True:
         try:

@@ -43,7 +43,7 @@ DEFAULT_SIZE = (80, 24)
 TERM = "xterm-256color"
 
 
-class Refused(Exception):
+class TerminalRefused(Exception):
     """A terminal that cannot be opened: an HTTP status and one line saying why."""
 
     def __init__(self, status: int, message: str) -> None:
@@ -60,17 +60,21 @@ class Terminals:
     children: set[PtyProcess] = field(default_factory=set)
 
     async def target(self, session_id: str, mode: str) -> list[str]:
-        """The tmux client's argv for ``mode`` on session ``session_id``, or :class:`Refused`."""
+        """The tmux client's argv for ``mode`` on session ``session_id``.
+
+        :class:`TerminalRefused` when it cannot be opened."""
         if mode not in MODES:
-            raise Refused(400, f"mode: {mode[:40]!r} is not one of {', '.join(MODES)}")
+            raise TerminalRefused(400, f"mode: {mode[:40]!r} is not one of {', '.join(MODES)}")
         row = await self.butler.sessions.get(session_id)
         if row is None:
-            raise Refused(404, f"session: no session {session_id[:64]!r}")
+            raise TerminalRefused(404, f"session: no session {session_id[:64]!r}")
         if not is_builder(row) or (row.get("metadata") or {}).get("headless"):
-            raise Refused(409, f"session {row['id']} is not an interactive builder: no terminal")
+            raise TerminalRefused(
+                409, f"session {row['id']} is not an interactive builder: no terminal"
+            )
         meta = row["metadata"]
         if not is_live(row) or not meta.get("tmux_session"):
-            raise Refused(409, f"builder {meta['builder_id']} is not running: no terminal")
+            raise TerminalRefused(409, f"builder {meta['builder_id']} is not running: no terminal")
         flags = ["-f", "read-only,ignore-size"] if mode == "view" else []
         tmux = Tmux(meta.get("tmux_socket") or None)
         return tmux.argv("attach-session", *flags, "-t", f"={meta['tmux_session']}")
@@ -79,7 +83,7 @@ class Terminals:
     def seat(self, session_id: str) -> Any:
         """Count one more terminal on the builder, or refuse past :data:`MAX_VIEWERS`."""
         if self.counts[session_id] >= MAX_VIEWERS:
-            raise Refused(
+            raise TerminalRefused(
                 429, f"session {session_id}: already {MAX_VIEWERS} terminals open (the most)"
             )
         self.counts[session_id] += 1
@@ -103,7 +107,7 @@ class Terminals:
             cols, rows = size(query.get("cols"), query.get("rows"))
             with self.seat(session_id):
                 await self._run(websocket, argv, cols, rows, query.get("mode") == "view")
-        except Refused as refused:
+        except TerminalRefused as refused:
             await deny(websocket, refused)
 
     async def _run(
@@ -124,7 +128,7 @@ class Terminals:
             await websocket.close(1000, "the terminal ended")  # unless already closed
 
 
-async def deny(websocket: WebSocket, refused: Refused) -> None:
+async def deny(websocket: WebSocket, refused: TerminalRefused) -> None:
     """Refuse the handshake with an HTTP status and a JSON line (a plain 403 without the
     server's denial-response extension)."""
     if "websocket.http.response" in websocket.scope.get("extensions", {}):

@@ -45,7 +45,7 @@ from butler.store.session_jobs import ENTRYPOINT, SessionJobs
 from butler.workers.claim import HEARTBEAT_TIMEOUT_S, claim
 from butler.workers.handback import run_claimed
 from butler.workers.listen import RelisteningDriver
-from butler.workers.patient import PatientQueries
+from butler.workers.outage_queries import OutageQueries
 from butler.workers.registry import Registry
 from butler.workers.sweep import sweep_after_killed
 
@@ -178,7 +178,7 @@ class Worker:
         def listening() -> Awaitable[asyncpg.Connection]:
             return asyncpg.connect(self.database_url, timeout=10, server_settings=settings)
 
-        queries = PatientQueries(RelisteningDriver(queue, listening))
+        queries = OutageQueries(RelisteningDriver(queue, listening))
         manager = QueueManager(queries)
         jobs = SessionJobs(db)
         # The runtime calls its butler across the network, not on loopback.
@@ -226,7 +226,7 @@ class Worker:
 
     async def _take_work(self, served: Served) -> None:
         """PgQueuer's loop for one butler, until shut down. Its looks at the queue wait out
-        an outage (:mod:`.patient`); should the database's going end it some other way,
+        an outage (:mod:`.outage_queries`); should the database's going end it some other way,
         it starts again (after the sessions it held are done), never ending the worker."""
         pause = FIRST_BACKOFF_S
         while True:

@@ -43,7 +43,7 @@ def test_a_link_anywhere_below_the_root_is_refused(tmp_path: Path, secret: Path,
         os.rmdir(root / "a")
         os.symlink(secret.parent.parent, root / "a")
     relative = {"file": "a/token", "folder": "a/b/token", "top": "a/owner/token"}[where]
-    with pytest.raises(untrusted.Refused) as refused:
+    with pytest.raises(untrusted.FileRefused) as refused:
         untrusted.read(root, relative, 1000)
     assert SECRET not in str(refused.value) and "\n" not in str(refused.value)
     assert untrusted.read_or_none(root, relative, 1000) is None
@@ -60,18 +60,18 @@ def test_a_fifo_and_a_device_are_refused_without_hanging(tmp_path: Path):
         names.append("device")
     for name in names:
         outcome = finishes(lambda n=name: untrusted.read(tmp_path, n, 1000))
-        assert isinstance(outcome, untrusted.Refused), (name, outcome)
+        assert isinstance(outcome, untrusted.FileRefused), (name, outcome)
 
 
 @pytest.mark.parametrize("relative", ["../x", "/etc/passwd", "a/../../x"])
 def test_a_name_leaving_the_root_is_refused(tmp_path: Path, relative: str):
-    with pytest.raises(untrusted.Refused, match=r"leaves its folder|absolute path"):
+    with pytest.raises(untrusted.FileRefused, match=r"leaves its folder|absolute path"):
         untrusted.read(tmp_path, relative, 100)
 
 
 def test_a_file_past_its_bound_is_refused_or_cut(tmp_path: Path):
     (tmp_path / "big").write_bytes(b"x" * 101)
-    with pytest.raises(untrusted.Refused, match="larger than 100 bytes"):
+    with pytest.raises(untrusted.FileRefused, match="larger than 100 bytes"):
         untrusted.read(tmp_path, "big", 100)
     assert untrusted.read(tmp_path, "big", 100, whole=False) == b"x" * 100
 
@@ -92,9 +92,9 @@ def test_a_write_below_a_linked_folder_is_refused(tmp_path: Path, secret: Path):
     root = tmp_path / "root"
     root.mkdir()
     os.symlink(secret.parent, root / "info")
-    with pytest.raises(untrusted.Refused):
+    with pytest.raises(untrusted.FileRefused):
         untrusted.write(root, "info/exclude", b"x")
-    with pytest.raises(untrusted.Refused):
+    with pytest.raises(untrusted.FileRefused):
         untrusted.add_line(root, "info/exclude", "/.builders/", 1000)
     assert sorted(p.name for p in secret.parent.iterdir()) == ["token"]
 

@@ -35,7 +35,7 @@ def test_an_objects_folder_that_is_a_link_is_refused_not_followed(tmp_path: Path
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (repo / ".git" / "objects" / "ab").symlink_to(elsewhere)
-    with pytest.raises(untrusted.Refused):
+    with pytest.raises(untrusted.FileRefused):
         make_object_folders(repo)
     assert not any(elsewhere.iterdir())
     assert (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from butler.channels.attachments import Refused
+from butler.channels.attachments import AttachmentRefused
 from butler.channels.uploads import Upload, check_text, max_body_bytes, media_type_of, session_files
 from butler.config.channels import ChannelSettings
 
@@ -15,9 +15,9 @@ SETTINGS = ChannelSettings(max_attachments=2, max_attachment_bytes=1024, max_mes
 def test_a_message_is_bounded_and_never_empty():
     check_text("a" * 100, False, SETTINGS)
     check_text("", True, SETTINGS)  # files alone are a message
-    with pytest.raises(Refused, match="longer than the 100 characters"):
+    with pytest.raises(AttachmentRefused, match="longer than the 100 characters"):
         check_text("a" * 101, False, SETTINGS)
-    with pytest.raises(Refused, match="empty"):
+    with pytest.raises(AttachmentRefused, match="empty"):
         check_text("  \n", False, SETTINGS)
 
 
@@ -57,5 +57,5 @@ def test_a_file_the_browser_could_not_name_is_read_by_its_extension():
     ],
 )
 def test_what_the_rules_refuse_is_refused_in_one_line(uploads, refusal):
-    with pytest.raises(Refused, match=refusal):
+    with pytest.raises(AttachmentRefused, match=refusal):
         session_files(uploads, SETTINGS)

@@ -36,13 +36,13 @@ T = TypeVar("T")
 
 
 @dataclasses.dataclass
-class PatientQueries(Queries):
+class OutageQueries(Queries):
     """:class:`pgqueuer.Queries` whose main-loop looks wait out an outage (one line when
     the database goes, one when it is back)."""
 
     away: bool = dataclasses.field(default=False, init=False)
 
-    async def _patiently(self, attempt: Callable[[], Awaitable[T]]) -> T:
+    async def _through_outage(self, attempt: Callable[[], Awaitable[T]]) -> T:
         def waiting(exc: BaseException) -> None:
             if not self.away:
                 self.away = True
@@ -67,7 +67,7 @@ class PatientQueries(Queries):
         heartbeat_timeout: timedelta,
     ) -> list[Job]:
         dequeue = super().dequeue
-        return await self._patiently(
+        return await self._through_outage(
             lambda: dequeue(
                 batch_size=batch_size,
                 entrypoints=entrypoints,
@@ -79,12 +79,12 @@ class PatientQueries(Queries):
 
     async def queued_work(self, entrypoints: list[str]) -> int:
         queued_work = super().queued_work
-        return await self._patiently(lambda: queued_work(entrypoints))
+        return await self._through_outage(lambda: queued_work(entrypoints))
 
     async def eligible_queued_work(self, entrypoints: list[str]) -> int:
         eligible_queued_work = super().eligible_queued_work
-        return await self._patiently(lambda: eligible_queued_work(entrypoints))
+        return await self._through_outage(lambda: eligible_queued_work(entrypoints))
 
     async def next_deferred_eta(self, entrypoints: list[str]) -> timedelta | None:
         next_deferred_eta = super().next_deferred_eta
-        return await self._patiently(lambda: next_deferred_eta(entrypoints))
+        return await self._through_outage(lambda: next_deferred_eta(entrypoints))
