@@ -153,7 +153,10 @@ def program_paths(program: str, search: str) -> tuple[str, tuple[Path, ...]]:
     return str(exe), tuple(dict.fromkeys((own, *installation(exe, search))))
 
 
-def _system_args() -> list[str]:
+@lru_cache(maxsize=1)
+def _system_args() -> tuple[str, ...]:
+    """How the system's folders are bound: read once per process (about 20 file-system
+    looks a session otherwise), the machine's layout (merged ``/usr``) being fixed."""
     args: list[str] = []
     for name in SYSTEM_PATHS:
         path = Path(name)
@@ -164,7 +167,7 @@ def _system_args() -> list[str]:
     for name in MASKED_FILES:
         if Path(name).exists():
             args += ["--ro-bind", "/dev/null", name]
-    return args
+    return tuple(args)
 
 
 #: The system folders a runtime's program may live in (``/etc`` holds none).
