@@ -6,7 +6,8 @@ tree of the project, e.g. ``git archive <commit> | tar -x -C /tmp/before``, with
 the same PostgreSQL server, each its own schema. Triggers go one at a time to
 each in turn, in blocks, so the machine's load falls on both alike. Printed
 for each: latency p50 and p95; CPU per trigger of the daemon and everything
-it reaped (the jails, the CLI) and of its PostgreSQL backends, from
+it reaped (the jails, the CLI), of the daemon's process alone, and of its
+PostgreSQL backends, from
 ``/proc/<pid>/stat`` (the load of other processes does not reach these
 clocks); and the rows the session table took per trigger (inserts and
 updates, from PostgreSQL's own statistics).
@@ -130,6 +131,14 @@ async def _rows(dsn: str, triggers: int, daemons: dict, schemas: dict) -> list[R
             "before",
             measures="the daemon's own CPU and its reaped descendants' (jails, CLIs), "
             "/proc/<pid>/stat, per trigger",
+        ),
+        Row(
+            "CPU ms per trigger, the daemon's own process",
+            after.per_item_ms("daemon_own"),
+            before.per_item_ms("daemon_own"),
+            "before",
+            measures="the daemon's process alone, every thread, without its reaped "
+            "descendants: its own Python per trigger, /proc/<pid>/stat utime+stime",
         ),
         Row(
             "CPU ms per trigger, its PostgreSQL backends",

@@ -170,6 +170,8 @@ class Clocks:
     #: The daemon's own and reaped children's, and its database backends'.
     daemon: float = 0.0
     database: float = 0.0
+    #: The daemon's process alone (every thread), without what it reaped: its own Python.
+    daemon_own: float = 0.0
 
     @classmethod
     def read(cls, daemon_pid: int | None = None, backends: Sequence[int] = ()) -> Clocks:
@@ -183,6 +185,7 @@ class Clocks:
             kernel_threads_s() + interrupts_s(),
             own + reaped,
             database,
+            own,
         )
 
     def __sub__(self, before: Clocks) -> Clocks:
@@ -193,6 +196,7 @@ class Clocks:
             self.kernel - before.kernel,
             self.daemon - before.daemon,
             self.database - before.database,
+            self.daemon_own - before.daemon_own,
         )
 
     @property

@@ -7,7 +7,8 @@ client calls ``trigger`` one at a time, each call followed by a launch of the
 same CLI in the jailed floor (``benchmarks/jailed_floor.py``) and one started
 directly. Printed: each step's median start, duration and end, in ms from the
 client's call (all processes read the same monotonic clock), and the CPU the
-daemon's event loop spent in it. ``--pool 0`` times the path without warm jails.
+daemon's event loop spent in it. ``--pool 0`` times the path without warm jails;
+``BUTLER_PHASES_FINE=1`` in the environment times the steps inside the steps too.
 
 ``--perf``: the daemon runs under ``perf record`` (every process it starts
 inherits the counter: a sample per 0.1 ms of CPU), and the CPU of each

@@ -46,9 +46,21 @@ def exited(pid: int) -> bool:
 
 def owner_mark(pid: int | None = None) -> str:
     """``PID.START`` for ``pid`` (this process by default), or ``PID`` when its start is unread."""
-    pid = os.getpid() if pid is None else pid
+    if pid is None or pid == os.getpid():
+        # This process's own start never changes (a forked child has a pid of its own):
+        # read once, not at every session's workspace and jail folder.
+        pid = os.getpid()
+        if pid not in _OWN_MARKS:
+            ticks = start_ticks(pid)
+            if ticks is None:
+                return str(pid)
+            _OWN_MARKS[pid] = f"{pid}.{ticks}"
+        return _OWN_MARKS[pid]
     ticks = start_ticks(pid)
     return str(pid) if ticks is None else f"{pid}.{ticks}"
+
+
+_OWN_MARKS: dict[int, str] = {}
 
 
 def owner_gone(mark: str) -> bool:

@@ -26,6 +26,7 @@ from butler.config import ButlerConfig
 from butler.config.watch import current_digest
 from butler.context import ButlerContext
 from butler.errors import ButlerError
+from butler.heap import settle_for_serving
 from butler.http_quiet import Traffic
 from butler.hygiene import harden_process
 from butler.logs import current_butler
@@ -328,6 +329,7 @@ async def stop_schedules(starting: asyncio.Task[None], butler: ButlerContext) ->
 async def _announce(servers: Sequence[ButlerServer], started: float) -> None:
     while not all(s.started for s in servers):
         await asyncio.sleep(0.02)
+    settle_for_serving()  # every butler built and warmed up: what serving needs is made
     startup_ms = int((time.monotonic() - started) * 1000)
     for server in servers:
         config = server.butler.config

@@ -39,8 +39,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("parts", ("butler.runtimes", "butler.store", "butler.security")),
     ("helpers", ("butler.logs", "butler.paths", "butler.jsonfile", "butler.tomlfile",
                  "butler.telemetry", "butler.http_limits", "butler.http_quiet",
-                 "butler.hygiene", "butler.root", "butler.mcp_http", "butler.essentials",
-                 "butler.adapters")),
+                 "butler.hygiene", "butler.heap", "butler.root", "butler.mcp_http",
+                 "butler.essentials", "butler.adapters")),
     # Leaves that import nothing of butler, used from every layer: the package's
     # version, the errors, the one private-file writer, the one way to touch what a
     # runtime can write, a runtime's settings, the built-in runtimes' names, the clock,

@@ -98,11 +98,12 @@ def test_the_print_mode_no_op_cli_prints_a_result_from_its_argv_alone(tmp_path):
 
 
 def test_cpu_clocks_subtract_field_by_field_and_account_the_database_and_kernel():
-    after = cpu.Clocks(10, client=1, children=2, kernel=0.5, daemon=3, database=0.25)
-    before = cpu.Clocks(4, client=0.5, children=1, kernel=0.25, daemon=1, database=0)
+    after = cpu.Clocks(10, 1, 2, 0.5, daemon=3, database=0.25, daemon_own=2)
+    before = cpu.Clocks(4, 0.5, 1, 0.25, daemon=1, database=0, daemon_own=0.5)
     spent = after - before
     assert spent.machine_less_client == 5.5
     assert spent.accounted == 1 + 0.25 + 2 + 0.25
+    assert spent.daemon_own == 1.5
 
 
 def test_the_postgresql_backends_of_a_process_are_found_by_its_connections(pg_dsn):

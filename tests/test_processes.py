@@ -60,3 +60,18 @@ def test_jail_folders_of_a_killed_daemon_with_this_daemons_pid_are_swept(monkeyp
                     item.unlink()
                 folder.rmdir()
         private.rmdir()
+
+
+def test_this_processs_mark_names_it_and_a_forked_childs_names_the_child():
+    assert owner_mark() == f"{os.getpid()}.{start_ticks(os.getpid())}"
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the parent's mark, read before the fork, is not the child's
+        os.write(write, f"{owner_mark()} {os.getpid()}.{start_ticks(os.getpid())}".encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(child, 0)
+    mark, expected = os.read(read, 100).decode().split()
+    os.close(read)
+    assert mark == expected
+    assert mark.startswith(f"{child}.")

@@ -100,8 +100,40 @@ def _install() -> None:
     ]:
         _wrap(owner, attr)
     _wrap_block(execution, "jailed", "jailed")
+    if os.environ.get("BUTLER_PHASES_FINE"):
+        _install_fine(claude, sandboxing, jail)
     _stream(claude_agent_sdk)
     _trigger(spawner.Spawner)
+
+
+def _install_fine(claude: object, sandboxing: object, jail: object) -> None:
+    """``BUTLER_PHASES_FINE=1``: the steps inside the session path's steps too (a call made
+    twice in a trigger shows the first to end)."""
+    import butler.sandbox.egress as egress
+    import butler.sandbox.policy as policy
+    import butler.spawner.invocation as invocation
+
+    for owner, attr in [
+        (invocation, "build_runtime_env"),
+        (invocation, "compose_system_prompt"),
+        (invocation, "session_home"),
+        (sandboxing, "session_request"),
+        (sandboxing, "jail_policy"),
+        (sandboxing, "jail_targets"),
+        (jail, "new_jail_folder"),
+        (egress.Egress, "start"),
+        (egress.Egress, "close"),
+        (claude, "session_files"),
+        (claude, "write_files"),
+        (claude, "runtime_env"),
+        (jail.Jail, "bridged"),  # type: ignore[attr-defined]
+        (policy.JailPolicy, "visible_path"),
+        (jail, "program_paths"),
+        (jail, "bwrap_argv"),
+        (jail, "write_private"),
+        (claude, "build_options"),
+    ]:
+        _wrap(owner, attr)
 
 
 def _stream(sdk: object) -> None:
@@ -133,7 +165,10 @@ def _profile(seen: int) -> None:
     import atexit
     import cProfile
 
-    profiler = cProfile.Profile()
+    # BUTLER_PHASES_PROFILE_CPU=1: each function's CPU (the thread's clock), not its wall
+    # clock, which counts waits for the GIL and the scheduler on a busy machine.
+    cpu_clock = os.environ.get("BUTLER_PHASES_PROFILE_CPU")
+    profiler = cProfile.Profile(time.thread_time) if cpu_clock else cProfile.Profile()
     profiler.enable()
     atexit.register(lambda: (profiler.disable(), profiler.dump_stats(PROFILE)))
 

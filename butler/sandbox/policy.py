@@ -24,6 +24,7 @@ import os
 import shutil
 import stat
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 
 from butler.errors import UserError
@@ -99,8 +100,10 @@ class JailPolicy:
 
     def sees(self, path: Path) -> bool:
         """Whether the jail shows ``path`` at its own path (the system, or a bound folder)."""
-        bound = (*self.read_only, *self.writable, *self.read_only_over)
-        return _under_system(path) or _under(str(path), [str(b) for b in bound])
+        return _under_system(path) or _under(str(path), self._bound())
+
+    def _bound(self) -> list[str]:
+        return [str(b) for b in (*self.read_only, *self.writable, *self.read_only_over)]
 
     def visible_path(self, search: str) -> str:
         """``search`` (a ``PATH``) without the folders the jail does not show.
@@ -111,11 +114,14 @@ class JailPolicy:
         folder through a link (a checkout's ``clis`` link) is kept by its real
         path when the jail shows that (an installation bound by its real path).
         """
+        # Each folder's text as a Path would have it, against the bound folders' texts,
+        # read once: what ``sees`` says, without a Path per folder (44 a session).
+        bound = [*_PROGRAM_ROOTS, *self._bound()]
         kept = []
         for folder in search.split(os.pathsep):
-            if folder.startswith("/") and not self.sees(Path(folder)):
+            if folder.startswith("/") and not _under(_path_text(folder), bound):
                 folder = os.path.realpath(folder)  # a hidden one only: most are shown
-            if folder.startswith("/") and self.sees(Path(folder)):
+            if folder.startswith("/") and _under(_path_text(folder), bound):
                 kept.append(folder)
         return os.pathsep.join(dict.fromkeys(kept)) or DEFAULT_PATH
 
@@ -147,7 +153,10 @@ def program_paths(program: str, search: str) -> tuple[str, tuple[Path, ...]]:
     return str(exe), tuple(dict.fromkeys((own, *installation(exe, search))))
 
 
-def _system_args() -> list[str]:
+@lru_cache(maxsize=1)
+def _system_args() -> tuple[str, ...]:
+    """How the system's folders are bound: read once per process (about 20 file-system
+    looks a session otherwise), the machine's layout (merged ``/usr``) being fixed."""
     args: list[str] = []
     for name in SYSTEM_PATHS:
         path = Path(name)
@@ -158,7 +167,7 @@ def _system_args() -> list[str]:
     for name in MASKED_FILES:
         if Path(name).exists():
             args += ["--ro-bind", "/dev/null", name]
-    return args
+    return tuple(args)
 
 
 #: The system folders a runtime's program may live in (``/etc`` holds none).
@@ -167,6 +176,13 @@ _PROGRAM_ROOTS = [s for s in SYSTEM_PATHS if s != "/etc"]
 
 def _under_system(path: Path) -> bool:
     return _under(str(path), _PROGRAM_ROOTS)
+
+
+@lru_cache(maxsize=256)
+def _path_text(folder: str) -> str:
+    """``folder``'s text as ``Path`` normalises it (the folders of a ``PATH``, the same at
+    every session)."""
+    return str(Path(folder))
 
 
 def _under(path: str, folders: list[str]) -> bool:

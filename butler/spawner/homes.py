@@ -25,9 +25,10 @@ HOME_KEEP_DAYS = 30
 
 def session_home(butler: Install, session_id: str, parent_id: str | None = None) -> Path:
     """A fresh home for one session, seeded from the butler's or the parent's."""
-    homes = butler_dir(butler) / "homes"
+    folder = butler_dir(butler)  # once: it claims the folder (a file read) every call
+    homes = folder / "homes"
     home = homes / session_id
-    seed = homes / parent_id if parent_id else butler_dir(butler) / "home"
+    seed = homes / parent_id if parent_id else folder / "home"
     if seed.is_dir():
         shutil.copytree(seed, home, symlinks=True, dirs_exist_ok=True)
     home.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -89,3 +89,10 @@ def test_the_jails_path_keeps_the_system_and_bound_folders_in_order(tmp_path: Pa
     search = f"/root/.pyenv/shims:{tmp_path / 'tools' / 'bin'}:/usr/bin:relative:/usr/bin:/bin"
     assert policy.visible_path(search) == f"{tmp_path / 'tools' / 'bin'}:/usr/bin:/bin"
     assert policy.visible_path("/root/.cargo/bin") == "/usr/local/bin:/usr/bin:/bin"
+
+
+def test_the_jails_path_judges_a_folder_as_written_by_its_normal_form(tmp_path: Path):
+    policy = JailPolicy(read_only=(tmp_path / "tools",), writable=(tmp_path / "work",))
+    search = f"/usr//bin/:{tmp_path}/tools/./bin:{tmp_path}/workshop/bin:{tmp_path}/work/"
+    # Kept as written when the jail shows it; a folder beside a bound one is not in it.
+    assert policy.visible_path(search) == f"/usr//bin/:{tmp_path}/tools/./bin:{tmp_path}/work/"
