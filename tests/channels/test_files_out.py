@@ -1,0 +1,115 @@
+"""Files back to the person: a session answering a chat message calls ``send_file`` and
+the person receives the file's bytes in the chat they asked in.
+
+The session is a real ``command`` runtime (tests/channels/agent.py) calling its
+butler's MCP tool over HTTP with its own token; the butler's tools are served as
+its daemon serves them, over the roster's running channels. The chat servers are
+the suite's: the fake Telegram Bot API (multipart uploads, as Telegram takes them).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from butler.spawner.request import TriggerRequest
+from tests.channels.conftest import replies, switchboard_toml, write_roster
+from tests.fakes.telegram_api import ALICE
+
+#: Each answer runs the command runtime and an MCP client: real processes.
+pytestmark = pytest.mark.slow
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(range(64))
+NOTES = b"# Iron\n\n65 mg at 8:00, with orange juice.\n"
+
+
+async def paired(running: Any, telegram: Any) -> None:
+    telegram.send(await running.pair("telegram"), user=ALICE)
+    await replies(telegram, ALICE.id, 1)
+
+
+async def answer_to(telegram: Any, text: str) -> str:
+    before = len(telegram.texts(ALICE.id))
+    telegram.send(text, user=ALICE)
+    return (await replies(telegram, ALICE.id, before + 1))[before]
+
+
+def uploads(telegram: Any) -> list[dict[str, Any]]:
+    return [m for m in telegram.sent if m["method"] in ("sendPhoto", "sendDocument")]
+
+
+async def test_a_session_sends_an_image_and_a_document_back_to_the_telegram_chat(
+    roster, schema_name, telegram, start_roster, serve_tools
+):
+    folders = write_roster(roster, schema_name)
+    switchboard_toml(roster, telegram)
+    (folders["health"] / "plan.png").write_bytes(PNG)
+    (folders["health"] / "notes").mkdir()
+    (folders["health"] / "notes" / "iron.md").write_bytes(NOTES)
+    running = await start_roster()
+    await serve_tools(running)
+    await paired(running, telegram)
+
+    reply = await answer_to(telegram, "/health SEND plan.png SEND notes/iron.md")
+
+    assert reply.splitlines()[1:] == [
+        f"sent plan.png (image/png, {len(PNG)} bytes) to the telegram chat",
+        f"sent iron.md (text/markdown, {len(NOTES)} bytes) to the telegram chat",
+    ]
+    photo, document = uploads(telegram)
+    assert photo["method"] == "sendPhoto" and photo["chat_id"] == ALICE.id
+    assert photo["photo"] == {"filename": "plan.png", "content": PNG}
+    assert photo["caption"] == "plan.png, as asked"
+    assert document["method"] == "sendDocument"
+    assert document["document"] == {"filename": "iron.md", "content": NOTES}
+    # Each file is in the conversation's record beside the answer, by the session that sent it.
+    out = await running.db.fetch(
+        "SELECT body, attachments, session_id, butler, status FROM channel_messages"
+        " WHERE direction = 'out' AND attachments <> '[]'::jsonb ORDER BY id"
+    )
+    assert [(r["body"], r["butler"], r["status"]) for r in out] == [
+        ("plan.png, as asked", "health", "sent"),
+        ("iron.md, as asked", "health", "sent"),
+    ]
+    session = [s for s in await running.sessions() if s["type"] == "channel"][-1]
+    assert {str(r["session_id"]) for r in out} == {str(session["id"])}
+
+
+async def test_a_file_outside_the_folder_a_link_or_too_large_is_refused_and_not_sent(
+    roster, schema_name, telegram, start_roster, serve_tools, tmp_path
+):
+    folders = write_roster(roster, schema_name)
+    switchboard_toml(roster, telegram, "max_attachment_bytes = 2048\n")  # the telegram table's
+    secret = tmp_path / "owner-secret.txt"
+    secret.write_text("the owner's secret\n")
+    health = folders["health"]
+    (roster / "secret.txt").write_text("beside the butler folder\n")
+    os.symlink(secret, health / "link.txt")
+    (health / "big.pdf").write_bytes(b"%PDF-" + b"x" * 4096)
+    running = await start_roster()
+    contexts = await serve_tools(running)
+    await paired(running, telegram)
+
+    reply = await answer_to(
+        telegram, "/health SEND ../secret.txt SEND link.txt SEND big.pdf SEND gone.txt"
+    )
+
+    lines = reply.splitlines()[1:]
+    assert len(lines) == 4, reply
+    assert all(line.startswith("send_file: not sent: ") for line in lines), reply
+    assert "leaves its folder" in lines[0]
+    assert "link" in lines[1] and "links are not followed" in lines[1]
+    assert "over 2048 bytes" in lines[2]
+    assert "no such file" in lines[3]
+    assert uploads(telegram) == []
+    assert "the owner's secret" not in reply
+
+    # A session nobody asked on a chat (the owner's own) is told to use notify.
+    result = await running.spawners["health"].trigger(TriggerRequest("SEND plan.png"))
+    assert result.success, result.error
+    assert result.output.splitlines()[1] == (
+        "send_file: not sent: this session was not asked on a chat channel; use notify"
+    )
+    assert contexts["health"].channels is None  # the switchboard's channels are general's
