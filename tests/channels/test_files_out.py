@@ -4,11 +4,13 @@ the person receives the file's bytes in the chat they asked in.
 The session is a real ``command`` runtime (tests/channels/agent.py) calling its
 butler's MCP tool over HTTP with its own token; the butler's tools are served as
 its daemon serves them, over the roster's running channels. The chat servers are
-the suite's: the fake Telegram Bot API (multipart uploads, as Telegram takes them).
+the suite's: the fake Telegram Bot API (multipart uploads, as Telegram takes them)
+and a real Synapse (its media repository, read back through the authenticated media API).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any
 
@@ -17,6 +19,8 @@ import pytest
 from butler.spawner.request import TriggerRequest
 from tests.channels.conftest import replies, switchboard_toml, write_roster
 from tests.fakes.telegram_api import ALICE
+from tests.helpers import eventually
+from tests.servers.synapse import MatrixUser, Synapse
 
 #: Each answer runs the command runtime and an MCP client: real processes.
 pytestmark = pytest.mark.slow
@@ -113,3 +117,46 @@ async def test_a_file_outside_the_folder_a_link_or_too_large_is_refused_and_not_
         "send_file: not sent: this session was not asked on a chat channel; use notify"
     )
     assert contexts["health"].channels is None  # the switchboard's channels are general's
+
+
+async def test_a_session_sends_an_image_and_a_document_into_the_matrix_room(
+    roster, schema_name, synapse, start_roster, serve_tools
+):
+    bot, person = synapse.register("butler"), synapse.register("alice")
+    room = synapse.direct_room(person, bot.user_id)
+    folders = write_roster(roster, schema_name)
+    (folders["health"] / "plan.png").write_bytes(PNG)
+    (folders["health"] / "iron.md").write_bytes(NOTES)
+    (roster / "switchboard.toml").write_text(
+        '[switchboard]\nhome = "general"\n\n[switchboard.channels.matrix]\n'
+        f'homeserver = "{synapse.url}"\nuser_id = "{bot.user_id}"\n'
+    )
+    running = await start_roster({"MATRIX_ACCESS_TOKEN": bot.token})
+    await serve_tools(running)
+    await eventually(lambda: joined(synapse, person, room, bot), timeout=60)
+    synapse.say(person, room, await running.pair("matrix"))
+    await eventually(lambda: len(said_by(synapse, person, room, bot)) >= 1, timeout=60)
+
+    asked = synapse.say(person, room, "/health SEND plan.png SEND iron.md")
+    await eventually(lambda: len(said_by(synapse, person, room, bot)) >= 4, timeout=90)
+
+    image, document, answer = said_by(synapse, person, room, bot)[1:4]
+    sent = f"sent iron.md (text/markdown, {len(NOTES)} bytes) to the matrix chat"
+    assert answer["body"].endswith(sent)
+    assert image["msgtype"] == "m.image" and image["filename"] == "plan.png"
+    assert image["body"] == "plan.png, as asked"
+    assert image["info"] == {"mimetype": "image/png", "size": len(PNG)}
+    assert image["m.relates_to"] == {"m.in_reply_to": {"event_id": asked}}
+    assert document["msgtype"] == "m.file" and document["filename"] == "iron.md"
+    assert synapse.download(person, image["url"]) == PNG
+    assert synapse.download(person, document["url"]) == NOTES
+
+
+async def joined(synapse: Synapse, person: MatrixUser, room: str, bot: MatrixUser) -> bool:
+    path = f"/_matrix/client/v3/rooms/{room}/joined_members"
+    found = await asyncio.to_thread(synapse.call, "GET", path, None, person.token)
+    return bot.user_id in found["joined"]
+
+
+def said_by(synapse: Synapse, person: MatrixUser, room: str, bot: MatrixUser) -> list[dict]:
+    return [m for m in synapse.messages(person, room) if m["sender"] == bot.user_id]
