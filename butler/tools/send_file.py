@@ -19,7 +19,7 @@ worker's machine, which the daemon cannot read (docs/channels.md).
 # No postponed annotations: FastMCP reads the argument types (and their bounds) at runtime.
 import asyncio
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
@@ -38,6 +38,10 @@ from butler.context import ButlerContext
 from butler.paths import butler_dir
 from butler.security import untrusted
 from butler.security.caller import current_caller
+
+if TYPE_CHECKING:  # the channels' running parts load only where channels run
+    from butler.channels.chat_commands import Running
+    from butler.channels.live import LiveChannel
 
 #: Longest path a session may give.
 MAX_PATH_CHARS = 1024
@@ -117,7 +121,7 @@ async def _to_web_chat(butler: ButlerContext, session_id: str, path: str, captio
     return f"sent {file.describe()} to the web chat"
 
 
-def _answering(butler: ButlerContext, session_id: str) -> Any:
+def _answering(butler: ButlerContext, session_id: str) -> "tuple[LiveChannel, Running] | None":
     """The channel and the answer the session writes, among the channels of this process
     (its own butler's, or the switchboard's home butler's)."""
     for host in (butler, *butler.peers):

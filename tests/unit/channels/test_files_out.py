@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from pathlib import Path, PurePosixPath
 
 import pytest
 
 from butler.channels.files_out import MAX_CAPTION_CHARS, FileOut, caption_of, sent_name, sniffed
 from butler.tools.send_file import NotSent, located, read_bounded
+from tests.unit.channels.in_memory import ALICE, Desk
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
 
@@ -83,3 +86,36 @@ def test_a_read_is_bounded_follows_no_link_and_refuses_an_empty_file(tmp_path: P
         read_bounded(tmp_path, PurePosixPath("../ok.txt"), 10)
     with pytest.raises(NotSent, match="is empty"):
         read_bounded(tmp_path, PurePosixPath("empty.txt"), 10)
+
+
+async def test_the_inbox_knows_which_message_a_session_answers_only_while_it_runs():
+    desk = Desk()
+    desk.senders.pair("telegram", ALICE.sender)
+    tester = desk.butlers["tester"]
+    tester.hold = True
+    asking = desk.receive("make me the plan as a file")
+    answer = asyncio.create_task(desk.handle(asking))
+    async with asyncio.timeout(10):
+        while not tester.held:
+            await asyncio.sleep(0)
+    [(session_id, _)] = tester.held
+    running = desk.inbox.answering.of_session(session_id)
+    assert running is not None and running.message == asking
+    assert running.conversation_id is not None
+    tester.finish()
+    await answer
+    assert desk.inbox.answering.of_session(session_id) is None  # answered: no more files
+
+
+async def test_a_channel_that_cannot_send_files_says_so_at_once_and_the_row_says_failed():
+    desk = Desk()
+    file = FileOut("plan.png", "image/png", PNG, "the plan")
+    session_id = str(uuid.uuid4())
+    why = await desk.link.send_file(
+        ALICE, file, butler="tester", conversation_id=None, session_id=session_id
+    )
+    assert why == "telegram: this channel cannot send files"
+    [row] = desk.conversations.out()
+    assert (row["status"], row["body"]) == ("failed", "the plan")
+    assert str(row["session_id"]) == session_id
+    assert row["attachments"] == [{"name": "plan.png", "media_type": "image/png", "size": len(PNG)}]
