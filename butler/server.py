@@ -41,6 +41,7 @@ from butler.tools.ledger_middleware import LedgerMiddleware
 from butler.tools.limits import ArgumentErrors
 from butler.tools.notify import register_notify_tools
 from butler.tools.schedules import register_schedule_tools
+from butler.tools.send_file import register_send_file_tools
 from butler.tools.sessions import register_session_tools
 from butler.tools.tenancy import TenancyMiddleware
 from butler.webterm.endpoint import Terminals
@@ -60,6 +61,7 @@ def build_mcp(butler: ButlerContext) -> FastMCP:
     register_schedule_tools(mcp, butler)
     register_builder_tools(mcp, butler)
     register_notify_tools(mcp, butler)
+    register_send_file_tools(mcp, butler)
     return mcp
 
 

@@ -1,7 +1,7 @@
 """The contract every channel keeps, and the state it shows in ``status()``.
 
 A channel only speaks its app's protocol: connect, read a batch of messages
-from a cursor, send a text to where a message came from, show that an answer
+from a cursor, send a text (or a file) to where a message came from, show that an answer
 is being written, fetch an attachment within a byte limit. Pairing, routing,
 threads and retries are the inbox's and the service's, the same for all.
 """
@@ -47,6 +47,11 @@ class Paced(ChannelError):
 
 class TooLarge(ChannelError):
     """An attachment was larger than the channel's limit."""
+
+
+class NotSendable(ChannelError):
+    """What no retry will send: the channel cannot send files, or the platform refused
+    this one for good (too large, a type it does not take); the session is told why."""
 
 
 @dataclass
@@ -95,6 +100,9 @@ class Channel(ABC):
     #: is for the bot without naming it (Slack, where each conversation is a thread the
     #: app answers in); elsewhere only a mention, a reply or a command is.
     follows_threads: ClassVar[bool] = False
+    #: The largest file the platform takes from a bot (the channel's own bound, its
+    #: ``max_attachment_bytes``, is applied too).
+    max_file_bytes: ClassVar[int] = 10 * 1024 * 1024
 
     def __init__(self, settings: ChannelSettings) -> None:
         self.settings = settings
@@ -124,6 +132,13 @@ class Channel(ABC):
     @abstractmethod
     async def send(self, to: Inbound, text: str) -> str:
         """Send ``text`` where ``to`` came from; the id of the message sent."""
+
+    async def send_file(
+        self, to: Inbound, name: str, media_type: str, data: bytes, caption: str = ""
+    ) -> str:
+        """Send a file where ``to`` came from: an image as a picture where the platform
+        shows them, anything else as a document; the id of the message sent."""
+        raise NotSendable(f"{self.kind}: this channel cannot send files")
 
     def measure(self, text: str) -> int:
         """How long ``text`` is by the channel's count (characters, unless it counts otherwise)."""

@@ -14,6 +14,7 @@ answer being written in another thread of the same chat.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -62,6 +63,11 @@ class Running:
     session_id: str
     task: asyncio.Task[SpawnerResult]
     stopped: bool = False
+    #: The message it answers and its conversation: where a file it sends goes.
+    message: Inbound | None = None
+    conversation_id: uuid.UUID | None = None
+    #: Files it sent the sender so far (:mod:`.files_out` bounds them).
+    files_sent: int = 0
 
 
 class Answering:
@@ -70,6 +76,7 @@ class Answering:
 
     def __init__(self) -> None:
         self._running: dict[tuple[str, str, str, str], Running] = {}
+        self._sessions: dict[str, Running] = {}
 
     @staticmethod
     def key(message: Inbound) -> tuple[str, str, str, str]:
@@ -77,10 +84,17 @@ class Answering:
 
     def started(self, message: Inbound, running: Running) -> None:
         self._running[self.key(message)] = running
+        self._sessions[running.session_id] = running
 
     def ended(self, message: Inbound, running: Running) -> None:
         if self._running.get(self.key(message)) is running:
             del self._running[self.key(message)]
+        if self._sessions.get(running.session_id) is running:
+            del self._sessions[running.session_id]
+
+    def of_session(self, session_id: str) -> Running | None:
+        """What the session ``session_id`` is answering now; None when it answers nothing."""
+        return self._sessions.get(session_id)
 
     def get(self, message: Inbound) -> Running | None:
         return self._running.get(self.key(message))

@@ -31,7 +31,7 @@ from typing import Any
 import aiohttp
 import hikari
 
-from butler.channels.base import Channel, ChannelError, Misconfigured, TooLarge
+from butler.channels.base import Channel, ChannelError, Misconfigured, NotSendable, TooLarge
 from butler.channels.cursor import READ_BACK, Seen
 from butler.channels.download import bounded, secure
 from butler.channels.message import AttachmentRef, Batch, Inbound, kind_of
@@ -66,6 +66,8 @@ class DiscordChannel(Channel):
 
     kind = "discord"
     settings: DiscordSettings
+    #: What a bot may upload in one message where the server has no boost.
+    max_file_bytes = 10 * 1024 * 1024
 
     def __init__(self, settings: DiscordSettings) -> None:
         super().__init__(settings)
@@ -224,6 +226,33 @@ class DiscordChannel(Channel):
                 role_mentions=False,
                 mentions_reply=False,
             )
+        except hikari.HikariError as exc:
+            raise _error(exc) from None
+        return f"{sent.channel_id}:{sent.id}"
+
+    async def send_file(
+        self, to: Inbound, name: str, media_type: str, data: bytes, caption: str = ""
+    ) -> str:
+        """A message with the file attached (Discord shows an image inline itself), the
+        caption its text, replying as the answer does."""
+        channel = int(to.reply.get("channel_id") or to.thread or to.chat)
+        replied = to.reply.get("message_id")
+        try:
+            sent = await self.bot.rest.create_message(
+                channel,
+                caption or hikari.UNDEFINED,
+                attachment=hikari.Bytes(data, name, mimetype=media_type),
+                reply=int(replied) if replied else hikari.UNDEFINED,
+                reply_must_exist=False,
+                mentions_everyone=False,
+                user_mentions=False,
+                role_mentions=False,
+                mentions_reply=False,
+            )
+        except hikari.ClientHTTPResponseError as exc:
+            if exc.status == 413:  # over the upload limit: no retry makes it smaller
+                raise NotSendable(f"discord: {exc.status} {exc.message}") from None
+            raise _error(exc) from None
         except hikari.HikariError as exc:
             raise _error(exc) from None
         return f"{sent.channel_id}:{sent.id}"

@@ -245,11 +245,18 @@ class Inbox:
                 return SpawnerResult(success=False, error=str(exc))
         except Rejected as exc:
             return SpawnerResult(success=False, error=str(exc))
-        await self.conversations.mark(exchange.row_id, "handling", session_id=session_id)
         assert exchange.route.butler is not None
-        running = Running(exchange.route.butler, session_id, task)
+        running = Running(
+            exchange.route.butler,
+            session_id,
+            task,
+            message=exchange.message,
+            conversation_id=exchange.thread.conversation_id,
+        )
+        # Noted before any await: the session may send a file as soon as it runs.
         self.answering.started(exchange.message, running)
         try:
+            await self.conversations.mark(exchange.row_id, "handling", session_id=session_id)
             return await asyncio.shield(task)
         except asyncio.CancelledError:
             this = asyncio.current_task()

@@ -11,10 +11,11 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from butler.channels.backoff import Backoff
-from butler.channels.base import Channel, ChannelState, Need, Paced
+from butler.channels.base import Channel, ChannelState, Need, NotSendable, Paced
+from butler.channels.files_out import FileOut
 from butler.channels.message import Inbound
 from butler.channels.switchboard import Router
 from butler.channels.text import one_line, split
@@ -24,6 +25,8 @@ log = logging.getLogger(__name__)
 
 #: How long a reply keeps being tried while the channel's server is away.
 REPLY_RETRY_S = 300.0
+#: How long a file keeps being tried: the session waits for the answer meanwhile.
+FILE_RETRY_S = 60.0
 #: Typing indicators expire after about five seconds on Telegram; renew before.
 TYPING_EVERY_S = 4.0
 
@@ -89,16 +92,70 @@ class LiveChannel:
                 return False
         return True
 
-    async def _send(self, to: Inbound, text: str) -> str | None:
+    async def send_file(
+        self,
+        to: Inbound,
+        file: FileOut,
+        *,
+        butler: str,
+        conversation_id: uuid.UUID | None,
+        session_id: str,
+    ) -> str | None:
+        """Send ``file`` where ``to`` came from, retried as a reply is and recorded in the
+        conversation beside it; None when it went, else why not (one line)."""
+        why: list[str] = []
+        sent = await self._send(
+            to,
+            file.describe(),
+            lambda: self.channel.send_file(to, file.name, file.media_type, file.data, file.caption),
+            why,
+            FILE_RETRY_S,
+        )
+        await self.conversations.record(
+            MessageRecord(
+                channel=self.kind,
+                direction="out",
+                external_id=sent or f"unsent:{uuid.uuid4()}",
+                chat=to.chat,
+                thread=to.thread,
+                sender=butler,
+                body=file.caption or f"[file {file.describe()}]",
+                attachments=[
+                    {"name": file.name, "media_type": file.media_type, "size": len(file.data)}
+                ],
+                conversation_id=conversation_id,
+                butler=butler,
+                session_id=session_id,
+                status="sent" if sent else "failed",
+            )
+        )
+        return None if sent else (why[-1] if why else "not sent")
+
+    async def _send(
+        self,
+        to: Inbound,
+        text: str,
+        attempt: Callable[[], Awaitable[str]] | None = None,
+        why: list[str] | None = None,
+        retry_s: float | None = None,
+    ) -> str | None:
+        """Send ``text`` (or make ``attempt``), again with backoff while the server is away
+        or asks to wait; its id, or None once ``retry_s`` (:attr:`reply_retry_s`) is spent
+        or the channel cannot send it at all (``why`` gets the last error)."""
         backoff = Backoff()
-        deadline = asyncio.get_running_loop().time() + self.reply_retry_s
+        retry_s = self.reply_retry_s if retry_s is None else min(retry_s, self.reply_retry_s)
+        deadline = asyncio.get_running_loop().time() + retry_s
         while True:
             try:
-                return await self.channel.send(to, text)
+                return await (attempt() if attempt else self.channel.send(to, text))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 error = self.channel.redact(one_line(str(exc) or type(exc).__name__))
+                if why is not None:
+                    why.append(error)
+                if isinstance(exc, NotSendable):  # no retry changes that
+                    return None
                 if asyncio.get_running_loop().time() + backoff.peek() > deadline:
                     log.error(
                         "reply could not be sent; giving up",

@@ -17,13 +17,14 @@ import contextlib
 import re
 from collections import OrderedDict
 from dataclasses import replace
+from email.message import EmailMessage
 
 import aioimaplib
 import aiosmtplib
 
 from butler.channels.base import Channel, ChannelError, Misconfigured, TooLarge
 from butler.channels.mail_auth import Proof, prove, system_txt, txt_lookup
-from butler.channels.mail_format import inbound_of, parse, part_data, reply_of
+from butler.channels.mail_format import file_reply_of, inbound_of, parse, part_data, reply_of
 from butler.channels.message import AttachmentRef, Batch, Inbound
 from butler.config.channels import EmailSettings
 
@@ -205,7 +206,16 @@ class EmailChannel(Channel):
             self._raw.popitem(last=False)
 
     async def send(self, to: Inbound, text: str) -> str:
-        reply = reply_of(to, text, self.settings.address)
+        return await self._submit(reply_of(to, text, self.settings.address))
+
+    async def send_file(
+        self, to: Inbound, name: str, media_type: str, data: bytes, caption: str = ""
+    ) -> str:
+        """A reply in the thread with the file attached (an image too: mail has no other way)."""
+        address = self.settings.address
+        return await self._submit(file_reply_of(to, name, media_type, data, caption, address))
+
+    async def _submit(self, reply: EmailMessage) -> str:
         s = self.settings
         try:
             await aiosmtplib.send(

@@ -184,3 +184,16 @@ def reply_of(to: Inbound, text: str, address: str) -> EmailMessage:
     reply["Date"] = email.utils.formatdate(localtime=False)
     reply.set_content(text)
     return reply
+
+
+def file_reply_of(
+    to: Inbound, name: str, media_type: str, data: bytes, caption: str, address: str
+) -> EmailMessage:
+    """A reply to ``to`` in its thread carrying a file: the caption (or the file's name) as
+    its text, the file as a MIME attachment."""
+    reply = reply_of(to, caption or f"The file {name} is attached.", address)
+    digest = hashlib.sha256(f"{to.external_id}\0{name}\0".encode() + data).hexdigest()[:32]
+    reply.replace_header("Message-ID", f"<{digest}@{address.rsplit('@', 1)[-1]}>")
+    maintype, _, subtype = media_type.partition("/")
+    reply.add_attachment(data, maintype=maintype, subtype=subtype or "octet-stream", filename=name)
+    return reply

@@ -26,6 +26,7 @@ again from the homeserver's member lists at each connection (docs/security.md).
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 import time
 import urllib.parse
@@ -43,8 +44,9 @@ from nio import (
     WhoamiError,
 )
 
-from butler.channels.base import Channel, ChannelError, Misconfigured
+from butler.channels.base import Channel, ChannelError, Misconfigured, NotSendable
 from butler.channels.download import bounded
+from butler.channels.files_out import IMAGES
 from butler.channels.message import AttachmentRef, Batch, Inbound
 from butler.config.channels import MatrixSettings
 
@@ -78,6 +80,8 @@ class MatrixChannel(Channel):
 
     kind = "matrix"
     settings: MatrixSettings
+    #: Synapse's default ``max_upload_size``; a homeserver that takes less says M_TOO_LARGE.
+    max_file_bytes = 50 * 1024 * 1024
 
     def __init__(self, settings: MatrixSettings) -> None:
         super().__init__(settings)
@@ -298,6 +302,38 @@ class MatrixChannel(Channel):
 
     async def send(self, to: Inbound, text: str) -> str:
         content: dict[str, Any] = {"msgtype": "m.notice", "body": text}
+        # The same piece of the same answer keeps its transaction id, so a retry after a
+        # lost response is recognised by the homeserver and never shown twice.
+        txn = hashlib.sha256(f"{to.external_id}\0{text}".encode()).hexdigest()[:32]
+        return await self._send(to, content, txn)
+
+    async def send_file(
+        self, to: Inbound, name: str, media_type: str, data: bytes, caption: str = ""
+    ) -> str:
+        """Upload to the media repository, then an ``m.image`` or ``m.file`` message
+        pointing at it (the caption its body, the name its ``filename``)."""
+        uploaded, _ = await self.client.upload(
+            io.BytesIO(data), content_type=media_type, filename=name, filesize=len(data)
+        )
+        uri = getattr(uploaded, "content_uri", None)
+        if not uri:
+            status = getattr(uploaded, "status_code", "")
+            message = f"matrix: upload refused: {getattr(uploaded, 'message', 'no address')}"
+            if status == "M_TOO_LARGE":
+                raise NotSendable(message)
+            raise ChannelError(message)
+        content: dict[str, Any] = {
+            "msgtype": "m.image" if media_type in IMAGES else "m.file",
+            "body": caption or name,
+            "filename": name,
+            "url": uri,
+            "info": {"mimetype": media_type, "size": len(data)},
+        }
+        txn = hashlib.sha256(f"{to.external_id}\0{uri}".encode()).hexdigest()[:32]
+        return await self._send(to, content, txn)
+
+    async def _send(self, to: Inbound, content: dict[str, Any], txn: str) -> str:
+        """``content`` as a message where ``to`` came from: in its thread, or replying."""
         replied = to.reply.get("event_id")
         if to.thread:
             content["m.relates_to"] = {
@@ -308,9 +344,6 @@ class MatrixChannel(Channel):
             }
         elif replied:
             content["m.relates_to"] = {"m.in_reply_to": {"event_id": replied}}
-        # The same piece of the same answer keeps its transaction id, so a retry after a
-        # lost response is recognised by the homeserver and never shown twice.
-        txn = hashlib.sha256(f"{to.external_id}\0{text}".encode()).hexdigest()[:32]
         sent = await self.client.room_send(to.chat, "m.room.message", content, tx_id=txn)
         event_id = getattr(sent, "event_id", None)
         if not event_id:

@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from butler.channels.backoff import Backoff
 from butler.channels.base import Misconfigured
+from butler.channels.chat_commands import Running
 from butler.channels.gate import Overheard, overheard
 from butler.channels.inbox import Inbox
 from butler.channels.live import LiveChannel
@@ -63,6 +64,15 @@ class ChannelService:
         self._last: dict[tuple[str, str, str], asyncio.Task[None]] = {}
         for link in self.links:
             link.channel.paired = functools.partial(inbox.senders.is_paired, link.kind)
+
+    def answering(self, session_id: str) -> tuple[LiveChannel, Running] | None:
+        """The channel and the answer the session ``session_id`` is writing now, if any
+        of these channels' messages is what it answers (where its files go)."""
+        running = self.inbox.answering.of_session(session_id)
+        if running is None or running.message is None:
+            return None
+        link = next((x for x in self.links if x.kind == running.message.channel), None)
+        return (link, running) if link is not None else None
 
     def states(self) -> list[dict[str, object]]:
         """Each channel's state, for ``status()``."""

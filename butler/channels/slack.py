@@ -81,6 +81,8 @@ class SlackChannel(Channel):
     kind = "slack"
     follows_threads = True
     settings: SlackSettings
+    #: Slack takes files up to 1 GB; the channel's own bound is far below it.
+    max_file_bytes = 1024 * 1024 * 1024
 
     def __init__(self, settings: SlackSettings, need: Need) -> None:
         super().__init__(settings)
@@ -272,6 +274,25 @@ class SlackChannel(Channel):
             self._thinking.discard(to.external_id)
             await self._status(to, "")
         return f"{to.chat}:{sent['ts']}"
+
+    async def send_file(
+        self, to: Inbound, name: str, media_type: str, data: bytes, caption: str = ""
+    ) -> str:
+        """``files_upload_v2``: an upload URL, the bytes to it, then the file shared in the
+        chat (in the thread the message is in), the caption its comment. Slack shows an
+        image inline itself."""
+        sent = await self._call(
+            self.web.files_upload_v2(
+                channel=to.chat,
+                file=data,
+                filename=name,
+                title=name,
+                initial_comment=escaped(caption) if caption else None,
+                thread_ts=to.reply.get("thread_ts") or None,
+            ),
+            "the bot token",
+        )
+        return f"{to.chat}:{sent['file']['id']}"
 
     async def typing(self, to: Inbound) -> None:
         if to.external_id in self._answered:

@@ -26,12 +26,20 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from telegram import Bot, Message, MessageEntity, ReplyParameters, Update, User
+from telegram import Bot, InputFile, Message, MessageEntity, ReplyParameters, Update, User
 from telegram.constants import ChatAction, ChatMemberStatus, ChatType
-from telegram.error import InvalidToken, RetryAfter, TelegramError
+from telegram.error import BadRequest, InvalidToken, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
 
-from butler.channels.base import Channel, ChannelError, Misconfigured, Paced, TooLarge
+from butler.channels.base import (
+    Channel,
+    ChannelError,
+    Misconfigured,
+    NotSendable,
+    Paced,
+    TooLarge,
+)
+from butler.channels.files_out import IMAGES
 from butler.channels.message import AttachmentRef, Batch, Inbound
 from butler.channels.text import utf16_units
 from butler.config.channels import TelegramSettings
@@ -42,6 +50,8 @@ log = logging.getLogger(__name__)
 ALBUM_WAIT_S = 1
 #: What Telegram takes in one message, counted in UTF-16 code units.
 MAX_MESSAGE = 4096
+#: The largest photo a bot uploads (a larger image goes as a document).
+MAX_PHOTO_BYTES = 10 * 1000 * 1000
 #: Kinds of file a message may carry, with the media type assumed when Telegram gives none.
 FILES = (
     ("document", "application/octet-stream"),
@@ -55,6 +65,8 @@ class TelegramChannel(Channel):
 
     kind = "telegram"
     settings: TelegramSettings
+    #: What a bot may upload as a document.
+    max_file_bytes = 50 * 1000 * 1000
 
     def __init__(self, settings: TelegramSettings) -> None:
         super().__init__(settings)
@@ -160,6 +172,36 @@ class TelegramChannel(Channel):
         except RetryAfter as exc:  # flood control: the wait Telegram names, no sooner
             wait = seconds(exc)
             raise Paced(f"telegram: flood control, retry after {wait:g} s", wait) from None
+        return f"{sent.chat_id}:{sent.message_id}"
+
+    async def send_file(
+        self, to: Inbound, name: str, media_type: str, data: bytes, caption: str = ""
+    ) -> str:
+        """``sendPhoto`` for an image within Telegram's photo limit, else ``sendDocument``
+        (multipart uploads); a photo Telegram will not take as one goes as a document."""
+        where: dict[str, Any] = {
+            "chat_id": int(to.chat),
+            "caption": caption or None,
+            "message_thread_id": int(to.thread) if to.thread else None,
+        }
+        reply_to = to.reply.get("message_id")
+        if reply_to:
+            where["reply_parameters"] = ReplyParameters(reply_to, allow_sending_without_reply=True)
+        try:
+            if media_type in IMAGES and len(data) <= MAX_PHOTO_BYTES:
+                try:
+                    sent = await self.bot.send_photo(photo=InputFile(data, filename=name), **where)
+                    return f"{sent.chat_id}:{sent.message_id}"
+                except BadRequest as exc:  # dimensions or format it will not show
+                    log.info(
+                        "telegram took no photo; sending a document", extra={"error": str(exc)}
+                    )
+            sent = await self.bot.send_document(document=InputFile(data, filename=name), **where)
+        except RetryAfter as exc:
+            wait = seconds(exc)
+            raise Paced(f"telegram: flood control, retry after {wait:g} s", wait) from None
+        except BadRequest as exc:  # a file it refuses is refused again on a retry
+            raise NotSendable(f"telegram: {exc.message}") from None
         return f"{sent.chat_id}:{sent.message_id}"
 
     async def typing(self, to: Inbound) -> None:

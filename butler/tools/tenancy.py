@@ -48,6 +48,7 @@ TENANT_TOOLS = frozenset(
         "session_status",
         "session_resume",
         "notify",
+        "send_file",
     }
 )
 #: Sessions whose tenant is kept, at most (the oldest forgotten first).

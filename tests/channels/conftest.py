@@ -44,7 +44,8 @@ DESCRIPTIONS = {
 
 
 def agent_runtime(name: str) -> dict[str, Any]:
-    return {"type": "command", "command": [sys.executable, str(AGENT), name, "{prompt_file}"]}
+    argv = [sys.executable, str(AGENT), name, "{prompt_file}", "{mcp_config}"]
+    return {"type": "command", "command": argv}
 
 
 def write_roster(
@@ -158,6 +159,42 @@ async def start_roster(db: Database, roster: Path) -> AsyncIterator[Callable[...
     yield start
     for service in running:
         await service.stop(5)
+
+
+@pytest.fixture
+async def serve_tools() -> AsyncIterator[Callable[[Roster], Any]]:
+    """Serve each butler's MCP tools at its port, as its daemon would, over the running
+    roster's spawners and channels: a session's runtime calls its butler there."""
+    import uvicorn
+
+    from butler.context import ButlerContext
+    from butler.server import build_app
+    from butler.store.sessions import SessionStore
+    from butler.store.state import StateStore
+
+    servers: list[tuple[uvicorn.Server, asyncio.Task[None]]] = []
+
+    async def serve(running: Roster) -> dict[str, ButlerContext]:
+        contexts: dict[str, ButlerContext] = {}
+        for name, spawner in running.spawners.items():
+            db = running.db
+            contexts[name] = ButlerContext(
+                spawner.config, db, StateStore(db), SessionStore(db), spawner
+            )
+            contexts[name].channels = running.services.get(name)
+        for context in contexts.values():
+            context.peers = list(contexts.values())
+            port = context.config.butler.port
+            config = uvicorn.Config(build_app(context), port=port, log_config=None)
+            server = uvicorn.Server(config)
+            servers.append((server, asyncio.create_task(server.serve())))
+            await eventually(lambda s=server: s.started, timeout=30)
+        return contexts
+
+    yield serve
+    for server, task in servers:
+        server.should_exit = True
+        await task
 
 
 async def replies(telegram: FakeTelegram, chat: int, count: int) -> list[str]:

@@ -32,7 +32,9 @@ hikari 2.x reads it (``hikari/impl/shard.py``, ``rest.py``,
   ``X-RateLimit-Scope``, and hikari waits ``retry_after`` and tries again. A
   wrong token is 401; a message over 2000 characters is 400 (code 50035).
   ``GET /channels/{id}/messages?after=`` answers newest first, as Discord
-  does (hikari turns each page around).
+  does (hikari turns each page around). A message with a file is
+  ``multipart/form-data``: its JSON in ``payload_json``, the file in
+  ``files[0]``; more than 10 MiB is 413 (code 40005).
 - ``MESSAGE_CREATE`` as Discord sends it: ``author``, ``content``,
   ``mentions``, ``attachments`` (``url`` on the CDN, ``content_type``,
   ``size``), ``guild_id`` and ``member`` in a guild, type 19 with
@@ -111,6 +113,31 @@ async def test_a_person_paired_on_discord_asks_in_a_direct_message_and_the_answe
     session = (await running.sessions())[-1]
     assert session["metadata"]["sender"] == ALICE.id
     assert 1 in discord.received  # hikari kept the session alive with heartbeats
+
+
+async def test_a_file_a_session_sends_is_attached_to_a_message_in_the_discord_chat(
+    roster, schema_name, discord, start_roster, serve_tools
+):
+    plan = b"\x89PNG\r\n\x1a\n" + bytes(range(100))
+    folders = write_roster(roster, schema_name)
+    (folders["health"] / "plan.png").write_bytes(plan)
+    discord_switchboard(roster, discord)
+    running = await start_roster({"DISCORD_BOT_TOKEN": TOKEN})
+    await serve_tools(running)
+    await eventually(lambda: running.state("discord")["status"] == "connected")
+    discord.say(await running.pair("discord"))
+    await said(discord, ALICE.dm, 1)
+
+    asked = discord.say("/health SEND plan.png")
+    with_file, answer = (await said(discord, ALICE.dm, 3))[1:]
+
+    assert with_file == "plan.png, as asked"
+    assert answer.endswith(f"sent plan.png (image/png, {len(plan)} bytes) to the discord chat")
+    [created] = [c for c in discord.created if c.get("files")]
+    [file] = created["files"]
+    assert (file["filename"], file["content_type"], file["data"]) == ("plan.png", "image/png", plan)
+    assert created["message_reference"]["message_id"] == asked
+    assert created["allowed_mentions"] == {"parse": []}
 
 
 async def test_commands_on_discord_are_answered_by_the_daemon_without_a_session(

@@ -178,6 +178,33 @@ async def test_an_attachment_is_read_robots_are_ignored_and_a_restarted_server_l
     assert len(await running.sessions()) == 2  # the out-of-office reply started nothing
 
 
+async def test_a_file_a_session_sends_arrives_attached_to_a_reply_in_the_thread(
+    roster, schema_name, mail, dns, start_roster, serve_tools
+):
+    folders = write_roster(roster, schema_name)
+    plan = b"\x89PNG\r\n\x1a\n" + bytes(range(100))
+    (folders["health"] / "plan.png").write_bytes(plan)
+    email_switchboard(roster, mail, dns)
+    running = await start_roster({"EMAIL_PASSWORD": mail.passwords["butler"]})
+    await serve_tools(running)
+    await eventually(lambda: running.state("email")["status"] == "connected", timeout=60)
+    mail.send("alice", "butler", "pairing", await running.pair("email"))
+    await inbox(mail, "alice", 1)
+
+    asked = mail.send("alice", "butler", "Plan", "/health SEND plan.png")
+    with_file, answer = (await inbox(mail, "alice", 3))[1:]
+
+    assert with_file["Subject"] == "Re: Plan" and with_file["In-Reply-To"] == asked
+    [attached] = list(with_file.iter_attachments())
+    assert attached.get_filename() == "plan.png"
+    assert attached.get_content_type() == "image/png"
+    assert attached.get_content() == plan
+    assert with_file.get_body(("plain",)).get_content().strip() == "plan.png, as asked"
+    assert text_of(answer).endswith(
+        f"sent plan.png (image/png, {len(plan)} bytes) to the email chat"
+    )
+
+
 def as_alice(mail: MailServer, body: str, subject: str = "hi") -> EmailMessage:
     """A message in Alice's name, as Mallory writes it: any From line is hers to write."""
     return mail.compose("alice", "butler", subject, body)

@@ -34,6 +34,12 @@ slack-sdk 3.x reads it (``slack_sdk/socket_mode/aiohttp``, ``async_client``,
   ``app_mention`` and as ``message``, with the same ``ts``. Text arrives with
   ``&``, ``<``, ``>`` escaped, and the app must escape them when it posts.
 - Shared files are served to the bot token only.
+- A file the app sends goes as slack-sdk's ``files_upload_v2`` makes it (the
+  only upload Slack still takes): ``files.getUploadURLExternal`` with the
+  name and length, the bytes POSTed as the body to the URL it returns (which
+  must be that length), then ``files.completeUploadExternal`` with the file
+  ids and titles (a JSON list), ``channel_id``, ``thread_ts`` and
+  ``initial_comment``.
 
 What it leaves out: Block Kit, slash commands and interactivity (the channel
 acknowledges and ignores those envelopes), Enterprise Grid, pagination, and
@@ -121,6 +127,26 @@ async def test_a_person_paired_on_slack_asks_in_a_direct_message_and_is_answered
     assert slack.statuses[0]["status"] == "is thinking…"
     await slack.until(lambda: len(slack.acks) == len(slack.envelopes))  # all acknowledged
     assert {e["retry_attempt"] for e in slack.envelopes} == {0}
+
+
+async def test_a_file_a_session_sends_is_shared_in_the_slack_conversation(
+    roster, schema_name, slack, start_roster, serve_tools
+):
+    plan = b"\x89PNG\r\n\x1a\n" + bytes(range(100))
+    folders = write_roster(roster, schema_name)
+    (folders["health"] / "plan.png").write_bytes(plan)
+    slack_switchboard(roster, slack)
+    running = await start_roster(TOKENS)
+    await serve_tools(running)
+    await paired(running, slack)
+
+    slack.say("/health SEND plan.png")
+    answer = (await said(slack, ALICE.dm, 2))[1]
+
+    assert answer.endswith(f"sent plan.png (image/png, {len(plan)} bytes) to the slack chat")
+    [shared] = slack.shared
+    assert (shared["channel"], shared["filename"], shared["data"]) == (ALICE.dm, "plan.png", plan)
+    assert shared["initial_comment"] == "plan.png, as asked"
 
 
 async def test_commands_on_slack_are_answered_by_the_daemon_without_a_session(

@@ -12,13 +12,19 @@ import asyncio
 import uuid
 
 import pytest
+import uvicorn
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
 
 from butler.channels import web
 from butler.channels.web import STOPPED, NotFound, WebChat
 from butler.channels.web_message import WebMessage
+from butler.context import ButlerContext
 from butler.runtimes.base import RuntimeResult
+from butler.server import build_app
 from butler.spawner.request import TriggerRequest
 from butler.store.conversations import ConversationStore, MessageRecord
+from butler.store.state import StateStore
 from butler.store.tenants import in_scope, tenant_of
 from tests.fakes.runtime import FakeAdapter
 from tests.helpers import eventually
@@ -169,6 +175,43 @@ async def test_a_file_a_session_sends_back_is_offered_in_its_answer(make_spawner
     ]
     assert chat.outbox.get(offered[0]["id"]).data == b"Mon: iron\n"
     assert chat.send_file(posted.turn.session_id, "late.txt", "text/plain", b"x") is None
+
+
+async def test_a_session_calling_send_file_offers_its_file_in_the_web_chat_answer(make_spawner):
+    """The tool, over HTTP with the session's own token, reaches the web chat's hook."""
+    plan = b"day,dose\nMon,65 mg\n"
+
+    async def calls_send_file(invocation):
+        endpoint = invocation.mcp
+        transport = StreamableHttpTransport(endpoint.url, headers=dict(endpoint.headers))
+        async with Client(transport) as client:
+            sent = await client.call_tool("send_file", {"path": "plan.csv"})
+            escape = await client.call_tool(
+                "send_file", {"path": "../elsewhere.csv"}, raise_on_error=False
+            )
+        return RuntimeResult(output=f"{sent.content[0].text}\n{escape.content[0].text}")
+
+    spawner = make_spawner(FakeAdapter(script=calls_send_file))
+    (spawner.config.config_dir / "plan.csv").write_bytes(plan)
+    db = spawner.sessions.db
+    butler = ButlerContext(spawner.config, db, StateStore(db), spawner.sessions, spawner)
+    chat = butler.web_chat
+    port = spawner.config.butler.port
+    server = uvicorn.Server(uvicorn.Config(build_app(butler), port=port, log_config=None))
+    task = asyncio.create_task(server.serve())
+    try:
+        await eventually(lambda: server.started, timeout=30)
+        posted = await answered(chat, message("Make me the week's plan as a file"))
+    finally:
+        server.should_exit = True
+        await task
+
+    answer = posted.turn.steps[-1].data["answer"].splitlines()
+    assert answer[0] == f"sent plan.csv (text/csv, {len(plan)} bytes) to the web chat"
+    assert answer[1].startswith("send_file: not sent: ") and "leaves its folder" in answer[1]
+    [offered] = [s.data for s in posted.turn.steps if s.kind == "file"]
+    assert (offered["name"], offered["media_type"]) == ("plan.csv", "text/csv")
+    assert chat.outbox.get(offered["id"]).data == plan
 
 
 async def test_a_conversation_holds_a_bounded_number_of_messages_waiting(make_spawner, monkeypatch):

@@ -6,7 +6,8 @@ argues the fidelity):
 
 - REST under ``/api/v10`` with ``Authorization: Bot <token>``: ``GET
   /gateway/bot``, ``GET /users/@me``, ``GET /channels/{id}``, ``POST
-  /channels/{id}/messages`` (2000 characters at most), ``GET
+  /channels/{id}/messages`` (2000 characters at most; with files, multipart
+  with ``payload_json`` and ``files[n]``, 10 MiB at most, else 413), ``GET
   /channels/{id}/messages?after=`` (newest first), ``POST
   /channels/{id}/typing``; every answer carries the ``X-RateLimit-*``
   headers, and a route told to (:meth:`FakeDiscord.rate_limit`) answers 429
@@ -30,12 +31,14 @@ import asyncio
 import contextlib
 import itertools
 import json
+import re
 import secrets
 import time
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
@@ -49,6 +52,8 @@ GUILD = "1200000000000000001"
 GENERAL = "1200000000000000002"
 THREAD = "1200000000000000003"
 MAX_TEXT = 2000
+#: What a bot may upload in one message (a server without boosts).
+MAX_UPLOAD = 10 * 1024 * 1024
 MESSAGE_CONTENT = 1 << 15
 TIMESTAMP = "2026-11-01T10:00:00.000000+00:00"
 
@@ -422,16 +427,31 @@ class FakeDiscord(SocketFake):
         if refused:
             return refused
         channel = request.path_params["channel"]
-        body = await request.json()
+        body, files = await _message_body(request)
         content = body.get("content")
         if channel not in _channels():
             return _json({"message": "Unknown Channel", "code": 10003}, 404)
-        if not isinstance(content, str) or not content.strip() or len(content) > MAX_TEXT:
+        if sum(len(f["data"]) for f in files) > MAX_UPLOAD:
+            return _json({"message": "Request entity too large", "code": 40005}, 413)
+        empty = not isinstance(content, str) or not content.strip()
+        if (empty and not files) or (isinstance(content, str) and len(content) > MAX_TEXT):
             errors = {"content": {"_errors": [{"code": "BASE_TYPE_BAD_LENGTH"}]}}
             body_error = {"message": "Invalid Form Body", "code": 50035, "errors": errors}
             return _json(body_error, 400)
-        message = self._message(channel, {**_public(BOT), "bot": True}, content)
-        self.created.append({**body, "channel_id": channel, "id": message["id"]})
+        message = self._message(channel, {**_public(BOT), "bot": True}, content or "")
+        for number, file in enumerate(files):
+            message["attachments"].append(
+                {
+                    "id": self._snowflake(),
+                    "filename": file["filename"],
+                    "size": len(file["data"]),
+                    "content_type": file["content_type"],
+                    "url": f"{self.url}/attachments/{channel}/{message['id']}-{number}/x",
+                    "proxy_url": f"{self.url}/attachments/{channel}/{message['id']}-{number}/x",
+                }
+            )
+        extra = {"files": files} if files else {}
+        self.created.append({**body, **extra, "channel_id": channel, "id": message["id"]})
         self.note()
         return _json(message, 200, _bucket(f"messages-{channel}"))
 
@@ -465,6 +485,24 @@ class FakeDiscord(SocketFake):
         if data is None:
             return Response(status_code=404)
         return Response(data, media_type="application/octet-stream")
+
+
+async def _message_body(request: Request) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A message's JSON and its files: a JSON body, or (with files) ``multipart/form-data``
+    with the JSON in ``payload_json`` and each file in ``files[n]``, as Discord takes them."""
+    if not request.headers.get("content-type", "").startswith("multipart/form-data"):
+        return await request.json(), []
+    form = await request.form()
+    payload = form.get("payload_json")
+    body = json.loads(payload) if isinstance(payload, str) else {}
+    files = []
+    for key, value in form.multi_items():
+        if isinstance(value, UploadFile) and re.fullmatch(r"files\[\d+\]", key):
+            data = await value.read()
+            files.append(
+                {"filename": value.filename, "content_type": value.content_type, "data": data}
+            )
+    return body, files
 
 
 def _public(user: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,10 @@ fidelity):
   only), ``chat.postMessage`` (40 000 characters at most), ``users.info``,
   ``files.info``, ``conversations.info``, ``conversations.history``
   (top-level messages after ``oldest``, newest first),
-  ``assistant.threads.setStatus``;
+  ``assistant.threads.setStatus``; and a file upload as ``files_upload_v2`` makes
+  it: ``files.getUploadURLExternal`` (name and length), the bytes POSTed to the
+  upload URL it gave, ``files.completeUploadExternal`` sharing it in a channel
+  (and thread) with its comment;
 - shared files at ``url_private_download``, for the bot token only;
 - Socket Mode at the one-time URL ``apps.connections.open`` returns: ``hello``
   on connect, each event in an ``events_api`` envelope the app must
@@ -101,6 +104,9 @@ class FakeSlack(SocketFake):
         self.connections = 0
         self.calls: list[str] = []
         self.files: dict[str, dict[str, Any]] = {}
+        #: Every file the app shared: its channel, thread, comment, name and bytes.
+        self.shared: list[dict[str, Any]] = []
+        self._uploads: dict[str, dict[str, Any]] = {}  # file id -> name, length, bytes
         self._messages: dict[tuple[str, str], str] = {}  # (channel, ts) -> author
         self._limits: dict[str, list[float]] = {}  # method -> [times left, retry_after]
         self._history: dict[str, list[dict[str, Any]]] = {}  # channel -> its top-level messages
@@ -122,6 +128,7 @@ class FakeSlack(SocketFake):
         return [
             Route("/api/{method}", self._method, methods=["GET", "POST"]),
             Route("/files-pri/{file_id}/{name}", self._file, methods=["GET"]),
+            Route("/upload/v1/{file_id}", self._upload, methods=["POST"]),
             WebSocketRoute("/link/", self._link),
         ]
 
@@ -372,6 +379,8 @@ class FakeSlack(SocketFake):
             "conversations.info": self._conversations_info,
             "conversations.history": self._conversations_history,
             "assistant.threads.setStatus": self._set_status,
+            "files.getUploadURLExternal": self._upload_url,
+            "files.completeUploadExternal": self._complete_upload,
         }
         handler = handlers.get(method)
         return handler(params) if handler else _fail("unknown_method")
@@ -461,6 +470,54 @@ class FakeSlack(SocketFake):
         self.statuses.append(params)
         self.note()
         return _ok()
+
+    def _upload_url(self, params: dict[str, Any]) -> Response:
+        name, length = params.get("filename"), str(params.get("length") or "")
+        if not name or not length.isdigit() or int(length) < 1:
+            return _fail("invalid_arguments")
+        file_id = f"F0UP{len(self._uploads) + 1}"
+        self._uploads[file_id] = {"filename": name, "length": int(length), "data": None}
+        return _ok(upload_url=f"{self.url}/upload/v1/{file_id}", file_id=file_id)
+
+    async def _upload(self, request: Request) -> Response:
+        """The upload URL: the file's bytes as the body (as slack-sdk sends them), which
+        must be the length announced."""
+        found = self._uploads.get(request.path_params["file_id"])
+        data = await request.body()
+        if found is None or found["data"] is not None:
+            return Response("upload not found", status_code=404)
+        if len(data) != found["length"]:
+            return Response("length mismatch", status_code=400)
+        found["data"] = data
+        return Response(f"OK - {len(data)}", media_type="text/plain")
+
+    def _complete_upload(self, params: dict[str, Any]) -> Response:
+        files = params.get("files")
+        files = json.loads(files) if isinstance(files, str) else files
+        channel = str(params.get("channel_id") or "")
+        if not isinstance(files, list) or not files:
+            return _fail("invalid_arguments")
+        if channel and not any(c == channel for c, _ in self._messages):
+            return _fail("channel_not_found")
+        done = []
+        for entry in files:
+            found = self._uploads.get(str(entry.get("id")))
+            if found is None or found["data"] is None:
+                return _fail("file_not_found")
+            done.append({"id": entry["id"], "title": entry.get("title") or found["filename"]})
+            with self._lock:
+                self.shared.append(
+                    {
+                        "channel": channel,
+                        "thread_ts": params.get("thread_ts"),
+                        "initial_comment": params.get("initial_comment"),
+                        "title": done[-1]["title"],
+                        "filename": found["filename"],
+                        "data": found["data"],
+                    }
+                )
+        self.note()
+        return _ok(files=done)
 
     async def _file(self, request: Request) -> Response:
         token = request.headers.get("authorization", "").removeprefix("Bearer ").strip()

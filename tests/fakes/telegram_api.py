@@ -5,7 +5,7 @@ It speaks the real HTTP API, the part a bot by long polling uses: ``getMe``,
 ``sendMessage`` (4096 UTF-16 units at most, like the real one),
 ``sendDocument`` and ``sendPhoto`` (multipart uploads), ``sendChatAction``,
 ``getFile`` and the file download path, ``leaveChat``. Told to (:meth:`flood`), it
-answers ``sendMessage`` with 429 and ``parameters.retry_after`` as Telegram's
+answers ``sendMessage`` (and a file's send) with 429 and ``parameters.retry_after`` as Telegram's
 flood control does, and a retry before that time is refused again (and
 counted in :attr:`too_early`). A client library
 pointed at :attr:`FakeTelegram.api_url` cannot tell it from Telegram
@@ -309,7 +309,7 @@ class FakeTelegram:
                 pass
 
     def flood(self, times: int = 1, retry_after: int = 1) -> None:
-        """The next ``times`` sendMessage calls get 429, retry after ``retry_after`` s."""
+        """The next ``times`` sends (a message or a file) get 429, retry after ``retry_after`` s."""
         self._flood = [times, retry_after]
 
     def _flooded(self) -> Response | None:
@@ -371,6 +371,9 @@ class FakeTelegram:
         return _ok(True)
 
     def _send_file(self, method: str, field: str, params: dict[str, Any]) -> Response:
+        flooded = self._flooded()
+        if flooded is not None:
+            return flooded
         chat = _chat(params)
         if not isinstance(params.get(field), dict):
             return _error(400, f"Bad Request: there is no {field} in the request")

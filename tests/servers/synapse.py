@@ -11,6 +11,7 @@ make their own users and rooms, so they never see each other's messages.
     synapse.direct_room(person, bot_id) -> room id (a private room, for a channel's bot)
     synapse.group_room(person, invite) / join(person, room) -> a room of several people
     synapse.say(person, room, text) / upload(person, data, type) -> event id / mxc:// address
+    synapse.download(person, mxc) -> the file's bytes
     synapse.messages(person, room_id) -> the room's m.room.message events
     synapse.typing(person, room, since) / position(person) -> who types, sync tokens
     synapse.restart() -> the same server again: same port, keys, rooms and messages
@@ -249,6 +250,16 @@ class Synapse:
         request.add_header("Authorization", f"Bearer {person.token}")
         with urllib.request.urlopen(request, timeout=30) as response:
             return json.loads(response.read())["content_uri"]
+
+    def download(self, reader: MatrixUser, uri: str) -> bytes:
+        """The bytes at an mxc:// address, through the authenticated media API."""
+        server, media = uri.removeprefix("mxc://").split("/", 1)
+        request = urllib.request.Request(
+            f"{self.url}/_matrix/client/v1/media/download/{_q(server)}/{_q(media)}"
+        )
+        request.add_header("Authorization", f"Bearer {reader.token}")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.read()
 
     def messages(self, reader: MatrixUser, room: str) -> list[dict[str, Any]]:
         """The room's ``m.room.message`` events, oldest first: sender, event id and content."""
