@@ -59,7 +59,8 @@ def worker_url(admin_url: str, role: str, password: str) -> str:
 class Made:
     """What :func:`init_role` did."""
 
-    password: str
+    #: The new role's password; None when the role was a worker's already (kept as it was).
+    password: str | None
     #: Schemas whose queue the group was granted.
     granted: list[str] = field(default_factory=list)
     #: Schemas not migrated to the worker role's migration yet (their daemon is older).
@@ -68,22 +69,29 @@ class Made:
 
 async def init_role(conn: asyncpg.Connection, name: str, schemas: list[str]) -> Made:
     """Make the LOGIN role ``name`` (member of :data:`GROUP`, made if absent) with a new
-    password, and grant the group the queue of each of ``schemas``."""
+    password, and grant the group the queue of each of ``schemas``. A role ``name`` that
+    is a worker's already keeps its password: only the grants are made (a butler added to
+    what its worker serves)."""
     check_role_name(name)
-    if await conn.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", name):
+    member = await conn.fetchval(
+        "SELECT pg_has_role(oid, $2, 'MEMBER') FROM pg_roles WHERE rolname = $1", name, GROUP
+    )
+    if member is False:
         raise UserError(
-            f"--init-role: the role {name!r} exists already; pick another name, or give it a "
-            f"new password yourself (ALTER ROLE {name} PASSWORD '...')"
+            f"--init-role: the role {name!r} exists already and is no worker's (not a member "
+            f"of {GROUP}); pick another name"
         )
     # Only letters, digits, - and _: safe inside the literal (CREATE ROLE takes no parameter).
-    made = Made(password=secrets.token_urlsafe(32))
+    made = Made(password=None if member else secrets.token_urlsafe(32))
     try:
         async with conn.transaction():
             if not await conn.fetchval("SELECT 1 FROM pg_roles WHERE rolname = $1", GROUP):
                 await conn.execute(f"CREATE ROLE {GROUP} NOLOGIN")
-            await conn.execute(
-                f"CREATE ROLE {quote_ident(name)} LOGIN PASSWORD '{made.password}' IN ROLE {GROUP}"
-            )
+            if made.password is not None:
+                await conn.execute(
+                    f"CREATE ROLE {quote_ident(name)} LOGIN PASSWORD '{made.password}'"
+                    f" IN ROLE {GROUP}"
+                )
             for schema in schemas:
                 found = await conn.fetchval(
                     "SELECT to_regprocedure(format('%I.worker_role_grants()', $1::text))", schema
@@ -108,5 +116,18 @@ async def reads_butler_rows(db: Database) -> bool:
         await db.fetchval(
             "SELECT to_regclass('sessions') IS NOT NULL"
             " AND has_table_privilege(to_regclass('sessions'), 'SELECT')"
+        )
+    )
+
+
+async def reaches_schema(db: Database) -> bool:
+    """Whether the role ``db`` connects as may use the butler's schema (a worker's own
+    role only once migration 020 or ``--init-role`` granted it the queue there). A
+    schema not made yet counts as reached: its daemon never started, which the
+    migration check says."""
+    return bool(
+        await db.fetchval(
+            "SELECT to_regnamespace($1::text) IS NULL OR has_schema_privilege($1::text, 'USAGE')",
+            db.schema,
         )
     )

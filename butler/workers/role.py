@@ -3,7 +3,8 @@
 Run once by whoever holds the daemons' URL; the worker then connects with the
 printed URL, whose role reaches only the served butlers' job queues
 (:mod:`butler.store.worker_role`, docs/security.md). The password is shown
-once, never stored.
+once, never stored. Run again for a role that exists, it grants the queues of
+the butlers named now and keeps the password.
 """
 
 from __future__ import annotations
@@ -40,7 +41,10 @@ async def make_role(configs: Sequence[ButlerConfig], database_url: str, name: st
     finally:
         await conn.close()
     by_schema = {config.db_schema: config.name for config in configs}
-    lines = [f"Made the database role {name} (member of {GROUP})."]
+    if made.password is None:
+        lines = [f"The database role {name} exists already (a worker's): its password is kept."]
+    else:
+        lines = [f"Made the database role {name} (member of {GROUP})."]
     if made.granted:
         served = ", ".join(f"{by_schema[s]} ({s})" for s in made.granted)
         lines.append(f"It reaches the job queues of: {served}.")
@@ -50,6 +54,8 @@ async def make_role(configs: Sequence[ButlerConfig], database_url: str, name: st
             f"Not yet of: {older} (their daemons are older than this butler: upgrade and "
             "restart them; their start grants the queue)."
         )
+    if made.password is None:
+        return "\n".join(lines)
     lines += [
         "Start the worker with this URL (its password is shown only now; the host is as "
         "in the URL given here, so change it if the worker sees the database elsewhere):",

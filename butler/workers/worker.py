@@ -44,7 +44,7 @@ from butler.store.db import Database, quote_ident
 from butler.store.migrations import known, level
 from butler.store.outages import FIRST_BACKOFF_S, MAX_BACKOFF_S, UNREACHABLE
 from butler.store.session_jobs import ENTRYPOINT, SessionJobs, WorkerSessionRows
-from butler.store.worker_role import reads_butler_rows
+from butler.store.worker_role import reaches_schema, reads_butler_rows
 from butler.workers.claim import HEARTBEAT_TIMEOUT_S, claim
 from butler.workers.handback import run_claimed
 from butler.workers.listen import RelisteningDriver
@@ -111,6 +111,15 @@ async def disagreeing(db: Database) -> str | None:
     return (
         f"its database is at migration {there:03d} and this worker (butler "
         f"{butler.__version__}) speaks {here:03d}: {upgrade}"
+    )
+
+
+def ungranted(config: ButlerConfig) -> str:
+    """Why a worker's own role cannot serve ``config``: nothing granted it the queue."""
+    return (
+        f"this worker's database role has no grant on its schema {config.db_schema!r}: its "
+        "daemon is older than migration 020, or `butler worker --init-role` did not name "
+        "this butler (run it again with --only naming it, and the daemons' database URL)"
     )
 
 
@@ -193,14 +202,9 @@ class Worker:
             await db.connect()
             # Checked before this worker writes anything there (its sweep, its row).
             try:
-                why = await disagreeing(db)
+                why = await disagreeing(db) if await reaches_schema(db) else ungranted(config)
             except asyncpg.InsufficientPrivilegeError:
-                why = (
-                    f"this worker's database role has no grant on its schema {config.db_schema!r}"
-                    " (its daemon is older than migration 020, or the role was made before the"
-                    " group butler_worker existed): upgrade and restart its daemon, or run "
-                    "`butler worker --init-role` with the daemons' database URL"
-                )
+                why = ungranted(config)
             if why is not None:
                 await db.close()
                 refused.append(f"{config.name}: {why}; this worker takes none of its sessions")

@@ -53,10 +53,11 @@ async def test_a_worker_on_the_role_init_role_made_runs_a_session_end_to_end(
         assert "more than a worker needs" not in log
         assert "reaches only the job queue" in log
         assert "permission denied" not in log, log
-        # Made once: a second --init-role of that name is refused, the password not reset.
+        # Run again, it grants again and keeps the password: no new URL.
         again = butler(
             "worker", "-r", str(roster), "--init-role", "worker_one", "--database-url", dsn
         )
-        assert again.returncode != 0 and "exists already" in again.stderr, again
+        assert again.returncode == 0, again.stderr
+        assert "exists already" in again.stdout and "postgresql://" not in again.stdout
     finally:
         await server.stop()

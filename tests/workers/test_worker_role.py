@@ -11,11 +11,13 @@ import uuid
 import asyncpg
 import pytest
 
+from butler.errors import UserError
 from butler.spawner.remote import Job
 from butler.spawner.session import Session
 from butler.store.db import Database
 from butler.store.session_jobs import Pickup, SessionJobs, WorkerSessionRows
 from butler.store.sessions import NewSession, SessionStore
+from butler.store.worker_role import init_role, reaches_schema
 from tests.workers.tester import as_role, picked_job, worker_role
 
 #: Everything the role may read: the queue, the workers' rows, the migration level.
@@ -136,3 +138,34 @@ async def test_what_the_jail_saw_is_recorded_with_the_worker_role_and_nothing_el
             await worker_db.close()
     metadata = await db.fetchval("SELECT metadata FROM sessions WHERE id = $1", uuid.UUID(queued))
     assert metadata["sandbox"] == seen and "worker" not in metadata
+
+
+async def test_a_worker_role_reaches_only_the_schemas_whose_queue_it_was_granted(db):
+    """A butler whose daemon is older than the grants: the worker says it was not granted
+    that butler (one line at its start), rather than that its migrations disagree."""
+    older = f"t_{uuid.uuid4().hex[:12]}"
+    await db.execute(f'CREATE SCHEMA "{older}"')
+    await db.execute(f'CREATE TABLE "{older}".butler_migrations (version integer)')
+    try:
+        async with worker_role(db) as url:
+            for schema, reached in ((db.schema, True), (older, False)):
+                as_worker = Database(url, schema, max_size=1, create_schema=False)
+                await as_worker.connect()
+                try:
+                    assert await reaches_schema(as_worker) is reached, schema
+                finally:
+                    await as_worker.close()
+    finally:
+        await db.execute(f'DROP SCHEMA "{older}" CASCADE')
+
+
+async def test_init_role_refuses_a_role_that_is_not_a_workers(db):
+    name = f"not_a_worker_{uuid.uuid4().hex[:8]}"
+    await db.execute(f"CREATE ROLE {name} LOGIN")
+    conn = await asyncpg.connect(db.dsn)
+    try:
+        with pytest.raises(UserError, match="is no worker's"):
+            await init_role(conn, name, [db.schema])
+    finally:
+        await conn.close()
+        await db.execute(f"DROP ROLE {name}")
