@@ -45,6 +45,7 @@ from butler.store.migrations import known, level
 from butler.store.outages import FIRST_BACKOFF_S, MAX_BACKOFF_S, UNREACHABLE
 from butler.store.session_jobs import ENTRYPOINT, SessionJobs, WorkerSessionRows
 from butler.store.worker_role import reaches_schema, reads_butler_rows
+from butler.workers.carried_memory import CarriedMemory
 from butler.workers.claim import HEARTBEAT_TIMEOUT_S, claim
 from butler.workers.handback import run_claimed
 from butler.workers.listen import RelisteningDriver
@@ -123,13 +124,14 @@ def ungranted(config: ButlerConfig) -> str:
     )
 
 
-async def _execution(config: ButlerConfig, db: Database) -> Execution:
-    """How ``config``'s sessions run here, as far as this worker's database role reaches.
+async def _execution(config: ButlerConfig, db: Database, memory: CarriedMemory) -> Execution:
+    """How ``config``'s sessions run here, as far as this worker's database role reaches;
+    their memory is what each job carried (``memory``), whatever the role.
 
     A worker on its own role (``butler worker --init-role``) reads none of the butler's
-    rows: its runtimes' credentials come from this machine's environment, and its
-    sessions recall no memory. One on a role that reads them (the daemons' URL) is
-    told, once, that a stolen copy of its URL is every butler's whole database."""
+    rows: its runtimes' credentials come from this machine's environment. One on a role
+    that reads them (the daemons' URL) is told, once, that a stolen copy of its URL is
+    every butler's whole database."""
     execution = Execution.over(config, db, base_url=config.callback_url)
     if await reads_butler_rows(db):
         log.warning(
@@ -138,15 +140,15 @@ async def _execution(config: ButlerConfig, db: Database) -> Execution:
             "docs/scaling.md)",
             extra={"butler": config.name},
         )
-        return execution
+        return dataclasses.replace(execution, memory=memory)
     log.info(
         "this worker's database role reaches only the job queue: its runtimes take their "
-        "credentials from this machine's environment and recall no memory",
+        "credentials from this machine's environment",
         extra={"butler": config.name},
     )
     rows = WorkerSessionRows(db, config.butler.max_output_bytes)
     return dataclasses.replace(
-        execution, credentials=CredentialStore(None), memory=None, sessions=rows
+        execution, credentials=CredentialStore(None), memory=memory, sessions=rows
     )
 
 
@@ -225,7 +227,8 @@ class Worker:
         manager = QueueManager(queries)
         jobs = SessionJobs(db)
         # The runtime calls its butler across the network, not on loopback.
-        runs = WorkerRuns(await _execution(config, db))
+        memory = CarriedMemory()
+        runs = WorkerRuns(await _execution(config, db, memory))
         await sweep_after_killed(config, db, queries, self.name)
 
         @manager.entrypoint(ENTRYPOINT, concurrency_limit=config.runtime.max_concurrent_sessions)
@@ -241,7 +244,11 @@ class Worker:
             silence = self.settings.heartbeat_timeout_s
             pickup = await claim(jobs, self.name, sid, bound, silence)
             if pickup is not None:
-                await run_claimed(runs, jobs, self.name, job, pickup, int(queued.id))
+                memory.carry(sid, job.memory)
+                try:
+                    await run_claimed(runs, jobs, self.name, job, pickup, int(queued.id))
+                finally:
+                    memory.drop(sid)
 
         return Served(config, db, queue, manager)
 
