@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,6 +23,9 @@ from butler.cli.common import (
 )
 from butler.errors import UserError
 
+if TYPE_CHECKING:
+    from butler.config import ButlerConfig
+
 app = sub_app()
 
 WORKER_EPILOG = (
@@ -32,12 +35,29 @@ WORKER_EPILOG = (
     "  butler worker -r roster --capacity 4 --database-url postgresql://db.lan/butler\n\n"
     "  butler worker -r roster --heartbeat-timeout 120 --database-url postgresql://db.lan/butler"
     "\n\n"
+    "  butler worker -r roster --init-role worker_gpu1 --database-url postgresql://admin@db.lan/butler"
+    "\n\n"
     'Serves butlers whose \\[butler.runtime] workers = "remote" or "any", from a copy of '
     "their folders: each one's sessions run here, in this machine's jail, and call back to "
     "the butler's daemon at its \\[butler] public_url (else its host and port). A butler it "
     "cannot reach is named in one line and gets none of its sessions. It shows in `butler "
-    "workers` while it runs. SIGTERM lets running sessions finish first."
+    "workers` while it runs. SIGTERM lets running sessions finish first.\n\n"
+    "--init-role NAME, run once with the daemons' database URL, makes the worker a database "
+    "role of its own and prints the URL to start it with: that role reaches only the "
+    "butlers' job queues, never their sessions, state or credentials (docs/scaling.md)."
 )
+
+
+#: ``--init-role NAME``: the worker's own database role (butler/workers/role.py).
+InitRoleOption = Annotated[
+    str | None,
+    typer.Option(
+        "--init-role",
+        metavar="NAME",
+        help="Make the database role NAME for a worker (with the daemons' URL), print "
+        "the URL to run the worker with, and exit.",
+    ),
+]
 
 
 @app.command(epilog=WORKER_EPILOG)
@@ -78,6 +98,7 @@ def worker(
             help="Seconds between looks at the queue when no notification came (default 30).",
         ),
     ] = None,
+    init_role: InitRoleOption = None,
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "auto",
 ) -> None:
@@ -94,8 +115,17 @@ def worker(
         configs = load_roster(roster, names(only), db_url=url or None)
     except UserError as exc:
         fail(str(exc))
+    if init_role is not None:
+        return _init_role(configs, url, init_role)
     setup_logging(log_level, log_format)  # type: ignore[arg-type]
     run(serve(configs, url, WorkerSettings(**given)), signals=True)
+
+
+def _init_role(configs: list[ButlerConfig], url: str, name: str) -> None:
+    """``--init-role NAME``: make the role, print the URL to run the worker with."""
+    from butler.workers.role import make_role
+
+    typer.echo(run(make_role(configs, url, name)))
 
 
 def _settings(

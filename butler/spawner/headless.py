@@ -27,6 +27,7 @@ from butler.spawner.activity import Activity
 from butler.spawner.admission import Admission, Reservation, validate_trigger_source
 from butler.spawner.chains import Chains
 from butler.spawner.closing import Closing
+from butler.spawner.episodes import memory_context
 from butler.spawner.execution import Execution
 from butler.spawner.handed_over import Handed, HandedOver
 from butler.spawner.lifecycle import SessionLifecycle
@@ -187,7 +188,9 @@ class HeadlessSessions:
             await self._placement.refuse_strangers()
         here = (self._placement, lambda: self._run_here(session, progress))
         either = here if place == "either" else None
-        return await run_on_worker(self.config, self._jobs, session, either)
+        # Recalled here, where the rows are: the worker's role may read none.
+        memory = await memory_context(self.config, self.runs.memory, session.id)
+        return await run_on_worker(self.config, self._jobs, session, either, memory)
 
     async def _run_here(self, session: Session, progress: ProgressSink | None) -> RuntimeResult:
         """In this daemon: each runtime process group goes on the row, so that a daemon

@@ -43,20 +43,30 @@ class Job:
     mints the session's token then (:mod:`butler.workers.claim`)."""
 
     session: Session
+    #: The butler's memory for the session's system prompt, recalled by its daemon when it
+    #: queued the job (None: nothing recalled). Carried, not read by the worker: a worker
+    #: on its own database role reads no episode (docs/scaling.md).
+    memory: str | None = None
 
     def encode(self) -> bytes:
-        return json.dumps({"session": self.session.to_json()}).encode()
+        job: dict[str, Any] = {"session": self.session.to_json()}
+        if self.memory is not None:
+            job["memory"] = self.memory
+        return json.dumps(job).encode()
 
     @classmethod
     def decode(cls, payload: bytes) -> Job:
         """The job :meth:`encode` gave; ValueError for anything else."""
         try:
-            session = json.loads(payload)["session"]
-        except (TypeError, KeyError, ValueError) as exc:
+            job = json.loads(payload)
+            session, memory = job["session"], job.get("memory")
+        except (TypeError, KeyError, ValueError, AttributeError) as exc:
             raise ValueError(f"not a session's job: {type(exc).__name__}") from None
         if not isinstance(session, dict):
             raise ValueError("not a session's job: its session is of the wrong type")
-        return cls(Session.from_json(session))
+        if memory is not None and not isinstance(memory, str):
+            raise ValueError("not a session's job: its memory is of the wrong type")
+        return cls(Session.from_json(session), memory)
 
 
 def refuse_writable(session: Session) -> None:
@@ -78,16 +88,18 @@ async def run_on_worker(
     jobs: SessionJobs,
     session: Session,
     here: tuple[Placement, Callable[[], Awaitable[RuntimeResult]]] | None = None,
+    memory: str | None = None,
 ) -> RuntimeResult:
     """Hand ``session`` to the workers and wait for its result; with ``here`` (workers =
     "any", every local slot busy), run it here instead if a local slot comes first.
+    ``memory`` (the butler's, for its system prompt) goes with the job.
 
     Raises :class:`RuntimeFailure` with what the runtime produced when it failed,
     and when no worker reported within the session's time limit and a grace;
     :class:`ButlerError` for a session a worker cannot run (it writes folders here).
     """
     refuse_writable(session)
-    job_id = await jobs.enqueue(Job(session).encode())
+    job_id = await jobs.enqueue(Job(session, memory).encode())
     limit = (session.timeout_s or config.runtime.timeout_s) + PICKUP_GRACE_S
     waiting = asyncio.ensure_future(jobs.wait_result(session.id))
     taken_back = False

@@ -74,6 +74,7 @@ class Database:
         max_size: int = 10,
         probe: Callable[[], Awaitable[bool]] | None = None,
         budget: Budget | None = None,
+        create_schema: bool = True,
     ) -> None:
         self.dsn = dsn
         self.schema = schema
@@ -81,6 +82,9 @@ class Database:
         self._max_size = max_size
         self.probe = probe
         self.budget = budget
+        #: Whether :meth:`connect` makes the schema: a worker's own role may not (nor
+        #: needs to: its daemon made it), and PostgreSQL checks the right even when it exists.
+        self.create_schema = create_schema
         self._pool: asyncpg.Pool | None = None
 
     @property
@@ -103,6 +107,10 @@ class Database:
                 "expected a reachable server (set DATABASE_URL, or leave it unset "
                 "for the embedded one)"
             ) from None
+        if not self.create_schema:
+            await pool.release(conn)
+            self._pool = pool
+            return
         try:
             # search_path may name a schema not made yet: PostgreSQL skips it until it is.
             await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote_ident(self.schema)}")

@@ -9,9 +9,12 @@ row with its claim: the token its runtime calls the butler with
 
 A worker's result goes to ``session_results`` and a NOTIFY wakes the daemon,
 which completes the row through its own lifecycle. A result counts only with
-the key of the pickup that holds the session's claim (:meth:`result`): anyone
-else who can write the table (the database's URL is all it takes) is refused
-in one logged line, and the row is dropped. NOTIFY is best effort (a
+the key of the pickup that holds the session's claim: the database refuses any
+other (``worker_result``, migration 020), and the daemon checks again
+(:meth:`result`): one written by anyone else who can write the table (the
+daemon's own role) is refused in one logged line, and the row is dropped. A
+worker's own role reaches the session's row only through the functions of
+migration 020 (docs/security.md). NOTIFY is best effort (a
 listener reconnecting misses what was sent meanwhile), so the waiter also looks
 at the table every few seconds.
 """
@@ -31,6 +34,7 @@ import asyncpg
 
 from butler.store.db import Database, quote_ident
 from butler.store.outages import UNREACHABLE
+from butler.store.sessions import SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -120,32 +124,19 @@ class SessionJobs:
         first, or when the claim there is this very pickup's (made by an earlier try whose
         reply an outage lost); else the worker that picked it before (and stopped: its
         job came round again), whose claim ``pickup`` then takes over (to hand back that
-        the session stopped, with its own key)."""
-        key = uuid.UUID(session_id)
-        claim = {"worker": worker, **pickup.claim()}
-        claimed = await self.db.fetchval(
-            "UPDATE sessions SET metadata = metadata || $2::jsonb"
-            " WHERE id = $1 AND NOT metadata ? 'worker' RETURNING id",
-            key,
-            claim,
+        the session stopped, with its own key).
+
+        A worker's, through ``worker_claim`` (migration 020): its role may not touch the
+        row itself, and the function claims only a session a picked job names."""
+        claim = pickup.claim()
+        return await self.db.fetchval(
+            "SELECT worker_claim($1, $2, $3, $4, $5)",
+            uuid.UUID(session_id),
+            worker,
+            claim["pickup"],
+            claim["token_digest"],
+            claim["key_digest"],
         )
-        if claimed is not None:
-            return None
-        before = await self.db.fetchrow(
-            "SELECT metadata->>'worker' AS worker, metadata->>'pickup' AS pickup"
-            " FROM sessions WHERE id = $1",
-            key,
-        )
-        if before is None or before["pickup"] == pickup.id:
-            return None
-        await self.db.execute(
-            "UPDATE sessions SET metadata = metadata || $2::jsonb"
-            " WHERE id = $1 AND metadata->>'pickup' = $3",
-            key,
-            claim,
-            before["pickup"],
-        )
-        return before["worker"]
 
     async def claimed_session(self, token_digest: str) -> str | None:
         """The open session whose worker minted a token of ``token_digest`` at pickup."""
@@ -157,28 +148,34 @@ class SessionJobs:
         return str(found) if found is not None else None
 
     async def open(self, session_id: str) -> bool:
-        """Whether the session's row is still open: a result for it is still awaited."""
-        status = await self.db.fetchval(
-            "SELECT status FROM sessions WHERE id = $1", uuid.UUID(session_id)
-        )
-        return status in ("pending", "running")
+        """Whether the session's row is still open: a result for it is still awaited
+        (``worker_session_open``: a worker's role reads nothing else of the row)."""
+        return bool(await self.db.fetchval("SELECT worker_session_open($1)", uuid.UUID(session_id)))
 
     async def put_result(
         self, session_id: str, worker: str, result: dict[str, Any], key: str
     ) -> None:
         """A worker's result for the session, handed back with its pickup's ``key`` (once:
         a second one with that key is ignored; one with another key, a forgery, is
-        replaced), and the wake-up."""
+        replaced), and the wake-up. ``worker_result`` (migration 020) takes it only with
+        the key of the claim the row holds: one refused there (this worker's claim was
+        taken over meanwhile) is dropped in one logged line, nobody awaiting it."""
         async with self.db.pool.acquire() as conn, conn.transaction():
-            await conn.execute(
-                "INSERT INTO session_results (session_id, worker, result) VALUES ($1, $2, $3)"
-                " ON CONFLICT (session_id) DO UPDATE SET worker = EXCLUDED.worker,"
-                " result = EXCLUDED.result"
-                " WHERE session_results.result->>'key' IS DISTINCT FROM EXCLUDED.result->>'key'",
-                uuid.UUID(session_id),
-                worker,
-                {**result, "key": key},
-            )
+            try:
+                await conn.execute(
+                    "SELECT worker_result($1, $2, $3, $4)",
+                    uuid.UUID(session_id),
+                    worker,
+                    result,
+                    key,
+                )
+            except asyncpg.InsufficientPrivilegeError as exc:
+                log.warning(
+                    "the session's result was refused: %s; dropped",
+                    exc,
+                    extra={"session_id": session_id},
+                )
+                return
             await conn.execute(
                 "SELECT pg_notify($1, $2)", RESULTS_CHANNEL, f"{self.db.schema}:{session_id}"
             )
@@ -280,3 +277,15 @@ class SessionJobs:
         schema, _, session_id = payload.partition(":")
         if schema == self.db.schema and session_id in self._waiting:
             self._waiting[session_id].set()
+
+
+class WorkerSessionRows(SessionStore):
+    """The session rows as a worker on its own database role reaches them: the one thing
+    its runtime's run writes there, what the jail saw (``metadata.sandbox``), goes
+    through ``worker_note_sandbox`` (migration 020); the role writes nothing else."""
+
+    async def update_metadata(self, session_id: uuid.UUID, metadata: dict[str, Any]) -> None:
+        cleaned = self._row_text().json("metadata", metadata)
+        sandbox = cleaned.get("sandbox") if isinstance(cleaned, dict) else None
+        if sandbox is not None:
+            await self.db.execute("SELECT worker_note_sandbox($1, $2)", session_id, sandbox)

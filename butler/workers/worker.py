@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import socket
@@ -38,10 +39,13 @@ from butler.errors import ButlerError, UserError
 from butler.spawner.execution import Execution
 from butler.spawner.remote import PICKUP_GRACE_S, Job
 from butler.spawner.worker_runs import WorkerRuns
+from butler.store.credentials import CredentialStore
 from butler.store.db import Database, quote_ident
 from butler.store.migrations import known, level
 from butler.store.outages import FIRST_BACKOFF_S, MAX_BACKOFF_S, UNREACHABLE
-from butler.store.session_jobs import ENTRYPOINT, SessionJobs
+from butler.store.session_jobs import ENTRYPOINT, SessionJobs, WorkerSessionRows
+from butler.store.worker_role import reaches_schema, reads_butler_rows
+from butler.workers.carried_memory import CarriedMemory
 from butler.workers.claim import HEARTBEAT_TIMEOUT_S, claim
 from butler.workers.handback import run_claimed
 from butler.workers.listen import RelisteningDriver
@@ -111,6 +115,43 @@ async def disagreeing(db: Database) -> str | None:
     )
 
 
+def ungranted(config: ButlerConfig) -> str:
+    """Why a worker's own role cannot serve ``config``: nothing granted it the queue."""
+    return (
+        f"this worker's database role has no grant on its schema {config.db_schema!r}: its "
+        "daemon is older than migration 020, or `butler worker --init-role` did not name "
+        "this butler (run it again with --only naming it, and the daemons' database URL)"
+    )
+
+
+async def _execution(config: ButlerConfig, db: Database, memory: CarriedMemory) -> Execution:
+    """How ``config``'s sessions run here, as far as this worker's database role reaches;
+    their memory is what each job carried (``memory``), whatever the role.
+
+    A worker on its own role (``butler worker --init-role``) reads none of the butler's
+    rows: its runtimes' credentials come from this machine's environment. One on a role
+    that reads them (the daemons' URL) is told, once, that a stolen copy of its URL is
+    every butler's whole database."""
+    execution = Execution.over(config, db, base_url=config.callback_url)
+    if await reads_butler_rows(db):
+        log.warning(
+            "this worker's database role reads the butler's sessions, state and credentials: "
+            "more than a worker needs; give it a role of its own (butler worker --init-role, "
+            "docs/scaling.md)",
+            extra={"butler": config.name},
+        )
+        return dataclasses.replace(execution, memory=memory)
+    log.info(
+        "this worker's database role reaches only the job queue: its runtimes take their "
+        "credentials from this machine's environment",
+        extra={"butler": config.name},
+    )
+    rows = WorkerSessionRows(db, config.butler.max_output_bytes)
+    return dataclasses.replace(
+        execution, credentials=CredentialStore(None), memory=memory, sessions=rows
+    )
+
+
 @dataclass
 class Served:
     """One butler this worker runs sessions for."""
@@ -158,10 +199,14 @@ class Worker:
                     "and port, and the network between the machines"
                 )
                 continue
-            db = Database(self.database_url, config.db_schema, max_size=4)
+            # Its daemon made the schema; a worker's own role may not make one.
+            db = Database(self.database_url, config.db_schema, max_size=4, create_schema=False)
             await db.connect()
             # Checked before this worker writes anything there (its sweep, its row).
-            why = await disagreeing(db)
+            try:
+                why = await disagreeing(db) if await reaches_schema(db) else ungranted(config)
+            except asyncpg.InsufficientPrivilegeError:
+                why = ungranted(config)
             if why is not None:
                 await db.close()
                 refused.append(f"{config.name}: {why}; this worker takes none of its sessions")
@@ -182,7 +227,8 @@ class Worker:
         manager = QueueManager(queries)
         jobs = SessionJobs(db)
         # The runtime calls its butler across the network, not on loopback.
-        runs = WorkerRuns(Execution.over(config, db, base_url=config.callback_url))
+        memory = CarriedMemory()
+        runs = WorkerRuns(await _execution(config, db, memory))
         await sweep_after_killed(config, db, queries, self.name)
 
         @manager.entrypoint(ENTRYPOINT, concurrency_limit=config.runtime.max_concurrent_sessions)
@@ -198,7 +244,11 @@ class Worker:
             silence = self.settings.heartbeat_timeout_s
             pickup = await claim(jobs, self.name, sid, bound, silence)
             if pickup is not None:
-                await run_claimed(runs, jobs, self.name, job, pickup, int(queued.id))
+                memory.carry(sid, job.memory)
+                try:
+                    await run_claimed(runs, jobs, self.name, job, pickup, int(queued.id))
+                finally:
+                    memory.drop(sid)
 
         return Served(config, db, queue, manager)
 

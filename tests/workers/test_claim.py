@@ -9,10 +9,12 @@ import uuid
 from butler.store.session_jobs import Pickup, SessionJobs
 from butler.store.sessions import NewSession, SessionStore
 from butler.workers.claim import claim
+from tests.workers.tester import picked_job
 
 
 async def _session(db) -> tuple[SessionJobs, str]:
     sid = str(await SessionStore(db).create(NewSession("summarise", "external", "fake")))
+    await picked_job(db, sid)
     return SessionJobs(db), sid
 
 

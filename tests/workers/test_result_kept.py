@@ -15,11 +15,13 @@ from butler.spawner.remote import wait_for_worker
 from butler.store.session_jobs import Pickup, SessionJobs
 from butler.store.sessions import NewSession, SessionOutcome, SessionStore
 from tests.helpers import eventually
+from tests.workers.tester import picked_job
 
 
 async def _handed_back(jobs: SessionJobs, sid: str, result: dict) -> None:
     """``result`` as the worker ``w1`` hands it back, having claimed the session."""
     pickup = Pickup(uuid.uuid4().hex, "token", "key")
+    await picked_job(jobs.db, sid)
     assert await jobs.claim(sid, "w1", pickup) is None
     await jobs.put_result(sid, "w1", result, pickup.key)
 

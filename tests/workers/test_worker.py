@@ -64,6 +64,9 @@ async def test_a_session_runs_on_a_worker_machine_and_calls_its_butler_across_th
                     output = output_of(worker, tmp_path / "worker-data")
                     log.write_text(output)
                 daemon.stop()
+        # On the daemons' URL, the worker says it reaches more than it needs (once).
+        warned = [line for line in log.read_text().splitlines() if "more than a worker" in line]
+        assert len(warned) == 1, warned
     finally:
         await server.stop()
 

@@ -8,10 +8,16 @@ import json
 import shutil
 import subprocess
 import sys
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import asyncpg
 
+from butler.store.db import Database, quote_ident
+from butler.store.session_jobs import ENTRYPOINT
+from butler.store.worker_role import init_role, worker_url
 from tests.helpers import DaemonProcess
 from tests.workers.fleet import start_worker
 from tests.workers.machines import Machine
@@ -136,3 +142,40 @@ def probe_butler(roster: Path, host: str, port: int, extra: str = "") -> Path:
     folder = link_butler(roster, host, port, PROBE_COMMAND, extra)
     shutil.copy(PROBE, folder / "jail_probe.py")
     return folder
+
+
+async def picked_job(db: Database, session_id: str) -> int:
+    """A job naming the session, picked as a worker's dequeue picks it (a claim is taken
+    only for a session a picked job names); its id."""
+    return await db.fetchval(
+        "INSERT INTO pgqueuer (priority, status, entrypoint, payload)"
+        " VALUES (0, 'picked', $1, $2) RETURNING id",
+        ENTRYPOINT,
+        json.dumps({"session": {"id": session_id}}).encode(),
+    )
+
+
+@asynccontextmanager
+async def worker_role(db: Database) -> AsyncIterator[str]:
+    """The URL of a worker's own role for ``db``'s schema, made as ``butler worker
+    --init-role`` makes it (the suite's server trusts local connections, so the password
+    is not checked: what is tested is what the role is granted); dropped after."""
+    name = f"worker_{uuid.uuid4().hex[:10]}"
+    conn = await asyncpg.connect(db.dsn)
+    try:
+        made = await init_role(conn, name, [db.schema])
+        yield worker_url(db.dsn, name, made.password)
+    finally:
+        await conn.execute(f"DROP OWNED BY {quote_ident(name)}")
+        await conn.execute(f"DROP ROLE {quote_ident(name)}")
+        await conn.close()
+
+
+@asynccontextmanager
+async def as_role(url: str, schema: str) -> AsyncIterator[asyncpg.Connection]:
+    """A connection with ``url`` (a worker role's), in ``schema``."""
+    conn = await asyncpg.connect(url, server_settings={"search_path": quote_ident(schema)})
+    try:
+        yield conn
+    finally:
+        await conn.close()

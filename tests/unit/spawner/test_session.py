@@ -87,6 +87,13 @@ def test_a_session_crosses_to_a_worker_whole_in_its_job():
     assert isinstance(job.session.timeout_s, float)
 
 
+def test_the_memory_its_daemon_recalled_crosses_to_a_worker_in_the_job():
+    session = Session(id="x", prompt="p")
+    block = "# Past session records\n- asked: marker"
+    assert Job.decode(Job(session, block).encode()) == Job(session, block)
+    assert "memory" not in Job(session).encode().decode()  # nothing recalled: no key
+
+
 @pytest.mark.parametrize(
     "payload",
     [
@@ -99,6 +106,8 @@ def test_a_session_crosses_to_a_worker_whole_in_its_job():
         b'{"session": {"id": "x", "prompt": "p", "metadata": []}}',
         b'{"session": {"id": "x", "prompt": "p", "files": [{"name": "../x"}]}}',
         b'{"session": {"id": "x", "prompt": "p", "writable": "/"}}',
+        b'{"session": {"id": "x", "prompt": "p"}, "memory": ["a"]}',
+        b"[]",
     ],
 )
 def test_a_job_that_is_not_a_sessions_is_refused_in_one_error(payload):
