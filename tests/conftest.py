@@ -85,27 +85,12 @@ def schema_name() -> Iterator[str]:
     """A fresh schema name, dropped with everything in it after the test."""
     name = f"t_{uuid.uuid4().hex[:12]}"
     yield name
+    drop_schemas(name)
+
+
+def drop_schemas(*names: str) -> None:
+    """Drop ``names`` with everything in them, if the run has a database at all."""
     if not SUITE.opened:  # nothing asked for the database: no schema can exist
-        return
-    import asyncio
-
-    async def drop() -> None:
-        conn = await asyncpg.connect(SUITE.dsn())
-        try:
-            await conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(name)} CASCADE")
-        finally:
-            await conn.close()
-
-    asyncio.run(drop())
-
-
-@pytest.fixture
-def schemas() -> Iterator[list[str]]:
-    """Four schema names, for a roster's butlers, dropped after the test."""
-    prefix = f"t_{uuid.uuid4().hex[:8]}"
-    names = [f"{prefix}_{i}" for i in range(4)]
-    yield names
-    if not SUITE.opened:
         return
     import asyncio
 
@@ -118,6 +103,15 @@ def schemas() -> Iterator[list[str]]:
             await conn.close()
 
     asyncio.run(drop())
+
+
+@pytest.fixture
+def schemas() -> Iterator[list[str]]:
+    """Four schema names, for a roster's butlers, dropped after the test."""
+    prefix = f"t_{uuid.uuid4().hex[:8]}"
+    names = [f"{prefix}_{i}" for i in range(4)]
+    yield names
+    drop_schemas(*names)
 
 
 @pytest.fixture

@@ -11,9 +11,6 @@ from tests.helpers import REPO
 TESTS = REPO / "tests"
 #: Modules that are the suite's database: the unit tier never imports them.
 DATABASE_MODULES = {"tests.conftest", "tests.database", "asyncpg", "butler.store.db"}
-#: Channel tests still importing each other's helpers (tests/channels is being edited
-#: elsewhere); this list only shrinks.
-KNOWN = {"tests/channels/test_groups.py", "tests/channels/test_telegram_resilience.py"}
 
 
 def imported(path: Path) -> set[str]:
@@ -37,7 +34,7 @@ def test_no_test_file_imports_another():
         for path in TESTS.rglob("*.py")
     }
     offenders = {path: names for path, names in offenders.items() if names}
-    assert set(offenders) <= KNOWN, {p: n for p, n in offenders.items() if p not in KNOWN}
+    assert offenders == {}
 
 
 def test_the_unit_tier_imports_no_database():

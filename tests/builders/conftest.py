@@ -10,6 +10,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import asyncpg
 import pytest
 
 from butler.store.db import quote_ident
-from tests.conftest import TEST_DSN
+from tests.conftest import TEST_DSN, drop_schemas
 from tests.helpers import (
     REPO,
     DaemonProcess,
@@ -48,8 +49,12 @@ def run(*argv: str, cwd: Path, env: dict[str, str] | None = None) -> str:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A git repository with one commit holding a spec, its plan and two source files."""
+    return make_repo(tmp_path / "project")
+
+
+def make_repo(root: Path) -> Path:
+    """The ``repo`` fixture's repository, made at ``root``."""
     require_tool("git")
-    root = tmp_path / "project"
     files = {
         "README.md": "# project\n",
         "specs/0009-terminal-click.md": "# Spec 0009: click the terminal\n",
@@ -70,11 +75,16 @@ def repo(tmp_path: Path) -> Path:
 @pytest.fixture
 def tmux_socket(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """A tmux server of this test's own, killed afterwards with everything on it."""
-    require_tool("tmux")
-    name = f"bt{uuid.uuid4().hex[:10]}"
+    name = tmux_socket_name()
     monkeypatch.setenv("BUTLER_TMUX_SOCKET", name)
     yield name
     kill_tmux_server(name)
+
+
+def tmux_socket_name() -> str:
+    """A name for a tmux server of a test's own (``tmux -L``)."""
+    require_tool("tmux")
+    return f"bt{uuid.uuid4().hex[:10]}"
 
 
 def kill_tmux_server(name: str) -> None:
@@ -204,12 +214,40 @@ def builders(
     roster: Path, schema_name: str, repo: Path, tmux_socket: str, _isolated_data_dir: Path
 ) -> Iterator[Builders]:
     """A ``butler run`` daemon of a butler whose runtime is the interactive test agent."""
+    with builders_daemon(roster, schema_name, repo, tmux_socket, _isolated_data_dir) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def builders_that_spawn_nothing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Builders]:
+    """One ``builders`` daemon for a module's tests that are all refused before anything
+    is made: a refusal leaves the daemon, its repository and its schema as they were,
+    so starting one per test (seconds each on a loaded machine) would show nothing more.
+    Each such test still checks that nothing was created."""
+    root = tmp_path_factory.mktemp("builders")
+    roster = root / "roster"
+    (roster / "shared").mkdir(parents=True)
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    socket = tmux_socket_name()
+    data = tmp_path_factory.mktemp("butler-data")
+    try:
+        with builders_daemon(roster, schema, make_repo(root / "project"), socket, data) as running:
+            yield running
+    finally:
+        kill_tmux_server(socket)
+        drop_schemas(schema)
+
+
+@contextmanager
+def builders_daemon(
+    roster: Path, schema: str, repo: Path, socket: str, data_dir: Path
+) -> Iterator[Builders]:
     port = free_port()
-    folder = write_builder_butler(roster, schema_name, port)
-    env = {"BUTLER_TMUX_SOCKET": tmux_socket, "BUTLER_DATA_DIR": str(_isolated_data_dir)}
+    folder = write_builder_butler(roster, schema, port)
+    env = {"BUTLER_TMUX_SOCKET": socket, "BUTLER_DATA_DIR": str(data_dir)}
     env |= {"ANTHROPIC_API_KEY": "sk-test", "BUTLER_CANARY": "must-not-leak"}
     with DaemonProcess(folder, port=port, database_url=TEST_DSN, env=env) as daemon:
-        yield Builders(daemon, folder, repo, tmux_socket, schema_name, _isolated_data_dir)
+        yield Builders(daemon, folder, repo, socket, schema, data_dir)
 
 
 __all__ = ["REPO", "Builders", "query", "run", "screen", "write_builder_butler"]

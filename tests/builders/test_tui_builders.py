@@ -12,9 +12,9 @@ tokens the fake model reported, read from the CLI's own transcript.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -159,12 +159,17 @@ def leave(builders: Builders, builder: dict, command: str) -> None:
     subprocess.run([*target, "send-keys", "-t", session, "-l", command], check=True)
     builders.wait_screen(builder, command, 30)
 
+    def dead() -> bool:
+        return pane_dead(builders, builder)
+
     def gone() -> bool:
-        if pane_dead(builders, builder):
+        if dead():
             return True
-        # A TUI may take a quick Enter after typed text for a newline: press it again.
+        # A TUI may take a quick Enter after typed text for a newline: press it again,
+        # one keystroke a second as a person would, but done once the pane is.
         subprocess.run([*target, "send-keys", "-t", session, "Enter"], check=False)
-        time.sleep(1)  # one keystroke a second, as a person would; the deadline is wait_until's
+        with contextlib.suppress(TimeoutError):
+            return wait_until(dead, timeout=1, interval=0.1)
         return False
 
     wait_until(gone, timeout=60, interval=0)

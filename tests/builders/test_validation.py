@@ -1,58 +1,28 @@
-"""The flag rules of docs/builders.md and collision-safe ids, and the refusals a person sees.
+"""The refusals a person sees for the flag rules of docs/builders.md.
 
-The flag matrix is checked by the CLI before it contacts the daemon; names
-that need the roster or the repository (protocols, specs, files) are checked
-by the daemon. Either way: one line on stderr, exit status 2, nothing created.
+The flag matrix (tests/unit/builders/test_modes.py) is checked by the CLI before
+it contacts the daemon; names that need the roster or the repository (protocols,
+specs, files) are checked by the daemon. Either way: one line on stderr, exit
+status 2, nothing created.
 """
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 
 import pytest
 
-from butler.builders import ids
-from butler.builders.modes import NothingToSpawn, SpawnOptions, choose_mode
-from butler.errors import UserError
 from tests.builders.conftest import Builders
 from tests.helpers import REPO
 
 pytestmark = pytest.mark.slow
 
-MATRIX = [
-    (SpawnOptions(project="0009"), "spec"),
-    (SpawnOptions(text="Fix bug"), "task"),
-    (SpawnOptions(task="Fix bug"), "task"),
-    (SpawnOptions(protocol="cleanup"), "protocol"),
-    (SpawnOptions(shell=True), "shell"),
-    (SpawnOptions(project="0009", text="Fix"), "Cannot combine --project with task text"),
-    (SpawnOptions(project="0009", shell=True), "Flags are mutually exclusive"),
-    (SpawnOptions(protocol="x", shell=True), "Flags are mutually exclusive"),
-    (SpawnOptions(text="Fix", protocol="x"), "Cannot combine task text with --protocol"),
-    (SpawnOptions(files=("a.ts",)), "--files requires a task"),
-    (SpawnOptions(protocol="x", files=("a.ts",)), "--files requires a task"),
-    (SpawnOptions(text="Fix", args={"a": 1}), "--args requires --protocol"),
-    (SpawnOptions(text="Fix", role="r.md"), "--role requires --shell"),
-    (SpawnOptions(text="a", task="b"), "Cannot combine task text with --task"),
-    (SpawnOptions(text="  "), "task text is empty"),
-]
 
-
-@pytest.mark.parametrize(("options", "expected"), MATRIX)
-def test_validation_matrix(options: SpawnOptions, expected: str):
-    if expected in ("spec", "task", "protocol", "shell"):
-        assert choose_mode(options) == expected
-        return
-    with pytest.raises(UserError) as caught:
-        choose_mode(options)
-    assert str(caught.value).startswith(expected)
-
-
-def test_nothing_given_is_an_error():
-    with pytest.raises(NothingToSpawn, match="Nothing to spawn"):
-        choose_mode(SpawnOptions())
+@pytest.fixture
+def builders(builders_that_spawn_nothing: Builders) -> Builders:
+    """Every daemon test here is a refusal: they share one daemon."""
+    return builders_that_spawn_nothing
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -149,46 +119,22 @@ def test_an_unknown_spec_lists_the_specs(builders: Builders):
     assert "available specs: 0009-terminal-click, 0010-no-plan" in done.stderr
 
 
+def test_3b_a_missing_context_file_is_named(builders: Builders):
+    done = builders.cli("builders", "spawn", "Fix bug", "--files", "src/auth.ts,src/nope.ts")
+    assert done.returncode == 2
+    assert done.stderr == "butler: error: --files: src/nope.ts not found\n"
+    assert not (builders.repo / ".builders").exists()
+
+
+def test_6b_protocol_arguments_must_be_a_json_object(builders: Builders):
+    done = builders.cli("builders", "spawn", "--protocol", "experiment", "--args", '["a"]')
+    assert done.returncode == 2 and "--args: expected a JSON object" in done.stderr
+    done = builders.cli("builders", "spawn", "--protocol", "experiment", "--args", "{hypothesis}")
+    assert done.returncode == 2 and "--args: invalid JSON" in done.stderr
+    assert len(done.stderr.splitlines()) == 1
+
+
 def assert_nothing_created(builders: Builders) -> None:
     assert not (builders.repo / ".builders").exists()
     assert builders.git("branch", "--list", "builder/*") == ""
     assert builders.cli("builders", "list", "--json").stdout.strip() == "[]"
-
-
-# -- ids ---------------------------------------------------------------------------------
-
-
-def test_task_ids_stay_unique_over_1000_spawns_of_one_task():
-    taken: set[str] = set()
-    for _ in range(1000):
-        builder_id = ids.task_id("Fix the authentication bug", taken)
-        assert builder_id not in taken
-        assert re.fullmatch(r"task-[0-9a-f]{4}-[a-z0-9]{4}", builder_id)
-        taken.add(builder_id)
-    assert len(taken) == 1000
-
-
-def test_shell_ids_stay_unique_within_one_second():
-    taken: set[str] = set()
-    for _ in range(1000):
-        taken.add(ids.shell_id(1733250000, taken))
-    assert len(taken) == 1000
-    assert all(re.fullmatch(r"shell-1733250000-[a-z0-9]{4}", i) for i in taken)
-
-
-def test_a_drawn_id_already_taken_is_drawn_again():
-    draws = iter(["x9k2", "x9k2", "b4c1"])
-    first = ids.task_id("Fix bug", set(), lambda: next(draws))
-    second = ids.task_id("Fix bug", {first}, lambda: next(draws))
-    assert first.endswith("-x9k2") and second.endswith("-b4c1")
-
-
-def test_two_protocol_spawns_in_one_second_get_two_ids():
-    first = ids.protocol_id("cleanup", 1733250000)
-    second = ids.protocol_id("cleanup", 1733250000, {first})
-    assert (first, second) == ("protocol-cleanup-1733250000", "protocol-cleanup-1733250001")
-
-
-def test_branch_names():
-    assert ids.branch_name("task-a7f3-x9k2") == "builder/task-a7f3-x9k2"
-    assert ids.branch_name("0009", "0009-terminal-click") == "builder/0009-terminal-click"

@@ -16,12 +16,17 @@ from typing import Any
 
 import pytest
 
+from tests.channels.chats import (
+    bot_says,
+    discord_said,
+    discord_started,
+    has_joined,
+    matrix_switchboard,
+    notices,
+    slack_said,
+    slack_started,
+)
 from tests.channels.conftest import replies, switchboard_toml, write_roster
-from tests.channels.test_discord import said as discord_said
-from tests.channels.test_discord import started as discord_started
-from tests.channels.test_matrix import bot_says, has_joined, matrix_switchboard, notices
-from tests.channels.test_slack import said as slack_said
-from tests.channels.test_slack import started as slack_started
 from tests.fakes.discord_api import ALICE as DISCORD_ALICE
 from tests.fakes.discord_api import BOT_ID as DISCORD_BOT
 from tests.fakes.discord_api import GENERAL as DISCORD_GENERAL

@@ -10,8 +10,9 @@ import pytest
 from butler.channels.message import Inbound
 from butler.logs import quiet_libraries
 from butler.store.conversations import ConversationStore, MessageRecord
+from tests.channels.chats import telegram_answer_to as answer_to
+from tests.channels.chats import telegram_paired as paired
 from tests.channels.conftest import replies, switchboard_toml, write_roster
-from tests.channels.test_telegram import answer_to, paired
 from tests.fakes.telegram_api import ALICE, FakeTelegram
 from tests.helpers import eventually
 

@@ -21,6 +21,7 @@ import os
 import socket
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -160,8 +161,9 @@ def zombies(container: str) -> list[str]:
     return podman("exec", container, "python", "-c", count).stdout.splitlines()
 
 
-def refusal(deployment: Deployment, *security: str) -> str:
-    """The butler's last line when started with only ``security`` of the service's settings."""
+def refusal(deployment: Deployment, schema: str, *security: str) -> str:
+    """The butler's last line when started with only ``security`` of the service's settings
+    (in ``schema`` of its own, so two can start side by side)."""
     done = podman(
         "run",
         "--rm",
@@ -177,7 +179,7 @@ def refusal(deployment: Deployment, *security: str) -> str:
         "-e",
         f"DATABASE_URL=postgresql://butler:{PASSWORD}@postgres:5432/butler",
         "-e",
-        "BUTLER_DB_SCHEMA=deploy_refusal",
+        f"BUTLER_DB_SCHEMA={schema}",
         "-v",
         f"{REPO}/tests/deployment/roster:/app/test-roster:ro",
         IMAGE,
@@ -223,11 +225,26 @@ def test_compose_runs_a_jailed_butler_that_keeps_its_sessions_and_leaves_nothing
 
         # Without either setting the compose file grants, the butler refuses to start,
         # naming the setting: Docker's default seccomp profile, then a masked /proc.
+        # Two containers of their own, so they run side by side (13 to 15 s each).
         docker_default = f"{REPO}/deploy/seccomp/docker-default.json"
-        line = refusal(deployment, f"seccomp={docker_default}", "systempaths=unconfined")
-        assert "seccomp=deploy/seccomp-bwrap.json" in line, line
-        line = refusal(deployment, f"seccomp={REPO}/deploy/seccomp-bwrap.json")
-        assert "systempaths=unconfined" in line, line
+        with ThreadPoolExecutor(2) as pool:
+            without_profile = pool.submit(
+                refusal,
+                deployment,
+                "deploy_refusal_seccomp",
+                f"seccomp={docker_default}",
+                "systempaths=unconfined",
+            )
+            masked_proc = pool.submit(
+                refusal,
+                deployment,
+                "deploy_refusal_proc",
+                f"seccomp={REPO}/deploy/seccomp-bwrap.json",
+            )
+            line = without_profile.result()
+            assert "seccomp=deploy/seccomp-bwrap.json" in line, line
+            line = masked_proc.result()
+            assert "systempaths=unconfined" in line, line
 
         # Containers removed and made again from the same volumes: the sessions are kept.
         deployment("down")
