@@ -124,7 +124,7 @@ def message_dict(message: Any) -> dict[str, Any]:
     if name == "SystemMessage":
         return {**message.data, "type": "system", "subtype": message.subtype}
     if name == "ResultMessage":
-        return {"type": "result", **dataclasses.asdict(message)}
+        return {"type": "result", **_fields(message)}
     if name in ("AssistantMessage", "UserMessage"):
         content = message.content
         blocks = content if isinstance(content, str) else [_block(b) for b in content]
@@ -140,4 +140,11 @@ def _block(block: Any) -> dict[str, Any]:
     kind = kinds.get(type(block).__name__)
     if kind is None or not dataclasses.is_dataclass(block):
         return {"type": "other"}
-    return {"type": kind, **dataclasses.asdict(block)}
+    return {"type": kind, **_fields(block)}
+
+
+def _fields(instance: Any) -> dict[str, Any]:
+    """A dataclass's fields, values as they are: what :func:`parse_event` reads of a
+    result or block is strings, numbers and the CLI's own dicts and lists, which
+    ``dataclasses.asdict`` would deep-copy (most of this module's CPU per message)."""
+    return {field.name: getattr(instance, field.name) for field in dataclasses.fields(instance)}

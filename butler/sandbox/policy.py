@@ -142,6 +142,34 @@ def program_paths(program: str, search: str) -> tuple[str, tuple[Path, ...]]:
     located = shutil.which(program, path=search)
     if located is None and "/" not in program:
         return program, ()  # not there: the bridge says so, naming it
+    try:
+        found = os.stat(located or program)
+    except OSError:
+        return _program_paths(program, located, search)
+    # Asked at every session's jail (half a millisecond of the event loop, a dozen
+    # file-system looks): looked at again only when the program or where it is looked
+    # for changed, as :func:`~butler.sandbox.installs.script_venvs` reads a script.
+    key = (
+        program,
+        located,
+        search,
+        os.environ.get("HOME"),
+        found.st_dev,
+        found.st_ino,
+        found.st_mtime_ns,
+        found.st_size,
+    )
+    if key not in _PROGRAMS:
+        if len(_PROGRAMS) >= 256:
+            _PROGRAMS.clear()
+        _PROGRAMS[key] = _program_paths(program, located, search)
+    return _PROGRAMS[key]
+
+
+_PROGRAMS: dict[tuple[object, ...], tuple[str, tuple[Path, ...]]] = {}
+
+
+def _program_paths(program: str, located: str | None, search: str) -> tuple[str, tuple[Path, ...]]:
     found = Path(os.path.abspath(located or program))
     folder = Path(os.path.realpath(found.parent))
     exe = folder / found.name
