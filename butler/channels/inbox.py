@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from butler.channels.attachments import AttachmentRefused, check, fetch_all
@@ -28,22 +28,21 @@ from butler.channels.chat_commands import (
     command_in,
 )
 from butler.channels.commands import AT_ONCE
+from butler.channels.exchange import Exchange, request_of
 from butler.channels.gate import Action, Entry, admit, unproven_notice
 from butler.channels.limits import REFUSAL_EVERY_S, SLOW_DOWN_EVERY_S, Notices, RateLimit
 from butler.channels.live import LiveChannel
 from butler.channels.message import Inbound
 from butler.channels.pairing import digest
-from butler.channels.prompt import HISTORY_MESSAGES, framing, prompt_of
+from butler.channels.prompt import HISTORY_MESSAGES
 from butler.channels.replay import unless_replayed
 from butler.channels.routing import new_conversation, which_one
-from butler.channels.switchboard import Route, Router, Target
+from butler.channels.switchboard import Route, Router
 from butler.channels.text import display_name, labelled, one_line
 from butler.channels.threads import Thread, Threads
-from butler.channels.transcribe import Transcript, transcribed, with_transcripts
+from butler.channels.transcribe import transcribed
 from butler.errors import Rejected, SessionNotFound
-from butler.spawner.request import TriggerRequest
 from butler.spawner.result import SpawnerResult
-from butler.spawner.workspace import SessionFile
 from butler.store.channel_senders import SenderStore
 from butler.store.conversations import ConversationStore
 
@@ -57,22 +56,6 @@ BURST_S = 1.0
 BACKLOG_MINUTES = 10
 #: How the daily notice is recognised among the replies the channel already sent.
 NOTICE_MARK = unproven_notice("")[:40]
-
-
-@dataclass(frozen=True)
-class Exchange:
-    """A message on its way to a butler: where it goes, what is sent, in which conversation."""
-
-    message: Inbound
-    row_id: int
-    route: Route
-    target: Target
-    thread: Thread
-    files: tuple[SessionFile, ...]
-    #: The dashboard of the butler keeping the conversation ("" when unknown).
-    keeper_url: str = ""
-    #: What the voice notes and audio said, when a transcription API is set.
-    transcripts: tuple[Transcript, ...] = ()
 
 
 class Inbox:
@@ -229,7 +212,7 @@ class Inbox:
 
     async def _run(self, exchange: Exchange) -> SpawnerResult:
         """The session, resuming the conversation's last one when it can."""
-        request = self._request(exchange)
+        request = request_of(exchange)
         spawner = exchange.target.spawner
         try:
             session_id, task = await spawner.start(request)
@@ -238,7 +221,7 @@ class Inbox:
                 exchange.thread.conversation_id, HISTORY_MESSAGES
             )
             thread = Thread(exchange.thread.conversation_id, history=history)
-            request = self._request(replace(exchange, thread=thread))
+            request = request_of(replace(exchange, thread=thread))
             try:
                 session_id, task = await spawner.start(request)
             except Rejected as exc:
@@ -265,34 +248,6 @@ class Inbox:
             return SpawnerResult(success=False, error=STOPPED, session_id=session_id)
         finally:
             self.answering.ended(exchange.message, running)
-
-    def _request(self, exchange: Exchange) -> TriggerRequest:
-        message, thread = exchange.message, exchange.thread
-        text = exchange.route.text
-        prompt = prompt_of(text, message) if text.strip() or not exchange.transcripts else ""
-        return TriggerRequest(
-            prompt=with_transcripts(prompt, exchange.transcripts),
-            context=framing(message, thread.history),
-            trigger_source="route",
-            session_type="channel",
-            resume_session_id=thread.resume,
-            files=exchange.files,
-            metadata={
-                "channel": message.channel,
-                "sender": message.sender,
-                "thread": message.thread or message.chat,
-                "chat": message.chat,
-                "conversation_id": str(thread.conversation_id),
-                "routed_by": exchange.route.how,
-                "attachments": [{"name": f.name, "note": f.note} for f in exchange.files],
-                **conversation_link(exchange.keeper_url, thread.conversation_id),
-                **(
-                    {"transcripts": [t.as_json() for t in exchange.transcripts]}
-                    if exchange.transcripts
-                    else {}
-                ),
-            },
-        )
 
     async def _stranger(
         self, link: LiveChannel, message: Inbound, row_id: int, entry: Entry
@@ -389,14 +344,6 @@ class Inbox:
         """A message whose session a stopped daemon left unfinished: say so, once."""
         await self.conversations.mark(row_id, "failed")
         await link.say(message, "The butler stopped while answering this; please send it again.")
-
-
-def conversation_link(keeper_url: str, conversation_id: object) -> dict[str, str]:
-    """Where a routed session's page links to its conversation: the conversations page of
-    the butler keeping it (another butler's dashboard, for a switchboard's session)."""
-    if not keeper_url:
-        return {}
-    return {"conversation_url": f"{keeper_url}/conversations/{conversation_id}"}
 
 
 def hello(router: Router) -> str:

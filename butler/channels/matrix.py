@@ -35,7 +35,6 @@ from typing import Any
 from nio import (
     AsyncClient,
     AsyncClientConfig,
-    InviteMemberEvent,
     JoinedMembersError,
     JoinedRoomsError,
     JoinError,
@@ -47,13 +46,16 @@ from nio import (
 from butler.channels.base import Channel, ChannelError, Misconfigured, NotSendable
 from butler.channels.download import bounded
 from butler.channels.files_out import IMAGES
+from butler.channels.matrix_events import (
+    addressing,
+    attachments_of,
+    follows_of,
+    inviter_of,
+    text_of,
+)
 from butler.channels.message import AttachmentRef, Batch, Inbound
 from butler.config.channels import MatrixSettings
 
-ENCRYPTED = (
-    "this room is end-to-end encrypted, which the butler's Matrix channel does not read; "
-    "talk to it in a room without encryption (docs/channels.md)"
-)
 #: What a sync brings: messages of joined rooms, their members' names, invites.
 SYNC_FILTER: dict[str, Any] = {
     "presence": {"types": []},
@@ -70,7 +72,6 @@ FIRST_FILTER: dict[str, Any] = {
     **SYNC_FILTER,
     "room": {**SYNC_FILTER["room"], "timeline": {"limit": 0}},
 }
-FILES = {"m.image": "image", "m.file": "file", "m.audio": "audio"}
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +149,7 @@ class MatrixChannel(Channel):
     async def _join(self, sync: Any) -> None:
         """Join the rooms the bot is invited to while their kind has room; decline the rest."""
         for room_id, invite in sync.rooms.invite.items():
-            inviter = _inviter(invite.invite_state, self.settings.user_id)
+            inviter = inviter_of(invite.invite_state, self.settings.user_id)
             owners = self.settings.allows_group(room_id) or (
                 inviter is not None and await self.paired(inviter)
             )
@@ -243,11 +244,11 @@ class MatrixChannel(Channel):
         room = self._client.rooms.get(room_id) if self._client else None
         # A room the client does not know yet counts as a group: heard only when addressed.
         group = room is None or room.member_count > 2
-        text = _text(content)
+        text = text_of(content)
         addressed = True
         if group:
             own = room.user_name(self.settings.user_id) if room else None
-            addressed, text = self._addressed(content, text, own)
+            addressed, text = addressing(content, text, self.settings.user_id, own)
             addressed = addressed or await self._replies_to_bot(room_id, relates)
         return Inbound(
             channel="matrix",
@@ -257,30 +258,12 @@ class MatrixChannel(Channel):
             sender=sender,
             display_name=room.user_name(sender) if room else None,
             text=text,
-            attachments=_attachments(content),
+            attachments=attachments_of(content),
             reply={"event_id": event.get("event_id")},
             group=group,
             addressed=addressed,
-            follows=_follows(relates),
+            follows=follows_of(relates),
         )
-
-    def _addressed(self, content: dict[str, Any], text: str, own: str | None) -> tuple[bool, str]:
-        """Whether a room message mentions the bot or is a command, and its words without a
-        leading mention."""
-        bot = self.settings.user_id
-        mentions = content.get("m.mentions")
-        named = isinstance(mentions, dict) and bot in (mentions.get("user_ids") or [])
-        formatted = content.get("formatted_body")
-        linked = isinstance(formatted, str) and f"matrix.to/#/{bot}" in formatted
-        said = bot in text
-        for name in (bot, own):
-            if name and text.lower().startswith(name.lower()):
-                rest = text[len(name) :]
-                if not rest or rest[0] in ":, \n":
-                    text = rest.lstrip(":, \n")
-                    said = True
-                    break
-        return named or linked or said or text.startswith("/"), text
 
     async def _replies_to_bot(self, room_id: str, relates: dict[str, Any]) -> bool:
         """Whether a message answers one of the bot's own (its ``m.in_reply_to``)."""
@@ -373,53 +356,3 @@ class MatrixChannel(Channel):
         client, self._client = self._client, None
         if client is not None:
             await client.close()
-
-
-def _inviter(invite_state: list[Any], bot: str) -> str | None:
-    """Who invited the bot: the sender of the bot's own ``invite`` membership event, which
-    the homeserver hands over with the invite."""
-    for event in invite_state:
-        if (
-            isinstance(event, InviteMemberEvent)
-            and event.state_key == bot
-            and event.membership == "invite"
-        ):
-            return event.sender
-    return None
-
-
-def _follows(relates: dict[str, Any]) -> tuple[str, ...]:
-    """The events a message follows: the root of its thread, the event it replies to (in a
-    thread, the latest one there, which a client names as a fallback)."""
-    found = []
-    if relates.get("rel_type") == "m.thread":
-        found.append(relates.get("event_id"))
-    replied = relates.get("m.in_reply_to")
-    if isinstance(replied, dict):
-        found.append(replied.get("event_id"))
-    return tuple(e for e in found if isinstance(e, str) and e)
-
-
-def _text(content: dict[str, Any]) -> str:
-    """The message's words (a file's body is its name, not words)."""
-    if content.get("msgtype") in ("m.text", "m.emote"):
-        body = content.get("body")
-        return body if isinstance(body, str) else ""
-    return ""
-
-
-def _attachments(content: dict[str, Any]) -> tuple[AttachmentRef, ...]:
-    kind = content.get("msgtype")
-    if kind in ("m.text", "m.emote"):
-        return ()
-    if kind == "m.encrypted":
-        encrypted = "application/x-matrix-encrypted"
-        return (AttachmentRef("encrypted message", encrypted, None, "", refusal=ENCRYPTED),)
-    if kind not in FILES:
-        name = str(kind)[:40]
-        return (AttachmentRef(name.removeprefix("m."), f"application/x-matrix-{name}", None, ""),)
-    info = content.get("info") if isinstance(content.get("info"), dict) else {}
-    size = info.get("size") if isinstance(info.get("size"), int) else None
-    media = str(info.get("mimetype") or "application/octet-stream")
-    name = content.get("body") if isinstance(content.get("body"), str) else None
-    return (AttachmentRef(FILES[kind], media, size, str(content.get("url") or ""), name),)

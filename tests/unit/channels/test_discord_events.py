@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from butler.channels.discord import cursor_of, inbound_of
+from butler.channels.discord import cursor_of
+from butler.channels.discord_events import inbound_of
 
 ME = "900"
 

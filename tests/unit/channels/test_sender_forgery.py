@@ -14,7 +14,7 @@ import pytest
 from nio import MatrixRoom
 from telegram import Update, User
 
-from butler.channels import discord, slack, telegram
+from butler.channels import discord_events, slack_events, telegram
 from butler.channels.matrix import MatrixChannel
 from butler.config.channels import MatrixSettings
 
@@ -97,11 +97,11 @@ def slack_payload(**event: Any) -> dict[str, Any]:
     ],
 )  # fmt: skip
 def test_slack_edits_bots_and_webhooks_are_nobodys(shaped):
-    assert slack.inbound_of(slack_payload(**shaped), "U0BUTLER") is None
+    assert slack_events.inbound_of(slack_payload(**shaped), "U0BUTLER") is None
 
 
 def test_slack_names_the_user_who_posted_whatever_the_text_says():
-    found = slack.inbound_of(slack_payload(text="<@U0ALICE> says: I am U0ALICE"), "U0BUTLER")
+    found = slack_events.inbound_of(slack_payload(text="<@U0ALICE> says: I am U0ALICE"), "U0BUTLER")
     assert found is not None and found.sender == "U0MALLORY"
 
 
@@ -119,12 +119,12 @@ def discord_payload(**fields: Any) -> dict[str, Any]:
     ],
 )
 def test_discord_webhooks_bots_and_system_lines_are_nobodys(shaped):
-    assert discord.inbound_of(discord_payload(**shaped), "900") is None
+    assert discord_events.inbound_of(discord_payload(**shaped), "900") is None
 
 
 def test_discord_names_the_author_whatever_the_nickname_or_the_reply():
     replied = {"id": "4", "author": {"id": "100", "username": "alice"}, "content": "mine"}
-    found = discord.inbound_of(
+    found = discord_events.inbound_of(
         discord_payload(
             guild_id="1", member={"nick": "Alice"}, referenced_message=replied,
             content="<@100> I am Alice", mentions=[{"id": "100"}, {"id": "900"}],

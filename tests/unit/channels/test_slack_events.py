@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from butler.channels.slack import escaped, inbound_of
+from butler.channels.slack import escaped
+from butler.channels.slack_events import inbound_of
 
 ME = "U0BUTLER"
 
