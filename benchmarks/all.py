@@ -62,7 +62,7 @@ SIZES = {
         "starts": 5,
         "small": listings.SMALL,
         "remote": 20,
-        "c8": (40, 3),
+        "c8": (40, 4),
         "butlers": 100,
     },
     "smoke": {

@@ -14,12 +14,13 @@ its round trips, a few per session).
 Then triggers per second at concurrency 8 (eight MCP clients, each triggering
 back to back) against a butler served by 1, 2 and 3 workers (three butlers, so
 that no worker is started or stopped between measurements), and against the
-local daemon, in rounds alternating between the four. Each worker runs at its
-default capacity (the CPU count: 2 here), so one more worker is two more
-sessions at once. All of them share this machine's cores with the daemons and
-PostgreSQL: one more worker adds places to run sessions, not CPU.
+local daemon, in rounds visiting the four in turn, each round starting one
+later. Each worker runs at its default capacity (the CPU count: 2 here), so one
+more worker is two more sessions at once. All of them share this machine's
+cores with the daemons and PostgreSQL: one more worker adds places to run
+sessions, not CPU.
 
-    .venv/bin/python benchmarks/workers.py [--triggers 20] [--burst 40] [--rounds 3]
+    .venv/bin/python benchmarks/workers.py [--triggers 20] [--burst 40] [--rounds 4]
         [--database-url URL]
 """
 
@@ -110,14 +111,17 @@ async def _burst(url: str, count: int) -> tuple[int, float]:
 
 async def _throughput(urls: dict[str, str], burst: int, rounds: int) -> dict[str, float]:
     """Triggers per second at :data:`CONCURRENCY` for each butler of ``urls``, in rounds
-    that visit every butler in turn (load hits them alike)."""
+    that visit every butler in turn, each round from the next one."""
     done = {name: 0 for name in urls}
     took = {name: 0.0 for name in urls}
     for url in urls.values():  # warm-up: the workers' first sessions, not counted
         await _burst(f"{url}/mcp", min(burst, CONCURRENCY))
-    for _ in range(rounds):
-        for name, url in urls.items():
-            count, seconds = await _burst(f"{url}/mcp", burst)
+    names = list(urls)
+    for n in range(rounds):
+        # Each round starts one butler later: over len(urls) rounds each takes every
+        # place in the order once, so a load that drifts within a round hits them alike.
+        for name in names[n % len(names) :] + names[: n % len(names)]:
+            count, seconds = await _burst(f"{urls[name]}/mcp", burst)
             done[name] += count
             took[name] += seconds
     return {name: done[name] / took[name] for name in urls}
@@ -208,7 +212,8 @@ def measure(dsn: str, triggers: int, tmp: Path, burst: int = 40, rounds: int = 3
     at_c = (
         f"triggers per second at concurrency {CONCURRENCY} ({CONCURRENCY} MCP clients "
         f"triggering back to back), {rounds} rounds of {burst} triggers per butler, the "
-        f"butlers visited in turn; `echo hi`; each worker at its default capacity "
+        f"butlers visited in turn, each round from the next; `echo hi`; each worker at its "
+        f"default capacity "
         f"({cores}, the CPU count); daemons, workers and PostgreSQL share this machine's "
         f"{cores} cores; load {load:.1f} at the end"
     )
@@ -262,7 +267,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--triggers", type=int, default=20)
     parser.add_argument("--burst", type=int, default=40, help="triggers per butler per round")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=4, help="4: each butler first once")
     parser.add_argument("--database-url", default=DEFAULT_DSN)
     args = parser.parse_args()
     from rows import table, tally
