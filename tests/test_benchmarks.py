@@ -174,11 +174,13 @@ def test_a_triggers_cpu_is_split_by_the_process_that_spent_it():
     }
 
 
-def test_three_worker_processes_give_the_butlers_one_two_and_three_workers():
-    served = [workers.served_by(n) for n in range(3)]
+def test_four_worker_processes_give_the_butlers_one_two_and_three_workers():
+    served = [workers.served_by(n) for n in range(4)]
     per_butler = {name: sum(name in names for names in served) for name in workers.FLEETS}
     assert per_butler == workers.FLEETS == {"there": 1, "two": 2, "three": 3}
-    assert workers.served_by(3) == []
+    # The one-at-a-time rows' worker serves its butler alone.
+    assert served[0] == ["there"]
+    assert workers.served_by(4) == []
 
 
 def test_a_burst_is_split_among_the_eight_clients_and_none_is_lost():
