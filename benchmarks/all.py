@@ -10,7 +10,8 @@ print-mode no-op CLI (the predecessor's shape), one at a time and as pools
 of eight; CPU per trigger machine-wide and as accounted; RSS after a burst
 of triggers against idle at start; listings at 1,000,000 rows against
 10,000, every page full; start to ``/health`` against ``butler --version``;
-a trigger run by a `butler worker` against the same trigger run in the daemon;
+a trigger run by a `butler worker` against the same trigger run in the daemon,
+and triggers/s at concurrency 8 with 1, 2 and 3 workers;
 `butler up` of 100 butlers to every ``/health``, its RSS and its PostgreSQL
 connections, against a roster of one; sessions of the genuine Claude Code
 and Codex jailed against unjailed (``genuine.py``); a trigger's steps timed
@@ -61,6 +62,7 @@ SIZES = {
         "starts": 5,
         "small": listings.SMALL,
         "remote": 20,
+        "c8": (40, 4),
         "butlers": 100,
     },
     "smoke": {
@@ -72,6 +74,7 @@ SIZES = {
         "starts": 1,
         "small": 1_000,
         "remote": 2,
+        "c8": (4, 1),
         "butlers": 3,
     },
 }
@@ -183,7 +186,7 @@ def main() -> None:
         rows += asyncio.run(found)
         rows += startup_rows(dsn, 2 if args.smoke else 5, tmp)
         rows += cli.measure(dsn, 2 if args.smoke else 7, tmp / "cli")
-        rows += workers.measure(dsn, size["remote"], tmp / "wk")
+        rows += workers.measure(dsn, size["remote"], tmp / "wk", *size["c8"])
         rows += roster_up.measure(dsn, size["butlers"])
         rows += genuine.measure(dsn, 2 if args.smoke else 15, tmp / "gn")
         rows += phase_rows(dsn, size["triggers"] if args.smoke else 30, tmp / "ph")

@@ -20,6 +20,7 @@ import roster_up  # noqa: E402
 import rows  # noqa: E402
 import spawner  # noqa: E402
 import trigger_phases  # noqa: E402
+import workers  # noqa: E402
 
 from tests.helpers import require_jail  # noqa: E402
 
@@ -172,3 +173,24 @@ def test_a_triggers_cpu_is_split_by_the_process_that_spent_it():
         "bridge",
         "the no-op CLI",
     }
+
+
+def test_four_worker_processes_give_the_butlers_one_two_and_three_workers():
+    served = [workers.served_by(n) for n in range(4)]
+    per_butler = {name: sum(name in names for names in served) for name in workers.FLEETS}
+    assert per_butler == workers.FLEETS == {"there": 1, "two": 2, "three": 3}
+    # The one-at-a-time rows' worker serves its butler alone.
+    assert served[0] == ["there"]
+    assert workers.served_by(4) == []
+
+
+def test_a_burst_is_split_among_the_eight_clients_and_none_is_lost():
+    assert workers.shares(40) == [5] * 8
+    assert workers.shares(4) == [1, 1, 1, 1, 0, 0, 0, 0]
+    assert sum(workers.shares(43)) == 43 and max(workers.shares(43)) == 6
+
+
+def test_more_workers_must_give_strictly_more_triggers_per_second():
+    goal = workers.more_than("1 worker")
+    assert goal.words == "> 1 worker"
+    assert goal.met(3.1, 3.0) and not goal.met(3.0, 3.0)
