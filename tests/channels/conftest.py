@@ -167,12 +167,13 @@ async def serve_tools() -> AsyncIterator[Callable[[Roster], Any]]:
     roster's spawners and channels: a session's runtime calls its butler there."""
     import uvicorn
 
+    from butler.adapters.uvicorn import Server
     from butler.context import ButlerContext
     from butler.server import build_app
     from butler.store.sessions import SessionStore
     from butler.store.state import StateStore
 
-    servers: list[tuple[uvicorn.Server, asyncio.Task[None]]] = []
+    servers: list[tuple[Server, asyncio.Task[None]]] = []
 
     async def serve(running: Roster) -> dict[str, ButlerContext]:
         contexts: dict[str, ButlerContext] = {}
@@ -186,7 +187,11 @@ async def serve_tools() -> AsyncIterator[Callable[[Roster], Any]]:
             context.peers = list(contexts.values())
             port = context.config.butler.port
             config = uvicorn.Config(build_app(context), port=port, log_config=None)
-            server = uvicorn.Server(config)
+            # The daemon's server, which installs no signal handlers: stock uvicorn
+            # servers started side by side restore each other's handlers out of order
+            # and leave a stopped one's as SIGTERM's, which sse-starlette then reads as
+            # "shutting down" for every later event stream in this test process.
+            server = Server(config)
             servers.append((server, asyncio.create_task(server.serve())))
             await eventually(lambda s=server: s.started, timeout=30)
         return contexts
