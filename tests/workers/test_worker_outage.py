@@ -78,7 +78,7 @@ async def test_a_result_made_during_a_database_outage_reaches_the_caller_once_it
         await server.stop()
 
 
-@pytest.mark.parametrize("outage_s", [5, 20])
+@pytest.mark.parametrize("outage_s", [5, 20, 90])
 async def test_a_worker_outage_cutting_its_queue_lookup_pauses_it_and_it_runs_held_and_new_work(
     own_postgres, tmp_path, outage_s
 ):
