@@ -210,20 +210,9 @@ class DiscordChannel(Channel):
         return replace(message, chat=parent, thread=channel) if parent else message
 
     async def send(self, to: Inbound, text: str) -> str:
-        channel = int(to.reply.get("channel_id") or to.thread or to.chat)
-        replied = to.reply.get("message_id")
         try:
-            sent = await self.bot.rest.create_message(
-                channel,
-                text,
-                reply=int(replied) if replied else hikari.UNDEFINED,
-                reply_must_exist=False,
-                # An answer never pings anyone: no @everyone, no role, no user from a model's text.
-                mentions_everyone=False,
-                user_mentions=False,
-                role_mentions=False,
-                mentions_reply=False,
-            )
+            channel, content, options = _answering(to, text)
+            sent = await self.bot.rest.create_message(channel, content, **options)
         except hikari.HikariError as exc:
             raise _error(exc) from None
         return f"{sent.channel_id}:{sent.id}"
@@ -233,19 +222,11 @@ class DiscordChannel(Channel):
     ) -> str:
         """A message with the file attached (Discord shows an image inline itself), the
         caption its text, replying as the answer does."""
-        channel = int(to.reply.get("channel_id") or to.thread or to.chat)
-        replied = to.reply.get("message_id")
+        attachment = hikari.Bytes(data, name, mimetype=media_type)
         try:
+            channel, content, options = _answering(to, caption or hikari.UNDEFINED)
             sent = await self.bot.rest.create_message(
-                channel,
-                caption or hikari.UNDEFINED,
-                attachment=hikari.Bytes(data, name, mimetype=media_type),
-                reply=int(replied) if replied else hikari.UNDEFINED,
-                reply_must_exist=False,
-                mentions_everyone=False,
-                user_mentions=False,
-                role_mentions=False,
-                mentions_reply=False,
+                channel, content, attachment=attachment, **options
             )
         except hikari.ClientHTTPResponseError as exc:
             if exc.status == 413:  # over the upload limit: no retry makes it smaller
@@ -308,3 +289,19 @@ def _error(exc: BaseException) -> ChannelError:
 def cursor_of(position: str | None) -> Seen:
     """The stored cursor: each recent chat's (channel's or thread's) last message recorded."""
     return Seen(position, SNOWFLAKE, SNOWFLAKE, int)
+
+
+def _answering(to: Inbound, content: Any) -> tuple[int, Any, dict[str, Any]]:
+    """Where an answer to ``to`` goes (its thread or chat), and how: a reply to the
+    message, which never pings anyone (no @everyone, no role, no user from a model's
+    text)."""
+    replied = to.reply.get("message_id")
+    options: dict[str, Any] = {
+        "reply": int(replied) if replied else hikari.UNDEFINED,
+        "reply_must_exist": False,
+        "mentions_everyone": False,
+        "user_mentions": False,
+        "role_mentions": False,
+        "mentions_reply": False,
+    }
+    return int(to.reply.get("channel_id") or to.thread or to.chat), content, options

@@ -12,6 +12,7 @@ import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from butler.channels.backoff import Backoff
 from butler.channels.base import Channel, ChannelState, Need, NotSendable, Paced
@@ -73,21 +74,7 @@ class LiveChannel:
         pieces = split(text, self.channel.max_reply_chars, self.channel.measure)
         for piece in pieces:
             sent = await self._send(to, piece)
-            await self.conversations.record(
-                MessageRecord(
-                    channel=self.kind,
-                    direction="out",
-                    external_id=sent or f"unsent:{uuid.uuid4()}",
-                    chat=to.chat,
-                    thread=to.thread,
-                    sender=butler or "butler",
-                    body=piece,
-                    conversation_id=conversation_id,
-                    butler=butler,
-                    session_id=session_id,
-                    status="sent" if sent else "failed",
-                )
-            )
+            await self._record_out(to, sent, piece, butler, conversation_id, session_id)
             if sent is None:
                 return False
         return True
@@ -111,6 +98,28 @@ class LiveChannel:
             why,
             FILE_RETRY_S,
         )
+        await self._record_out(
+            to,
+            sent,
+            file.caption or f"[file {file.describe()}]",
+            butler,
+            conversation_id,
+            session_id,
+            [{"name": file.name, "media_type": file.media_type, "size": len(file.data)}],
+        )
+        return None if sent else (why[-1] if why else "not sent")
+
+    async def _record_out(
+        self,
+        to: Inbound,
+        sent: str | None,
+        body: str,
+        butler: str | None,
+        conversation_id: uuid.UUID | None,
+        session_id: str | None,
+        attachments: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Record what went (or failed to go) to ``to``'s chat in its conversation."""
         await self.conversations.record(
             MessageRecord(
                 channel=self.kind,
@@ -118,18 +127,15 @@ class LiveChannel:
                 external_id=sent or f"unsent:{uuid.uuid4()}",
                 chat=to.chat,
                 thread=to.thread,
-                sender=butler,
-                body=file.caption or f"[file {file.describe()}]",
-                attachments=[
-                    {"name": file.name, "media_type": file.media_type, "size": len(file.data)}
-                ],
+                sender=butler or "butler",
+                body=body,
+                attachments=attachments or [],
                 conversation_id=conversation_id,
                 butler=butler,
                 session_id=session_id,
                 status="sent" if sent else "failed",
             )
         )
-        return None if sent else (why[-1] if why else "not sent")
 
     async def _send(
         self,
