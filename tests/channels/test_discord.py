@@ -49,44 +49,21 @@ slash commands, voice, and the global rate limit.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from butler.channels.base import ChannelError, Misconfigured
 from butler.channels.discord import DiscordChannel
 from butler.channels.message import AttachmentRef
 from butler.config.channels import DiscordSettings
+from tests.channels.chats import discord_said as said
+from tests.channels.chats import discord_started as started
+from tests.channels.chats import discord_switchboard
 from tests.channels.conftest import write_roster
-from tests.fakes.discord_api import ALICE, BOT_ID, GENERAL, THREAD, TOKEN, FakeDiscord, Person
+from tests.fakes.discord_api import ALICE, BOT_ID, GENERAL, THREAD, TOKEN, FakeDiscord
 from tests.helpers import eventually
 
 #: Each answer runs the command runtime: a real process.
 pytestmark = pytest.mark.slow
-
-
-def discord_switchboard(roster: Path, discord: FakeDiscord) -> None:
-    (roster / "switchboard.toml").write_text(
-        f'[switchboard]\nhome = "general"\n\n[switchboard.channels.discord]\n{discord.settings()}'
-        f'groups = ["{GENERAL}"]\n',
-        encoding="utf-8",
-    )
-
-
-async def said(discord: FakeDiscord, channel: str, count: int) -> list[str]:
-    """The bot's first ``count`` messages in ``channel``, once there are that many."""
-    await discord.until(lambda: len(discord.texts(channel)) >= count, timeout=60)
-    return discord.texts(channel)[:count]
-
-
-async def started(roster, schema_name, discord, start_roster, person: Person = ALICE):
-    write_roster(roster, schema_name)
-    discord_switchboard(roster, discord)
-    running = await start_roster({"DISCORD_BOT_TOKEN": TOKEN})
-    await eventually(lambda: running.state("discord")["status"] == "connected")
-    discord.say(await running.pair("discord"), user=person)
-    assert (await said(discord, person.dm, 1))[0].startswith("Paired, Alice.")
-    return running
 
 
 def channel_of(discord: FakeDiscord, **settings: object) -> DiscordChannel:

@@ -8,11 +8,11 @@ its client-server API as Element would.
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.channels.chats import bot_says, has_joined, matrix_switchboard, notices
 from tests.channels.conftest import write_roster
 from tests.helpers import eventually
 from tests.servers.synapse import MatrixUser, Synapse
@@ -23,26 +23,6 @@ pytestmark = pytest.mark.slow
 GATED = (
     '\n[butler.env]\noptional = ["AGENT_GATE"]\n\n[butler.channels]\nsender_env = ["AGENT_GATE"]\n'
 )
-
-
-def matrix_switchboard(roster: Path, synapse: Synapse, bot: MatrixUser, extra: str = "") -> None:
-    (roster / "switchboard.toml").write_text(
-        '[switchboard]\nhome = "general"\n\n[switchboard.channels.matrix]\n'
-        f'homeserver = "{synapse.url}"\nuser_id = "{bot.user_id}"\n{extra}',
-        encoding="utf-8",
-    )
-
-
-def notices(synapse: Synapse, person: MatrixUser, room: str, bot: MatrixUser) -> list[dict]:
-    return [m for m in synapse.messages(person, room) if m["sender"] == bot.user_id]
-
-
-async def bot_says(
-    synapse: Synapse, person: MatrixUser, room: str, bot: MatrixUser, n: int
-) -> list:
-    """The bot's first ``n`` messages in ``room``, once there are that many."""
-    await eventually(lambda: len(notices(synapse, person, room, bot)) >= n, timeout=60)
-    return notices(synapse, person, room, bot)[:n]
 
 
 @pytest.fixture
@@ -217,12 +197,6 @@ async def test_files_sent_one_after_another_are_one_message_answered_once(
         "SELECT status FROM channel_messages WHERE direction = 'in' ORDER BY id"
     )
     assert [r["status"] for r in statuses][-2:] == ["answered", "merged"]
-
-
-async def has_joined(synapse: Synapse, person: MatrixUser, room: str, bot: MatrixUser) -> bool:
-    path = f"/_matrix/client/v3/rooms/{room}/joined_members"
-    found = await asyncio.to_thread(synapse.call, "GET", path, None, person.token)
-    return bot.user_id in found["joined"]
 
 
 async def test_a_homeserver_restarted_mid_answer_gets_the_answer_once_and_loses_nothing(

@@ -48,13 +48,16 @@ the 10-connection limit per app.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from butler.channels.base import Misconfigured
 from butler.channels.slack import SlackChannel
 from butler.config.channels import SlackSettings
+from tests.channels.chats import SLACK_TOKENS as TOKENS
+from tests.channels.chats import slack_paired as paired
+from tests.channels.chats import slack_said as said
+from tests.channels.chats import slack_started as started
+from tests.channels.chats import slack_switchboard
 from tests.channels.conftest import write_roster
 from tests.fakes.slack_api import (
     ALICE,
@@ -63,41 +66,11 @@ from tests.fakes.slack_api import (
     BOT_USER,
     GENERAL,
     FakeSlack,
-    Person,
 )
 from tests.helpers import eventually
 
 #: Each answer runs the command runtime: a real process.
 pytestmark = pytest.mark.slow
-
-TOKENS = {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_APP_TOKEN": APP_TOKEN}
-
-
-def slack_switchboard(roster: Path, slack: FakeSlack) -> None:
-    (roster / "switchboard.toml").write_text(
-        f'[switchboard]\nhome = "general"\n\n[switchboard.channels.slack]\n{slack.settings()}'
-        f'groups = ["{GENERAL}"]\n',
-        encoding="utf-8",
-    )
-
-
-async def said(slack: FakeSlack, channel: str, count: int) -> list[str]:
-    """The app's first ``count`` messages in ``channel``, once there are that many."""
-    await slack.until(lambda: len(slack.texts(channel)) >= count, timeout=60)
-    return slack.texts(channel)[:count]
-
-
-async def paired(running, slack: FakeSlack, person: Person = ALICE) -> None:
-    slack.say(await running.pair("slack"), user=person)
-    assert (await said(slack, person.dm, 1))[0].startswith(f"Paired, {person.display_name}.")
-
-
-async def started(roster, schema_name, slack, start_roster):
-    write_roster(roster, schema_name)
-    slack_switchboard(roster, slack)
-    running = await start_roster(TOKENS)
-    await paired(running, slack)
-    return running
 
 
 def channel_of(slack: FakeSlack, app_token: str = APP_TOKEN) -> SlackChannel:

@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
+from tests.channels.chats import telegram_answer_to as answer_to
+from tests.channels.chats import telegram_paired as paired
 from tests.channels.conftest import replies, switchboard_toml, write_roster
-from tests.fakes.telegram_api import ALICE, FAMILY, MALLORY, Person
+from tests.fakes.telegram_api import ALICE, FAMILY, MALLORY
 from tests.fakes.transcription_api import KEY as TRANSCRIPTION_KEY
 from tests.fakes.transcription_api import FakeTranscription
 from tests.helpers import eventually
@@ -27,21 +29,6 @@ RULES = """
 butler = "general"
 keywords = ["groceries"]
 """
-
-
-async def paired(roster: Any, telegram: Any, person: Person = ALICE) -> None:
-    """``person`` sends a fresh pairing code and is greeted."""
-    before = len(telegram.texts(person.id))
-    telegram.send(await roster.pair("telegram"), user=person)
-    await replies(telegram, person.id, before + 1)
-    assert telegram.texts(person.id)[before].startswith("Paired")
-
-
-async def answer_to(telegram: Any, text: str | None, person: Person = ALICE, **extra: Any) -> str:
-    """What the bot answers ``person``'s next message (with ``extra`` fields, e.g. a document)."""
-    before = len(telegram.texts(person.id))
-    telegram.send(text, user=person, **extra)
-    return (await replies(telegram, person.id, before + 1))[before]
 
 
 async def test_an_unpaired_sender_gets_one_short_refusal_and_no_session(
